@@ -1,0 +1,56 @@
+/*
+ * gq.h — project-wide conventions shared by every module.
+ *
+ * Errors are ints: 0 is success, negatives come from enum gq_err. Functions that
+ * can fail take a caller-supplied message buffer (char *err, size_t errlen) and
+ * write one sentence there, naming the field, file or line at fault. The buffer
+ * may be NULL (errlen 0) when the caller does not want the text.
+ *
+ * Ownership: pointers returned by *_new are owned by the caller and released with
+ * the matching *_free (which accepts NULL). Embedded objects use *_init and *_release.
+ */
+#ifndef GQ_H
+#define GQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+enum gq_err {
+    GQ_OK = 0,
+    GQ_ENOMEM = -1,    /* allocation failed */
+    GQ_EINVAL = -2,    /* bad input: see message */
+    GQ_EIO = -3,       /* read/write/system call failed */
+    GQ_ENOTFOUND = -4, /* no such object / file */
+    GQ_ECONFLICT = -5, /* 409 or stale version */
+    GQ_ELIMIT = -6,    /* a bounded buffer or table is full */
+    GQ_ECORRUPT = -7,  /* stored data is damaged */
+    GQ_EVERSION = -8,  /* newer/unknown format version */
+    GQ_EBUSY = -9,     /* locked or temporarily unavailable; retry */
+    GQ_ETIMEOUT = -10, /* deadline passed */
+    GQ_EHTTP = -11,    /* unexpected HTTP status */
+    GQ_EGONE = -12,    /* 410 Gone: resourceVersion too old */
+    GQ_EPARSE = -13,   /* malformed JSON/YAML/CSV */
+    GQ_EFULL = -14,    /* disk full */
+};
+
+/* Static text for an error code; never NULL. */
+const char *gq_strerror(int rc);
+
+/* Bounded formatted write into err (if non-NULL); always NUL-terminates. */
+void gq_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Parse a base-10 signed integer from [s, s+len) exactly (no trailing junk,
+ * no overflow). Returns 0 or GQ_EINVAL. len may be (size_t)-1 for NUL-terminated. */
+int gq_parse_i64(const char *s, size_t len, int64_t *out);
+
+/* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the
+ * length of src (so truncation is detectable as ret >= dstlen). */
+size_t gq_strlcpy(char *dst, const char *src, size_t dstlen);
+
+#define GQ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define GQ_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GQ_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

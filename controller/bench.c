@@ -1,0 +1,19 @@
+/* bench.c — `gangq bench sched|store [--json]`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: gangq bench sched|store [--json] [options]\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "sched"))
+        return bench_sched(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "store"))
+        return bench_store(argc - 1, argv + 1);
+    fprintf(stderr, "gangq bench: unknown benchmark \"%s\" (known: sched, store)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Check the build dependencies (Debian packages); install the missing ones when
+# root, otherwise print the exact apt-get line and stop.
+set -euo pipefail
+need=()
+chk_pc() { pkg-config --exists "$1" 2>/dev/null || need+=("$2"); }
+chk_h()  { [ -f "/usr/include/$1" ] || need+=("$2"); }
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v cc >/dev/null || need+=(gcc)
+if command -v pkg-config >/dev/null; then
+  chk_pc libcurl libcurl4-openssl-dev
+  chk_pc libcjson libcjson-dev
+  chk_pc sqlite3 libsqlite3-dev
+  chk_pc yaml-0.1 libyaml-dev
+  chk_pc cmocka libcmocka-dev
+fi
+chk_h ev.h libev-dev
+command -v clang >/dev/null || need+=(clang)
+[ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need+=(libclang-rt-14-dev)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+command -v kubectl >/dev/null || need+=(kubectl)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v openssl >/dev/null || need+=(openssl)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "gangq: missing build dependencies. Run:" >&2
+  echo "  sudo apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
+echo "gangq: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "${need[@]}"; }
