@@ -1,0 +1,417 @@
+/*
+ * kube.h — the Kubernetes API client: libcurl multi driven by one caller-owned
+ * libev loop, kubeconfig / in-cluster auth, list+watch informers with an
+ * in-memory object cache, writers, and Lease-based leader election.
+ *
+ * Layers (each usable and testable on its own):
+ *   kube_config    — where the API server is and how to authenticate (no I/O
+ *                    after loading).
+ *   kube_client    — async HTTP on curl multi + ev_io/ev_timer watchers. Every
+ *                    request ends in exactly one callback (unless cancelled or
+ *                    the client is freed first). Response bodies are bounded.
+ *   kube_lines     — cuts a byte stream into '\n'-terminated lines in a bounded
+ *                    buffer (a line over the maximum is an error).
+ *   kube_backoff   — exponential backoff with jitter, honours Retry-After.
+ *   kube_cache     — objects keyed by "namespace/name" (or "name"), owning
+ *                    their cJSON; replace() diffs a relist into synthetic events.
+ *   kube_informer  — LIST (paginated) then WATCH from the list's
+ *                    resourceVersion, bookmarks, relist on 410, backoff,
+ *                    stall detection; feeds the cache and the owner's handler.
+ *   kube_leader    — coordination.k8s.io/v1 Lease election, resourceVersion-
+ *                    guarded PUTs so two contenders can never both lead.
+ *
+ * Invariants and ownership:
+ *   - One struct ev_loop * is owned by the caller and must outlive every
+ *     object here. Nothing here blocks except kube_config loading (files).
+ *   - Timers and backoff use monotonic time (ev_now); wall time is used only
+ *     for Kubernetes timestamps (Lease renewTime, Event timestamps).
+ *   - Callbacks may call any function here, including freeing or cancelling
+ *     the very object whose callback is running: frees are deferred until the
+ *     callback returns (never free an object whose callback is on the stack).
+ *   - Pointers handed to callbacks (response bodies, cache objects) are
+ *     borrowed: valid only for the duration of the callback unless stated.
+ *   - Objects returned by *_new are owned by the caller; *_free accepts NULL.
+ *   - No hidden globals. curl_global_init() is the process owner's job
+ *     (kube_global_init() wraps it; call once from main before threads).
+ */
+#ifndef GQ_KUBE_H
+#define GQ_KUBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "buf.h"
+#include "gq.h"
+
+struct ev_loop;
+
+/* curl_global_init/cleanup, once per process (main, tests). */
+int kube_global_init(void);
+void kube_global_cleanup(void);
+
+/* ------------------------------------------------------------------ config */
+
+/*
+ * Everything the client needs to reach and authenticate to an API server.
+ * All strings are heap copies owned by the config (NULL when absent). *_data
+ * fields hold decoded PEM bytes (kubeconfig *-data fields are base64).
+ */
+struct kube_config {
+    char *server;        /* "https://127.0.0.1:6443" (no trailing slash) */
+    char *ca_file;       /* certificate-authority */
+    char *ca_data;       /* certificate-authority-data, decoded PEM */
+    size_t ca_data_len;
+    char *cert_file;     /* client-certificate */
+    char *cert_data;     /* client-certificate-data, decoded */
+    size_t cert_data_len;
+    char *key_file;      /* client-key */
+    char *key_data;      /* client-key-data, decoded */
+    size_t key_data_len;
+    char *token;         /* bearer token (static, or last read of token_file) */
+    char *token_file;    /* tokenFile / in-cluster token: re-read periodically */
+    char *namespace_;    /* context namespace ("default" when unset) */
+    char *context;       /* name of the context used ("in-cluster" for in-cluster) */
+    int insecure;        /* insecure-skip-tls-verify: true (tests only) */
+};
+
+void kube_config_init(struct kube_config *cfg);
+void kube_config_release(struct kube_config *cfg);
+
+/*
+ * Load a kubeconfig file. context NULL = current-context. Relative file paths
+ * inside the kubeconfig are resolved against the kubeconfig's directory.
+ * Errors name the missing/bad field and the file. On error cfg is left
+ * released (empty).
+ */
+int kube_config_load_kubeconfig(struct kube_config *cfg, const char *path,
+                                const char *context, char *err, size_t errlen);
+
+/* Same, from an in-memory YAML document; `origin` names it in messages and
+ * base_dir resolves relative paths (may be NULL = cwd). */
+int kube_config_parse_kubeconfig(struct kube_config *cfg, const char *yaml, size_t len,
+                                 const char *origin, const char *base_dir,
+                                 const char *context, char *err, size_t errlen);
+
+/* In-cluster config. Any field NULL = the standard value:
+ * host/port from KUBERNETES_SERVICE_HOST/PORT, files under
+ * /var/run/secrets/kubernetes.io/serviceaccount/. */
+struct kube_incluster_paths {
+    const char *host;
+    const char *port;
+    const char *token_file;
+    const char *ca_file;
+    const char *namespace_file;
+};
+int kube_config_load_incluster(struct kube_config *cfg, const struct kube_incluster_paths *p,
+                               char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ client */
+
+struct kube_client_opts {
+    int log_level;              /* enum gq_log_level threshold */
+    long connect_timeout_ms;    /* 0 = 10000 */
+    long request_timeout_ms;    /* plain requests; 0 = 60000 (streams: none) */
+    size_t max_body;            /* response body cap; 0 = 64 MiB */
+    double token_reload_s;      /* re-read token_file this often; 0 = 60 */
+    const char *user_agent;     /* NULL = "gangq/<version>" */
+};
+
+struct kube_client;
+
+/* The client copies cfg. loop is borrowed. */
+struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
+                                    const struct kube_client_opts *opts, char *err,
+                                    size_t errlen);
+/* Aborts every request in flight without calling its callbacks. Must not be
+ * called from inside one of this client's callbacks. */
+void kube_client_free(struct kube_client *c);
+struct ev_loop *kube_client_loop(const struct kube_client *c);
+const struct kube_config *kube_client_config(const struct kube_client *c);
+int kube_client_log_level(const struct kube_client *c);
+/* Number of requests in flight (tests, shutdown). */
+size_t kube_client_pending(const struct kube_client *c);
+
+/*
+ * A finished request. rc: GQ_OK for 2xx, GQ_ECONFLICT 409, GQ_ENOTFOUND 404,
+ * GQ_EGONE 410, GQ_EBUSY 429 (and 503 with Retry-After), GQ_EHTTP other
+ * statuses, GQ_EIO / GQ_ETIMEOUT transport failures, GQ_ELIMIT body over the
+ * cap. status is 0 when no HTTP response was received. body is NUL-terminated
+ * (never NULL), borrowed for the duration of the callback.
+ */
+struct kube_response {
+    int rc;
+    long status;
+    const char *body;
+    size_t len;
+    double retry_after;   /* seconds from Retry-After, or -1 when absent */
+    const char *errmsg;   /* one sentence; "" on success */
+};
+typedef void (*kube_response_cb)(const struct kube_response *resp, void *userdata);
+
+/* Stream chunk (only while the status is 2xx). Return 0 to continue, or a
+ * negative gq_err to abort the request; on_done then gets that rc. */
+typedef int (*kube_data_cb)(const char *data, size_t len, void *userdata);
+
+struct kube_req; /* handle of a request in flight; owned by the client */
+
+/*
+ * Start a request. path is "/api/v1/..." (query string included). body may be
+ * NULL; content_type NULL defaults to application/json when body is set.
+ * cb may be NULL (fire and forget). On an immediate failure returns a gq_err
+ * and cb is never called. out (may be NULL) receives a handle valid until the
+ * callback has returned or kube_req_cancel().
+ */
+int kube_request(struct kube_client *c, const char *method, const char *path,
+                 const char *content_type, const char *body, kube_response_cb cb,
+                 void *userdata);
+int kube_request_h(struct kube_client *c, const char *method, const char *path,
+                   const char *content_type, const char *body, kube_response_cb cb,
+                   void *userdata, struct kube_req **out);
+/*
+ * Streaming GET (watches): no overall timeout; while the status is 2xx each
+ * chunk goes to on_data as it arrives; a non-2xx body is buffered (bounded)
+ * and delivered to on_done. on_done is called once at the end.
+ */
+int kube_stream(struct kube_client *c, const char *path, kube_data_cb on_data,
+                kube_response_cb on_done, void *userdata, struct kube_req **out);
+/* Abort a request; its callbacks will not be called. Safe from callbacks. */
+void kube_req_cancel(struct kube_req *r);
+
+/* Parse a response body as JSON; caller owns the result (NULL on bad JSON). */
+cJSON *kube_response_json(const struct kube_response *resp);
+
+/* --------------------------------------------------------------- writers */
+
+/*
+ * Build an API path: prefix "/api/v1" or "/apis/GROUP/VERSION"; ns may be
+ * NULL (cluster-scoped); name and sub (subresource, e.g. "status") may be NULL.
+ * Names are checked to hold only DNS-label characters. Returns 0, GQ_ELIMIT
+ * or GQ_EINVAL.
+ */
+int kube_path(char *out, size_t outlen, const char *prefix, const char *ns,
+              const char *resource, const char *name, const char *sub);
+
+/* POST obj to a collection path. */
+int kube_create(struct kube_client *c, const char *collection_path, const cJSON *obj,
+                kube_response_cb cb, void *ud);
+/* PUT obj (must carry metadata.resourceVersion for a guarded update). */
+int kube_replace(struct kube_client *c, const char *path, const cJSON *obj,
+                 kube_response_cb cb, void *ud);
+/* PATCH application/merge-patch+json. */
+int kube_patch_merge(struct kube_client *c, const char *path, const cJSON *patch,
+                     kube_response_cb cb, void *ud);
+/* PATCH application/json-patch+json; ops is a JSON array. */
+int kube_patch_json(struct kube_client *c, const char *path, const cJSON *ops,
+                    kube_response_cb cb, void *ud);
+/* Merge patch to path + "/status". */
+int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patch,
+                      kube_response_cb cb, void *ud);
+/* DELETE with DeleteOptions: grace_seconds < 0 = server default; uid (may be
+ * NULL) becomes preconditions.uid. */
+int kube_delete(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
+                kube_response_cb cb, void *ud);
+int kube_get(struct kube_client *c, const char *path, kube_response_cb cb, void *ud);
+
+/* The object a core/v1 Event is about. Strings are borrowed for the call. */
+struct kube_objref {
+    const char *api_version; /* "gangq.io/v1alpha1" */
+    const char *kind;        /* "GPUJob" */
+    const char *namespace_;  /* NULL for cluster-scoped (event goes to "default") */
+    const char *name;
+    const char *uid;         /* may be NULL */
+    const char *resource_version; /* may be NULL */
+};
+/* Build (caller owns) / create a core/v1 Event. type "Normal" or "Warning";
+ * reportingController "gangq.io/controller"; reportingInstance = instance
+ * (may be NULL). now_wall is the wall clock (time(NULL)-style seconds with
+ * fraction) used for eventTime/firstTimestamp. */
+cJSON *kube_event_build(const struct kube_objref *ref, const char *type, const char *reason,
+                        const char *message, const char *instance, double now_wall);
+int kube_event_create(struct kube_client *c, const struct kube_objref *ref, const char *type,
+                      const char *reason, const char *message, const char *instance,
+                      kube_response_cb cb, void *ud);
+
+/* RFC3339 with microseconds, UTC: "2006-01-02T15:04:05.000000Z". */
+int kube_time_format_micro(double wall, char *out, size_t outlen);
+/* Parse RFC3339 ("...Z", optional fraction, or +hh:mm offset) to wall seconds. */
+int kube_time_parse(const char *s, double *wall);
+
+/* ------------------------------------------------------------ line cutter */
+
+/* Cuts a stream into lines; a partial line waits in buf for more bytes. */
+struct kube_lines {
+    struct gq_buf b;  /* holds at most one partial line */
+    size_t scanned;   /* bytes of b already searched for '\n' */
+    size_t max_line;  /* longest accepted line, excluding '\n' */
+};
+typedef int (*kube_line_cb)(const char *line, size_t len, void *ud);
+
+void kube_lines_init(struct kube_lines *l, size_t max_line);
+void kube_lines_release(struct kube_lines *l);
+void kube_lines_reset(struct kube_lines *l);
+/* Feed bytes; calls cb for every complete line (without '\n', '\r' stripped,
+ * empty lines skipped). Stops at the first nonzero return from cb and returns
+ * it. Returns GQ_ELIMIT when a line exceeds max_line (buffer is reset). */
+int kube_lines_feed(struct kube_lines *l, const char *data, size_t len, kube_line_cb cb,
+                    void *ud);
+
+/* ---------------------------------------------------------------- backoff */
+
+struct kube_backoff {
+    double base;     /* first delay, seconds */
+    double max;      /* cap, seconds */
+    double factor;   /* growth per failure (2) */
+    double jitter;   /* delay is scaled by a factor in [1, 1+jitter] */
+    double cur;      /* un-jittered current delay (0 = next is base) */
+    uint64_t rng;    /* xorshift state; seed it (never 0) */
+};
+void kube_backoff_init(struct kube_backoff *b, double base, double max, uint64_t seed);
+/* Next delay: max(jittered exponential delay, retry_after) (retry_after < 0 =
+ * absent), capped at max unless Retry-After asks for longer (then that). */
+double kube_backoff_next(struct kube_backoff *b, double retry_after);
+void kube_backoff_reset(struct kube_backoff *b);
+/* Uniform in [0,1) from the state (also used for randomised timeouts). */
+double kube_rand01(uint64_t *state);
+
+/* ---------------------------------------------------------- watch events */
+
+enum kube_event_type {
+    KUBE_EV_ADDED = 1,
+    KUBE_EV_MODIFIED,
+    KUBE_EV_DELETED,
+    KUBE_EV_BOOKMARK,
+    KUBE_EV_ERROR,
+};
+const char *kube_event_type_name(enum kube_event_type t);
+
+struct kube_watch_event {
+    enum kube_event_type type;
+    cJSON *object;                /* owned; the object, or the Status for ERROR */
+    char resource_version[64];    /* object's metadata.resourceVersion ("" if none) */
+    long code;                    /* ERROR: Status.code (410 = relist), else 0 */
+};
+/* Decode one watch line. ev->object is owned by ev (release frees it). */
+int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ev,
+                           char *err, size_t errlen);
+void kube_watch_event_release(struct kube_watch_event *ev);
+
+/* ------------------------------------------------------------------ cache */
+
+/*
+ * Objects keyed by "namespace/name" (cluster-scoped: "name"). The cache owns
+ * every cJSON object. Pointers handed out stay valid until the next mutation
+ * of that key (apply/replace/clear).
+ */
+struct kube_cache;
+typedef void (*kube_cache_event_cb)(enum kube_event_type type, const cJSON *old_obj,
+                                    const cJSON *new_obj, void *ud);
+
+struct kube_cache *kube_cache_new(void);
+void kube_cache_free(struct kube_cache *cache);
+size_t kube_cache_count(const struct kube_cache *cache);
+/* Key of an object ("ns/name" or "name"); GQ_EINVAL if it has no name. */
+int kube_object_key(const cJSON *obj, char *out, size_t outlen);
+const cJSON *kube_cache_get(const struct kube_cache *cache, const char *ns, const char *name);
+const cJSON *kube_cache_get_key(const struct kube_cache *cache, const char *key);
+/* Visit every object (unspecified order); stop when fn returns nonzero. */
+int kube_cache_foreach(const struct kube_cache *cache,
+                       int (*fn)(const cJSON *obj, void *ud), void *ud);
+/*
+ * Apply ADDED/MODIFIED/DELETED; takes ownership of obj (always, even on
+ * error). ADDED of a known key is reported as MODIFIED, MODIFIED of an
+ * unknown key as ADDED, DELETED of an unknown key is ignored. cb (may be
+ * NULL) sees old (NULL on add) and new (the deleted object on delete); the old
+ * object is freed after cb returns.
+ */
+int kube_cache_apply(struct kube_cache *cache, enum kube_event_type type, cJSON *obj,
+                     kube_cache_event_cb cb, void *ud);
+/*
+ * Replace the whole content with a relist (items: array of objects, ownership
+ * taken). Emits ADDED for new keys, MODIFIED for keys whose
+ * metadata.resourceVersion changed, DELETED for keys gone; unchanged objects
+ * are kept silently.
+ */
+int kube_cache_replace(struct kube_cache *cache, cJSON *items, kube_cache_event_cb cb,
+                       void *ud);
+void kube_cache_clear(struct kube_cache *cache);
+
+/* --------------------------------------------------------------- informer */
+
+struct kube_informer_opts {
+    const char *path;            /* "/api/v1/pods", "/apis/gangq.io/v1alpha1/gpujobs" */
+    const char *label_selector;  /* may be NULL */
+    const char *field_selector;  /* e.g. "status.phase!=Succeeded,status.phase!=Failed" */
+    int list_limit;              /* page size; 0 = 500 */
+    int watch_timeout_min_s;     /* randomised timeoutSeconds in [min,max]; 0 = 240 */
+    int watch_timeout_max_s;     /* 0 = 360 */
+    double stall_margin_s;       /* stream silent > timeout + margin = stalled; 0 = 30 */
+    double stall_s;              /* if > 0, override: silent this long = stalled */
+    size_t max_event_line;       /* 0 = 16 MiB */
+    double backoff_base_s;       /* 0 = 0.5 */
+    double backoff_max_s;        /* 0 = 30 */
+    uint64_t seed;               /* jitter seed; 0 = from time and pid */
+    const char *name;            /* for logs; NULL = path */
+    /* Called for every applied change, including synthetic relist events;
+     * BOOKMARK is not reported. old/new are borrowed (see kube_cache_apply). */
+    kube_cache_event_cb on_event;
+    /* Called once per (re)list completion (first = synced). May be NULL. */
+    void (*on_synced)(void *ud);
+    void *ud;
+};
+
+struct kube_informer_stats {
+    uint64_t lists;        /* LIST cycles completed */
+    uint64_t list_pages;
+    uint64_t watches;      /* WATCH requests started */
+    uint64_t events;       /* watch events applied */
+    uint64_t bookmarks;
+    uint64_t relists_410;  /* relists forced by 410 */
+    uint64_t errors;       /* failed requests / bad lines */
+    uint64_t stalls;       /* streams restarted for silence */
+    uint64_t throttled;    /* 429 answers */
+};
+
+struct kube_informer;
+/* Strings in opts are copied. client is borrowed and must outlive it. */
+struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
+                                        char *err, size_t errlen);
+int kube_informer_start(struct kube_informer *inf);
+/* Stop requests and timers; the cache is kept. */
+void kube_informer_stop(struct kube_informer *inf);
+void kube_informer_free(struct kube_informer *inf); /* deferred if called from its callback */
+int kube_informer_synced(const struct kube_informer *inf);
+const char *kube_informer_resource_version(const struct kube_informer *inf);
+const struct kube_cache *kube_informer_cache(const struct kube_informer *inf);
+const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns,
+                               const char *name);
+void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *st);
+
+/* ----------------------------------------------------------------- leader */
+
+struct kube_leader_opts {
+    const char *namespace_;     /* Lease namespace */
+    const char *name;           /* Lease name */
+    const char *identity;       /* NULL = "<hostname>_<pid>" */
+    double lease_duration_s;    /* 0 = 15 */
+    double renew_deadline_s;    /* 0 = 10 */
+    double retry_period_s;      /* 0 = 2 */
+    int release_on_stop;        /* on stop, clear holderIdentity if we lead */
+    void (*on_started)(void *ud);
+    void (*on_stopped)(void *ud);
+    void (*on_new_leader)(const char *identity, void *ud); /* may be NULL */
+    void *ud;
+};
+struct kube_leader;
+struct kube_leader *kube_leader_new(struct kube_client *c, const struct kube_leader_opts *o,
+                                    char *err, size_t errlen);
+int kube_leader_start(struct kube_leader *l);
+/* Stop trying; calls on_stopped if leading. */
+void kube_leader_stop(struct kube_leader *l);
+void kube_leader_free(struct kube_leader *l);
+int kube_leader_is_leader(const struct kube_leader *l);
+const char *kube_leader_identity(const struct kube_leader *l);
+/* Last observed holder ("" when none). */
+const char *kube_leader_holder(const struct kube_leader *l);
+
+#endif
