@@ -1,0 +1,281 @@
+/*
+ * sched.h — the pure scheduling core of gangq.
+ *
+ * Role: fed a snapshot (config, nodes, pools, teams, running and waiting jobs,
+ * `now`), sched_cycle returns decisions: ADMIT (a placement per replica),
+ * PREEMPT (a victim, the job it makes room for, a reason) and WAIT (an
+ * explanation sentence and the position in the team queue). No I/O, no clock,
+ * no allocation outside the result and the optional reusable context.
+ *
+ * Invariants:
+ *  - Deterministic: the same snapshot gives the same decisions byte for byte
+ *    (all orders are total: ties end on job id / node index).
+ *  - Never over capacity: per device GPU milli <= 1000, cpu and memory within
+ *    allocatable minus foreign usage minus gangq usage.
+ *  - All-or-nothing for gangs; required topology respected; quota respected
+ *    (nominal + borrowable from the cohort).
+ *  - Never preempts an Inference job for a non-Inference job, never a job
+ *    admitted less than config.min_runtime_s ago, never a non-preemptible job.
+ *
+ * Ownership: every pointer inside the snapshot (strings, arrays) is owned by
+ * the caller and must stay valid during the call. The result is owned by the
+ * caller and released with sched_result_free; every pointer inside it (messages,
+ * placements, domain names) is owned by the result. Indices in decisions refer
+ * to the snapshot's arrays.
+ *
+ * Units: cpu in millicores, memory in bytes, GPU shares in milli-GPU (1000 = one
+ * device), time in seconds (int64, supplied by the caller), GPU memory labels in
+ * MiB (as NVIDIA GFD writes nvidia.com/gpu.memory).
+ */
+#ifndef GQ_SCHED_H
+#define GQ_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SCHED_LEVELS_MAX 6   /* topology levels, widest first */
+#define SCHED_MAX_DEVICES 32 /* GPUs per node (device bitmask is 32 bits) */
+#define SCHED_MAX_TYPES 4    /* acceptable GPU products per job */
+#define SCHED_MSG_MAX 512    /* longest explanation / reason sentence */
+
+enum sched_class { SCHED_INFERENCE = 0, SCHED_BATCH = 1, SCHED_TRAINING = 2 };
+#define SCHED_CLASS_BIT(c) (1u << (unsigned)(c))
+
+enum sched_taint_effect {
+    SCHED_NO_SCHEDULE = 0,
+    SCHED_PREFER_NO_SCHEDULE = 1, /* never blocks */
+    SCHED_NO_EXECUTE = 2,
+    SCHED_EFFECT_ANY = -1 /* tolerations only: matches every effect */
+};
+
+/* Node scoring used for single-replica choices. */
+enum sched_policy {
+    SCHED_POLICY_GANGQ = 0,   /* FGD (fragmentation gradient) + best-fit tie-breaks */
+    SCHED_POLICY_FGD = 1,     /* FGD alone (ties: node index), the published baseline */
+    SCHED_POLICY_BESTFIT = 2, /* least free GPUs left, then least free cpu */
+    SCHED_POLICY_FIRSTFIT = 3 /* lowest node index that fits */
+};
+
+struct sched_level {
+    const char *name;      /* "zone", "block", "rack", "node" */
+    const char *label_key; /* node label holding the domain name */
+};
+
+struct sched_config {
+    int nlevels;                                  /* 0..SCHED_LEVELS_MAX */
+    struct sched_level levels[SCHED_LEVELS_MAX];  /* widest first */
+    const char *gpu_product_key;  /* default "nvidia.com/gpu.product" */
+    const char *gpu_memory_key;   /* default "nvidia.com/gpu.memory" (MiB) */
+    int64_t min_runtime_s;        /* no preemption of work younger than this */
+    double usage_norm_s;          /* fair share: decayed GPU-seconds worth one held GPU; default 3600 */
+    int preemption;               /* 1 = plan preemptions (default), 0 = never */
+    int max_reservations;         /* blocked heads that may reserve capacity per cycle; default 1 */
+    enum sched_policy policy;     /* default SCHED_POLICY_GANGQ */
+};
+
+/* Defaults: levels zone/block/rack/node with the label keys of DESIGN.md,
+ * GFD label keys, min_runtime_s 300, usage_norm_s 3600, preemption on,
+ * max_reservations 1, policy GANGQ. */
+void sched_config_default(struct sched_config *c);
+/* Level index for a level name, or -1. */
+int sched_config_level(const struct sched_config *c, const char *name);
+
+struct sched_label { const char *key; const char *value; };
+
+struct sched_taint {
+    const char *key;
+    const char *value; /* may be NULL */
+    enum sched_taint_effect effect;
+};
+
+/* Kubernetes toleration: key NULL or "" with exists = tolerates everything;
+ * exists = 1 matches any value; effect SCHED_EFFECT_ANY matches every effect. */
+struct sched_toleration {
+    const char *key;
+    const char *value;
+    int exists;
+    int effect; /* enum sched_taint_effect or SCHED_EFFECT_ANY */
+};
+
+struct sched_node {
+    const char *name;
+    const struct sched_label *labels; int nlabels;
+    const struct sched_taint *taints; int ntaints;
+    int unschedulable;
+    int ready;
+    int64_t cpu_milli;      /* allocatable */
+    int64_t mem_bytes;      /* allocatable */
+    int gpus;               /* allocatable devices, 0..SCHED_MAX_DEVICES */
+    const char *gpu_product; /* NULL: from label config.gpu_product_key */
+    int64_t gpu_mem_mib;     /* 0: from label config.gpu_memory_key */
+    int pool;                /* index into snapshot pools, -1 = in no pool */
+    /* usage by pods gangq does not own */
+    int64_t foreign_cpu_milli;
+    int64_t foreign_mem_bytes;
+    uint16_t foreign_gpu_milli[SCHED_MAX_DEVICES]; /* per device, 0..1000 */
+};
+
+struct sched_pool {
+    const char *name;
+    unsigned home_classes; /* SCHED_CLASS_BIT(...) mask */
+    int protected_pool;    /* other classes only borrow idle GPUs, first victims */
+    int reserve_gpus;      /* GPUs kept free for home classes (protected pools) */
+};
+
+struct sched_quota {
+    const char *gpu_type;     /* a GPU product, or "*" = any product */
+    int64_t gpus;             /* nominal */
+    int64_t borrowing_limit;  /* -1 = unlimited */
+    int64_t lending_limit;    /* -1 = unlimited */
+};
+
+/* A team with nquota == 0 has no quota limit. A job of a team that has quota
+ * entries but none matching the GPU product (nor "*") cannot use that product. */
+struct sched_team {
+    const char *name;
+    const char *cohort;       /* NULL or "" = no cohort */
+    double weight;            /* > 0; 0 is treated as 1 */
+    const struct sched_quota *quota; int nquota;
+    double usage_gpu_s;       /* decayed usage history (caller applies half-life) */
+};
+
+/* What one replica needs. gpus > 0: whole devices; gpu_milli in 1..999: a share
+ * of one device; both 0: CPU-only. */
+struct sched_request {
+    int gpus;
+    int gpu_milli;
+    const char *types[SCHED_MAX_TYPES]; int ntypes; /* acceptable products, 0 = any */
+    int min_gpu_mem_gib;
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+};
+
+/* Where one replica sits: node index and the devices it uses (bit i = device i;
+ * a share uses exactly one bit, a CPU-only replica none). */
+struct sched_replica {
+    int32_t node;
+    uint32_t devs;
+};
+
+enum sched_job_state {
+    SCHED_JOB_WAITING = 0,
+    SCHED_JOB_RUNNING = 1 /* admitted: placement holds its replicas */
+};
+
+struct sched_job {
+    const char *id;           /* "namespace/name", unique */
+    int team;                 /* index into teams, -1 = none (no quota) */
+    enum sched_class cls;
+    int32_t priority;
+    int preemptible;
+    int gang;                 /* 1 = all-or-nothing */
+    int replicas;
+    struct sched_request req; /* per replica */
+    const struct sched_toleration *tols; int ntols;
+    int topo_required;        /* level index, -1 = none */
+    int topo_preferred;       /* level index, -1 = none */
+    int topo_spread;          /* level index, -1 = none (non-gang default: node level) */
+    int pool;                 /* index into pools, -1 = default by class */
+    int64_t enqueue_time;
+    enum sched_job_state state;
+    /* RUNNING: placement of its replicas (caller-owned). A non-gang job may be
+     * RUNNING with nplaced < replicas: the missing replicas are placed like a
+     * waiting job's and an ADMIT lists only the new replicas. */
+    const struct sched_replica *placement; int nplaced;
+    int64_t admitted_at;
+};
+
+/* Workload shape for fragmentation scoring (FGD): tasks drawn with these
+ * relative weights. Absent: derived from the waiting queue. */
+struct sched_shape {
+    struct sched_request req;
+    double weight;
+};
+
+struct sched_snapshot {
+    const struct sched_config *config; /* NULL = defaults */
+    int64_t now;
+    const struct sched_node *nodes; int nnodes;
+    const struct sched_pool *pools; int npools;
+    const struct sched_team *teams; int nteams;
+    const struct sched_job *jobs; int njobs;
+    const struct sched_shape *shapes; int nshapes;
+};
+
+enum sched_decision_kind { SCHED_ADMIT = 1, SCHED_PREEMPT = 2, SCHED_WAIT = 3 };
+
+struct sched_decision {
+    enum sched_decision_kind kind;
+    int job;          /* snapshot job index */
+    int for_job;      /* PREEMPT: the job it makes room for; WAIT/ADMIT: -1 */
+    int position;     /* WAIT: 1-based position in its team's queue; else 0 */
+    int nrep;         /* ADMIT: replicas placed */
+    const struct sched_replica *rep; /* ADMIT: placement (result-owned) */
+    const char *domain;  /* ADMIT: domain name at the required (else preferred) level, or NULL */
+    const char *message; /* WAIT: explanation; PREEMPT: reason; ADMIT: summary */
+};
+
+struct sched_stats {
+    int waiting;        /* waiting jobs considered */
+    int admitted;
+    int preempted;
+    int placements_tried;
+    int shape_cache_hits;
+};
+
+struct sched_result {
+    struct sched_decision *d; int n; /* ADMITs and PREEMPTs in cycle order, then WAITs in queue order */
+    struct sched_stats stats;
+    struct sched_result_mem *mem;    /* private storage */
+};
+
+/* Reusable scratch across cycles (optional, speeds repeated cycles). */
+struct sched;
+struct sched *sched_new(void);
+void sched_free(struct sched *s);
+/* Bytes of scratch currently held (for the memory-per-job figure). */
+size_t sched_mem_bytes(const struct sched *s);
+
+/* One scheduling cycle. ctx may be NULL (temporary scratch). Returns 0 and a
+ * result in *out, or GQ_EINVAL (bad snapshot: message names the field) /
+ * GQ_ENOMEM. */
+int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
+                struct sched_result **out, char *err, size_t errlen);
+void sched_result_free(struct sched_result *r);
+
+/* Text helpers. */
+const char *sched_class_name(enum sched_class c);
+const char *sched_decision_name(enum sched_decision_kind k);
+
+/*
+ * Persistent capacity index for one-task-at-a-time placement (the openb replay:
+ * no queue, tasks placed on arrival). Holds a copy of what it needs from the
+ * nodes (strings are copied); the caller's node array may be freed afterwards.
+ * Nodes start with their foreign usage only.
+ */
+struct sched_index;
+struct sched_index *sched_index_new(const struct sched_config *cfg,
+                                    const struct sched_node *nodes, int nnodes,
+                                    char *err, size_t errlen);
+void sched_index_free(struct sched_index *ix);
+/* Shape distribution for FGD scoring (copied). Without one, FGD terms are 0
+ * and the policy degrades to its tie-breaks. */
+int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *shapes,
+                           int nshapes, char *err, size_t errlen);
+/* Choose a node (and devices) for one replica by the configured policy and
+ * commit it. Returns 0 with *out filled, GQ_ENOTFOUND when no node fits,
+ * GQ_EINVAL for a bad request. tols may be NULL. */
+int sched_place_one(struct sched_index *ix, const struct sched_request *req,
+                    const struct sched_toleration *tols, int ntols,
+                    struct sched_replica *out);
+/* Commit / release a given placement (e.g. replay existing tasks, departures). */
+int sched_index_alloc(struct sched_index *ix, const struct sched_request *req,
+                      const struct sched_replica *r);
+int sched_index_release(struct sched_index *ix, const struct sched_request *req,
+                        const struct sched_replica *r);
+/* Cluster figures: allocated GPU milli, total GPU milli, and the expected
+ * fragmentation (GPU milli, sum over nodes, per the shape distribution). */
+void sched_index_totals(const struct sched_index *ix, int64_t *alloc_milli,
+                        int64_t *total_milli, double *frag_milli);
+
+#endif
