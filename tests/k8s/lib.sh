@@ -1,0 +1,151 @@
+# lib.sh — helpers sourced by tests/k8s/test_*.sh (bash). Not executable on its own.
+#
+# A test is run by run.sh with a fresh environment already up and these exported:
+#   KUBECONFIG, GQ_ENV_DIR, GQ_SERVER, GQ_TOKEN, GQ_CA   (see env.sh)
+#   GANGQ_BIN   the gangq binary under test (BUILD_DIR/gangq)
+#   GQ_TEST_TMP a scratch directory for this test (logs, db), removed by run.sh
+#   GQ_ROOT     the repository root
+# A test passes when it exits 0. Asserts print what they expected and what they saw, and
+# exit 1 on the first failure (set -e style). Background processes started through
+# gq_ctl_start / gq_fakelet_loop are stopped by PID on exit (gq_cleanup, trapped here).
+#
+#   fresh_ns [PREFIX]                 create a namespace with a unique name; prints it
+#   k ARGS...                         kubectl, with stderr kept in the test log
+#   fakelet ARGS...                   tests/k8s/fakelet.sh
+#   gq_fakelet_loop [ARGS...]         start `fakelet.sh loop ARGS` in the background
+#   gq_ctl_start [ARGS...]            start `gangq controller --kubeconfig --db` in the background
+#                                     (db: $GQ_TEST_TMP/gangq.db, log: $GQ_TEST_TMP/controller.log)
+#   gq_ctl_stop                       SIGTERM, wait up to 15 s (then SIGKILL and fail)
+#   gq_ctl_kill                       SIGKILL (a crash)
+#   gq_ctl_alive                      is the controller still running
+#   gq_apiserver_restart              restart the API server only (same etcd and port)
+#   wait_for TIMEOUT_S DESC CMD...    poll CMD (0.25 s) until it succeeds; fail with DESC
+#   wait_jsonpath TIMEOUT_S EXPECTED kubectl-get-args... -o jsonpath=EXPR
+#                                     poll until the jsonpath output equals EXPECTED
+#   assert_eq EXPECTED ACTUAL DESC    assert_ne, assert_contains HAYSTACK NEEDLE DESC,
+#                                     assert_not_contains, assert_match TEXT REGEX DESC
+#   assert_fails DESC CMD...          CMD must exit non-zero; its output is kept in $GQ_OUT
+#   assert_ok DESC CMD...             CMD must exit 0; its output is kept in $GQ_OUT
+#   pass MSG / fail MSG               log a step / fail the test
+
+set -euo pipefail
+GQ_ROOT="${GQ_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+GQ_K8S="$GQ_ROOT/tests/k8s"
+GQ_TEST_TMP="${GQ_TEST_TMP:-$(mktemp -d "${TMPDIR:-/tmp}/gangq-test.XXXXXX")}"
+GQ_TEST_NAME="${GQ_TEST_NAME:-$(basename "$0" .sh)}"
+GQ_CTL_PID=""
+GQ_BG_PIDS=()
+GQ_OUT=""
+
+pass() { echo "  ok: $*"; }
+fail() {
+  echo "  FAIL: $*" >&2
+  exit 1
+}
+
+k() { kubectl "$@"; }
+fakelet() { "$GQ_K8S/fakelet.sh" "$@"; }
+
+fresh_ns() {
+  local ns="${1:-t}-$(date +%s%N | tail -c 7)-$RANDOM"
+  kubectl create namespace "$ns" >/dev/null || fail "could not create namespace $ns"
+  echo "$ns"
+}
+
+# Stop PID: SIGTERM, wait up to $2 s, then SIGKILL. Returns 1 if SIGKILL was needed.
+gq_stop_pid() {
+  local pid="$1" wait_s="${2:-10}" i
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 $(( wait_s * 10 ))); do
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+    # A zombie child counts as exited.
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && { wait "$pid" 2>/dev/null || true; return 0; }
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  return 1
+}
+
+gq_fakelet_loop() {
+  "$GQ_K8S/fakelet.sh" loop "$@" >>"$GQ_TEST_TMP/fakelet.log" 2>&1 &
+  GQ_BG_PIDS+=("$!")
+}
+
+gq_ctl_start() {
+  [ -x "${GANGQ_BIN:-}" ] || fail "GANGQ_BIN (${GANGQ_BIN:-unset}) is not an executable"
+  [ -z "$GQ_CTL_PID" ] || ! kill -0 "$GQ_CTL_PID" 2>/dev/null || fail "controller already running (pid $GQ_CTL_PID)"
+  echo "--- start $(date -u +%H:%M:%S.%N) $*" >>"$GQ_TEST_TMP/controller.log"
+  "$GANGQ_BIN" controller --kubeconfig "$KUBECONFIG" --db "$GQ_TEST_TMP/gangq.db" "$@" \
+    >>"$GQ_TEST_TMP/controller.log" 2>&1 &
+  GQ_CTL_PID=$!
+}
+
+gq_ctl_alive() { [ -n "$GQ_CTL_PID" ] && kill -0 "$GQ_CTL_PID" 2>/dev/null; }
+
+gq_ctl_stop() {
+  [ -n "$GQ_CTL_PID" ] || return 0
+  local pid="$GQ_CTL_PID"
+  GQ_CTL_PID=""
+  gq_stop_pid "$pid" 15 || fail "controller (pid $pid) ignored SIGTERM for 15 s"
+}
+
+gq_ctl_kill() {
+  [ -n "$GQ_CTL_PID" ] || return 0
+  kill -KILL "$GQ_CTL_PID" 2>/dev/null || true
+  wait "$GQ_CTL_PID" 2>/dev/null || true
+  GQ_CTL_PID=""
+}
+
+gq_apiserver_restart() { "$GQ_K8S/env.sh" restart-apiserver "$GQ_ENV_DIR" >&2; }
+
+gq_cleanup() {
+  local rc=$? p
+  [ -z "$GQ_CTL_PID" ] || gq_stop_pid "$GQ_CTL_PID" 15 || true
+  for p in "${GQ_BG_PIDS[@]}"; do gq_stop_pid "$p" 5 || true; done
+  if [ $rc -ne 0 ] && [ -s "$GQ_TEST_TMP/controller.log" ]; then
+    echo "  --- controller log (last 40 lines) ---" >&2
+    tail -40 "$GQ_TEST_TMP/controller.log" >&2
+  fi
+  exit $rc
+}
+trap gq_cleanup EXIT
+
+wait_for() {
+  local timeout="$1" desc="$2"; shift 2
+  local end=$(( $(date +%s) + timeout ))
+  while :; do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    [ "$(date +%s)" -lt "$end" ] || fail "timed out after ${timeout}s waiting for: $desc"
+    sleep 0.25
+  done
+}
+
+wait_jsonpath() {
+  local timeout="$1" expected="$2"; shift 2
+  local end=$(( $(date +%s) + timeout )) got=""
+  while :; do
+    got=$(kubectl get "$@" 2>&1) && [ "$got" = "$expected" ] && return 0
+    [ "$(date +%s)" -lt "$end" ] || fail "timed out after ${timeout}s: kubectl get $* — expected '$expected', last saw '$got'"
+    sleep 0.25
+  done
+}
+
+assert_eq() { [ "$1" = "$2" ] || fail "${3:-values differ}: expected '$1', got '$2'"; }
+assert_ne() { [ "$1" != "$2" ] || fail "${3:-values equal}: did not expect '$1'"; }
+assert_contains() {
+  case "$1" in *"$2"*) ;; *) fail "${3:-missing text}: expected to find '$2' in: $1" ;; esac
+}
+assert_not_contains() {
+  case "$1" in *"$2"*) fail "${3:-unexpected text}: did not expect '$2' in: $1" ;; *) ;; esac
+}
+assert_match() { [[ "$1" =~ $2 ]] || fail "${3:-no match}: expected /$2/ to match: $1"; }
+assert_ok() {
+  local desc="$1"; shift
+  GQ_OUT=$("$@" 2>&1) || fail "$desc: command failed: $* — output: $GQ_OUT"
+}
+assert_fails() {
+  local desc="$1"; shift
+  if GQ_OUT=$("$@" 2>&1); then fail "$desc: command succeeded but should have failed: $* — output: $GQ_OUT"; fi
+}
