@@ -1,0 +1,578 @@
+/*
+ * kube_informer.c — LIST (paginated) + WATCH with bookmarks, 410 relist,
+ * exponential backoff with jitter, and stall detection.
+ *
+ * States: IDLE -> LISTING -> WATCHING -> (stream ends) WATCHING again from the
+ * last resourceVersion; 410 (status or ERROR event), an over-long or broken
+ * event line -> LISTING; other failures -> WAITING (backoff) -> the step that
+ * failed. Every entry point (request callbacks, timers) holds `depth` so a
+ * kube_informer_free() from the owner's handler is deferred until it unwinds.
+ */
+#include "kube.h"
+#include "kube_int.h"
+#include "log.h"
+
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum inf_state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_WAITING };
+enum inf_next { NEXT_LIST, NEXT_WATCH };
+
+struct kube_informer {
+    struct kube_client *c;
+    struct ev_loop *loop;
+    struct kube_informer_opts o; /* strings below are the owned copies */
+    char *path, *label_selector, *field_selector, *name;
+    struct kube_cache *cache;
+    struct kube_lines lines;
+    struct kube_backoff backoff;
+    uint64_t rng;
+    struct kube_req *req;
+    ev_timer retry;   /* backoff wait */
+    ev_timer stall;   /* stream silence watchdog */
+    double last_data; /* ev_now of the last stream bytes */
+    double stall_limit;
+    double watch_started;
+    enum inf_state state;
+    enum inf_next next;
+    cJSON *pages;     /* items accumulated over list pages */
+    char cont[4096];  /* list continue token */
+    char rv[64];      /* last seen resourceVersion */
+    int synced;
+    int running;
+    int depth;
+    int dead;
+    int stream_ok;    /* current watch got 2xx bytes */
+    int abort_rc;     /* why we aborted the current stream */
+    struct kube_informer_stats st;
+};
+
+static void do_list(struct kube_informer *inf);
+static void do_watch(struct kube_informer *inf);
+
+static void destroy(struct kube_informer *inf)
+{
+    kube_req_cancel(inf->req);
+    ev_timer_stop(inf->loop, &inf->retry);
+    ev_timer_stop(inf->loop, &inf->stall);
+    kube_cache_free(inf->cache);
+    kube_lines_release(&inf->lines);
+    cJSON_Delete(inf->pages);
+    free(inf->path);
+    free(inf->label_selector);
+    free(inf->field_selector);
+    free(inf->name);
+    free(inf);
+}
+
+/* leave an entry point; returns 1 when inf was freed */
+static int leave(struct kube_informer *inf)
+{
+    if (--inf->depth == 0 && inf->dead) {
+        destroy(inf);
+        return 1;
+    }
+    return 0;
+}
+
+static int log_level(const struct kube_informer *inf)
+{
+    return kube_client_log_level(inf->c);
+}
+
+static void wait_then(struct kube_informer *inf, enum inf_next next, double retry_after,
+                      const char *why)
+{
+    double d = kube_backoff_next(&inf->backoff, retry_after);
+    inf->state = ST_WAITING;
+    inf->next = next;
+    ev_timer_stop(inf->loop, &inf->stall);
+    ev_timer_stop(inf->loop, &inf->retry);
+    ev_timer_set(&inf->retry, d, 0.);
+    ev_timer_start(inf->loop, &inf->retry);
+    gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "informer backing off",
+           "informer=%s next=%s delay=%.2f reason=\"%s\"", inf->name,
+           next == NEXT_LIST ? "list" : "watch", d, why ? why : "");
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_informer *inf = w->data;
+    (void)loop;
+    (void)revents;
+    inf->depth++;
+    if (inf->running && inf->state == ST_WAITING) {
+        if (inf->next == NEXT_LIST)
+            do_list(inf);
+        else
+            do_watch(inf);
+    }
+    leave(inf);
+}
+
+static void relay(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj,
+                  void *ud)
+{
+    struct kube_informer *inf = ud;
+    if (inf->o.on_event && !inf->dead)
+        inf->o.on_event(type, old_obj, new_obj, inf->o.ud);
+}
+
+/* Append the query string: sep is '?' or '&' as needed. */
+static int add_param(struct gq_buf *b, const char *k, const char *v)
+{
+    int rc = gq_buf_printf(b, "%c%s=", strchr(b->p, '?') ? '&' : '?', k);
+    return rc ? rc : kube_url_escape(b, v);
+}
+
+static int selectors(struct kube_informer *inf, struct gq_buf *b)
+{
+    int rc = 0;
+    if (inf->label_selector)
+        rc = add_param(b, "labelSelector", inf->label_selector);
+    if (!rc && inf->field_selector)
+        rc = add_param(b, "fieldSelector", inf->field_selector);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ list */
+
+static void list_cb(const struct kube_response *resp, void *ud);
+
+static void start_list_request(struct kube_informer *inf)
+{
+    struct gq_buf b;
+    char lim[24];
+    int rc;
+    gq_buf_init(&b, 16384);
+    snprintf(lim, sizeof lim, "%d", inf->o.list_limit);
+    rc = gq_buf_puts(&b, inf->path);
+    if (!rc)
+        rc = add_param(&b, "limit", lim);
+    if (!rc && inf->cont[0])
+        rc = add_param(&b, "continue", inf->cont);
+    if (!rc)
+        rc = selectors(inf, &b);
+    if (!rc)
+        rc = kube_request_h(inf->c, "GET", b.p, NULL, NULL, list_cb, inf, &inf->req);
+    gq_buf_release(&b);
+    if (rc) {
+        inf->st.errors++;
+        wait_then(inf, NEXT_LIST, -1, gq_strerror(rc));
+    }
+}
+
+static void do_list(struct kube_informer *inf)
+{
+    inf->state = ST_LISTING;
+    inf->cont[0] = '\0';
+    cJSON_Delete(inf->pages);
+    inf->pages = cJSON_CreateArray();
+    if (!inf->pages) {
+        wait_then(inf, NEXT_LIST, -1, "out of memory");
+        return;
+    }
+    start_list_request(inf);
+}
+
+static void list_cb(const struct kube_response *resp, void *ud)
+{
+    struct kube_informer *inf = ud;
+    cJSON *j = NULL, *items;
+    const cJSON *md, *v;
+    inf->depth++;
+    inf->req = NULL;
+    if (resp->rc == GQ_EGONE && inf->cont[0]) {
+        /* the continue token expired: start the list over */
+        gq_log(log_level(inf), GQ_LOG_INFO, KUBE_LOG_MOD, "list continue expired; relisting",
+               "informer=%s", inf->name);
+        do_list(inf);
+        goto out;
+    }
+    if (resp->rc) {
+        inf->st.errors++;
+        if (resp->rc == GQ_EBUSY)
+            inf->st.throttled++;
+        wait_then(inf, NEXT_LIST, resp->retry_after, resp->errmsg);
+        goto out;
+    }
+    j = kube_response_json(resp);
+    items = cJSON_GetObjectItemCaseSensitive(j, "items");
+    md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+    if (!cJSON_IsObject(j) || !(cJSON_IsArray(items) || cJSON_IsNull(items) || !items)) {
+        inf->st.errors++;
+        wait_then(inf, NEXT_LIST, -1, "list: response is not a List");
+        goto out;
+    }
+    inf->st.list_pages++;
+    if (cJSON_IsArray(items)) {
+        cJSON *it;
+        while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL)
+            cJSON_AddItemToArray(inf->pages, it);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(md, "continue");
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        if (gq_strlcpy(inf->cont, v->valuestring, sizeof inf->cont) >= sizeof inf->cont) {
+            inf->st.errors++;
+            wait_then(inf, NEXT_LIST, -1, "list: continue token too long");
+            goto out;
+        }
+        start_list_request(inf);
+        goto out;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    if (!cJSON_IsString(v) ||
+        gq_strlcpy(inf->rv, v->valuestring, sizeof inf->rv) >= sizeof inf->rv) {
+        inf->st.errors++;
+        wait_then(inf, NEXT_LIST, -1, "list: missing metadata.resourceVersion");
+        goto out;
+    }
+    inf->cont[0] = '\0';
+    {
+        cJSON *pages = inf->pages;
+        size_t n = (size_t)cJSON_GetArraySize(pages);
+        inf->pages = NULL;
+        if (kube_cache_replace(inf->cache, pages, relay, inf) != 0) {
+            inf->st.errors++;
+            wait_then(inf, NEXT_LIST, -1, "list: cache update failed");
+            goto out;
+        }
+        inf->st.lists++;
+        gq_log(log_level(inf), GQ_LOG_INFO, KUBE_LOG_MOD, "listed",
+               "informer=%s objects=%zu resourceVersion=%s", inf->name, n, inf->rv);
+    }
+    if (inf->dead || !inf->running)
+        goto out;
+    inf->synced = 1;
+    kube_backoff_reset(&inf->backoff);
+    if (inf->o.on_synced)
+        inf->o.on_synced(inf->o.ud);
+    if (inf->dead || !inf->running)
+        goto out;
+    do_watch(inf);
+out:
+    cJSON_Delete(j);
+    leave(inf);
+}
+
+/* ----------------------------------------------------------------- watch */
+
+static void relist_now(struct kube_informer *inf, const char *why)
+{
+    inf->st.relists_410++;
+    gq_log(log_level(inf), GQ_LOG_INFO, KUBE_LOG_MOD, "relisting", "informer=%s reason=\"%s\"",
+           inf->name, why);
+    do_list(inf);
+}
+
+static int on_line(const char *line, size_t len, void *ud)
+{
+    struct kube_informer *inf = ud;
+    struct kube_watch_event ev;
+    char err[160];
+    int rc = kube_watch_event_parse(line, len, &ev, err, sizeof err);
+    if (rc) {
+        inf->st.errors++;
+        gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "bad watch line; relisting",
+               "informer=%s err=\"%s\"", inf->name, err);
+        return GQ_EPARSE;
+    }
+    switch (ev.type) {
+    case KUBE_EV_BOOKMARK:
+        inf->st.bookmarks++;
+        gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+        kube_watch_event_release(&ev);
+        return 0;
+    case KUBE_EV_ERROR:
+        rc = ev.code == 410 ? GQ_EGONE : GQ_EHTTP;
+        if (rc != GQ_EGONE)
+            inf->st.errors++;
+        gq_log(log_level(inf), rc == GQ_EGONE ? GQ_LOG_INFO : GQ_LOG_WARN, KUBE_LOG_MOD,
+               "watch ERROR event", "informer=%s code=%ld", inf->name, ev.code);
+        kube_watch_event_release(&ev);
+        return rc;
+    default:
+        break;
+    }
+    inf->st.events++;
+    if (ev.resource_version[0])
+        gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+    rc = kube_cache_apply(inf->cache, ev.type, ev.object, relay, inf);
+    ev.object = NULL; /* taken */
+    if (rc && rc != GQ_EINVAL)
+        return rc;
+    if (inf->dead || !inf->running)
+        return GQ_EBUSY; /* stop the stream; nobody is listening */
+    return 0;
+}
+
+static int watch_data(const char *data, size_t len, void *ud)
+{
+    struct kube_informer *inf = ud;
+    int rc;
+    if (inf->dead || !inf->running)
+        return GQ_EBUSY;
+    inf->depth++;
+    inf->last_data = ev_now(inf->loop);
+    if (!inf->stream_ok) {
+        inf->stream_ok = 1;
+        kube_backoff_reset(&inf->backoff);
+    }
+    rc = kube_lines_feed(&inf->lines, data, len, on_line, inf);
+    if (rc)
+        inf->abort_rc = rc;
+    if (leave(inf))
+        return GQ_EBUSY;
+    return rc;
+}
+
+static void watch_done(const struct kube_response *resp, void *ud)
+{
+    struct kube_informer *inf = ud;
+    int rc = resp->rc;
+    inf->depth++;
+    inf->req = NULL;
+    ev_timer_stop(inf->loop, &inf->stall);
+    if (!inf->running || inf->dead)
+        goto out;
+    if (inf->abort_rc)
+        rc = inf->abort_rc;
+    switch (rc) {
+    case GQ_OK:
+        /* server closed the watch (timeoutSeconds): resume from the last RV;
+         * a watch that ends at once without a byte is treated as a failure so
+         * a misbehaving server cannot make us spin */
+        if (!inf->stream_ok && ev_now(inf->loop) - inf->watch_started < 1.0) {
+            inf->st.errors++;
+            wait_then(inf, NEXT_WATCH, -1, "watch closed immediately");
+        } else {
+            do_watch(inf);
+        }
+        break;
+    case GQ_EGONE:
+        relist_now(inf, "410 Gone: resourceVersion too old");
+        break;
+    case GQ_ELIMIT:
+        relist_now(inf, "watch event line over the maximum");
+        break;
+    case GQ_EPARSE:
+        relist_now(inf, "undecodable watch event");
+        break;
+    case GQ_EBUSY:
+        inf->st.throttled++;
+        inf->st.errors++;
+        wait_then(inf, NEXT_WATCH, resp->retry_after, resp->errmsg);
+        break;
+    default:
+        inf->st.errors++;
+        wait_then(inf, NEXT_WATCH, resp->retry_after, resp->errmsg);
+        break;
+    }
+out:
+    leave(inf);
+}
+
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_informer *inf = w->data;
+    double idle, now = ev_now(loop);
+    (void)revents;
+    if (inf->state != ST_WATCHING || !inf->req)
+        return;
+    idle = now - inf->last_data;
+    if (idle < inf->stall_limit) {
+        ev_timer_set(w, inf->stall_limit - idle, 0.);
+        ev_timer_start(loop, w);
+        return;
+    }
+    inf->depth++;
+    inf->st.stalls++;
+    gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "watch stalled; restarting",
+           "informer=%s idle=%.1f resourceVersion=%s", inf->name, idle, inf->rv);
+    kube_req_cancel(inf->req);
+    inf->req = NULL;
+    do_watch(inf);
+    leave(inf);
+}
+
+static void do_watch(struct kube_informer *inf)
+{
+    struct gq_buf b;
+    char to[24];
+    int rc, timeout;
+    int span = inf->o.watch_timeout_max_s - inf->o.watch_timeout_min_s;
+    timeout = inf->o.watch_timeout_min_s + (int)(kube_rand01(&inf->rng) * (span + 1));
+    if (timeout > inf->o.watch_timeout_max_s)
+        timeout = inf->o.watch_timeout_max_s;
+    inf->state = ST_WATCHING;
+    inf->stream_ok = 0;
+    inf->abort_rc = 0;
+    kube_lines_reset(&inf->lines);
+    gq_buf_init(&b, 16384);
+    snprintf(to, sizeof to, "%d", timeout);
+    rc = gq_buf_puts(&b, inf->path);
+    if (!rc)
+        rc = add_param(&b, "watch", "1");
+    if (!rc)
+        rc = add_param(&b, "allowWatchBookmarks", "true");
+    if (!rc)
+        rc = add_param(&b, "resourceVersion", inf->rv);
+    if (!rc)
+        rc = add_param(&b, "timeoutSeconds", to);
+    if (!rc)
+        rc = selectors(inf, &b);
+    if (!rc)
+        rc = kube_stream(inf->c, b.p, watch_data, watch_done, inf, &inf->req);
+    gq_buf_release(&b);
+    if (rc) {
+        inf->st.errors++;
+        wait_then(inf, NEXT_WATCH, -1, gq_strerror(rc));
+        return;
+    }
+    inf->st.watches++;
+    inf->stall_limit = inf->o.stall_s > 0 ? inf->o.stall_s : timeout + inf->o.stall_margin_s;
+    inf->last_data = inf->watch_started = ev_now(inf->loop);
+    ev_timer_stop(inf->loop, &inf->stall);
+    ev_timer_set(&inf->stall, inf->stall_limit, 0.);
+    ev_timer_start(inf->loop, &inf->stall);
+}
+
+/* ---------------------------------------------------------------- public */
+
+static char *dup_opt(const char *s, int *fail)
+{
+    char *d;
+    if (!s || !*s)
+        return NULL;
+    d = strdup(s);
+    if (!d)
+        *fail = 1;
+    return d;
+}
+
+struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
+                                        char *err, size_t errlen)
+{
+    struct kube_informer *inf;
+    int fail = 0;
+    if (!c || !o || !o->path || o->path[0] != '/') {
+        gq_errf(err, errlen, "informer: path must start with '/'");
+        return NULL;
+    }
+    inf = calloc(1, sizeof *inf);
+    if (!inf) {
+        gq_errf(err, errlen, "informer: out of memory");
+        return NULL;
+    }
+    inf->c = c;
+    inf->loop = kube_client_loop(c);
+    inf->o = *o;
+    inf->path = dup_opt(o->path, &fail);
+    inf->label_selector = dup_opt(o->label_selector, &fail);
+    inf->field_selector = dup_opt(o->field_selector, &fail);
+    inf->name = dup_opt(o->name ? o->name : o->path, &fail);
+    inf->o.path = inf->o.label_selector = inf->o.field_selector = inf->o.name = NULL;
+    inf->cache = kube_cache_new();
+    if (fail || !inf->cache) {
+        gq_errf(err, errlen, "informer: out of memory");
+        destroy(inf);
+        return NULL;
+    }
+    if (inf->o.list_limit <= 0)
+        inf->o.list_limit = 500;
+    if (inf->o.watch_timeout_min_s <= 0)
+        inf->o.watch_timeout_min_s = 240;
+    if (inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
+        inf->o.watch_timeout_max_s =
+            o->watch_timeout_max_s > 0 ? inf->o.watch_timeout_min_s : 360;
+    if (inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
+        inf->o.watch_timeout_max_s = inf->o.watch_timeout_min_s;
+    if (inf->o.stall_margin_s <= 0)
+        inf->o.stall_margin_s = 30;
+    if (inf->o.max_event_line == 0)
+        inf->o.max_event_line = 16u << 20;
+    if (inf->o.backoff_base_s <= 0)
+        inf->o.backoff_base_s = 0.5;
+    if (inf->o.backoff_max_s <= 0)
+        inf->o.backoff_max_s = 30;
+    if (!inf->o.seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        inf->o.seed = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)getpid() ^
+                      (uint64_t)(uintptr_t)inf;
+    }
+    inf->rng = inf->o.seed;
+    kube_backoff_init(&inf->backoff, inf->o.backoff_base_s, inf->o.backoff_max_s,
+                      inf->o.seed * 2654435761u + 1);
+    kube_lines_init(&inf->lines, inf->o.max_event_line);
+    ev_timer_init(&inf->retry, retry_cb, 0., 0.);
+    inf->retry.data = inf;
+    ev_timer_init(&inf->stall, stall_cb, 0., 0.);
+    inf->stall.data = inf;
+    return inf;
+}
+
+int kube_informer_start(struct kube_informer *inf)
+{
+    if (inf->running)
+        return GQ_OK;
+    inf->running = 1;
+    if (inf->synced && inf->rv[0])
+        do_watch(inf); /* restart after stop: resume from the last RV */
+    else
+        do_list(inf);
+    return GQ_OK;
+}
+
+void kube_informer_stop(struct kube_informer *inf)
+{
+    if (!inf)
+        return;
+    inf->running = 0;
+    inf->state = ST_IDLE;
+    kube_req_cancel(inf->req);
+    inf->req = NULL;
+    ev_timer_stop(inf->loop, &inf->retry);
+    ev_timer_stop(inf->loop, &inf->stall);
+}
+
+void kube_informer_free(struct kube_informer *inf)
+{
+    if (!inf)
+        return;
+    kube_informer_stop(inf);
+    if (inf->depth > 0) {
+        inf->dead = 1;
+        return;
+    }
+    destroy(inf);
+}
+
+int kube_informer_synced(const struct kube_informer *inf)
+{
+    return inf->synced;
+}
+
+const char *kube_informer_resource_version(const struct kube_informer *inf)
+{
+    return inf->rv;
+}
+
+const struct kube_cache *kube_informer_cache(const struct kube_informer *inf)
+{
+    return inf->cache;
+}
+
+const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, const char *name)
+{
+    return kube_cache_get(inf->cache, ns, name);
+}
+
+void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *st)
+{
+    *st = inf->st;
+}
