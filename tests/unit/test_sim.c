@@ -1,0 +1,322 @@
+/* Unit tests for controller/sim: loaders, openb protocol bookkeeping, the
+ * virtual-time run on small hand-made clusters, and the report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gq.h"
+#include "sim_csv.h"
+#include "sim_load.h"
+#include "sim_model.h"
+#include "sim_openb.h"
+
+static const char CLUSTER[] =
+    "nodes:\n"
+    "  - name: h\n"
+    "    count: 4\n"
+    "    gpus: 8\n"
+    "    gpuType: H100\n"
+    "    gpuMemoryGiB: 80\n"
+    "    cpu: 96\n"
+    "    memoryGiB: 1024\n"
+    "    rack: r\n"
+    "    nodesPerRack: 2\n"
+    "    zone: z1\n"
+    "    pool: training\n"
+    "pools:\n"
+    "  - name: training\n"
+    "    classes: [Training]\n"
+    "teams:\n"
+    "  - name: a\n"
+    "    cohort: ml\n"
+    "    quota: [{gpuType: H100, gpus: 16, borrowingLimit: 8}]\n";
+
+static void test_load_cluster(void **st)
+{
+    (void)st;
+    struct sim_cluster c;
+    char err[256] = "";
+    assert_int_equal(sim_load_cluster_mem(CLUSTER, strlen(CLUSTER), "c.yaml", &c, err, sizeof(err)), 0);
+    assert_int_equal(c.nnodes, 4);
+    assert_string_equal(c.nodes[3].name, "h-3");
+    assert_string_equal(sim_node_label(&c.nodes[0], SIM_LABEL_RACK), "r-0");
+    assert_string_equal(sim_node_label(&c.nodes[3], SIM_LABEL_RACK), "r-1");
+    assert_string_equal(sim_node_label(&c.nodes[2], SIM_LABEL_HOST), "h-2");
+    assert_string_equal(sim_node_label(&c.nodes[2], SIM_LABEL_POOL), "training");
+    assert_int_equal(c.nodes[0].cpu_milli, 96000);
+    assert_int_equal(c.nodes[0].mem_mib, 1024 * 1024);
+    assert_int_equal(c.npools, 1);
+    assert_int_equal(c.pools[0].classes, 1u << SIM_CLASS_TRAINING);
+    assert_string_equal(c.pools[0].selector[0].key, SIM_LABEL_POOL);
+    assert_int_equal(c.nteams, 1);
+    assert_int_equal(c.teams[0].quota[0].gpus, 16);
+    assert_int_equal(c.teams[0].quota[0].borrowing_limit, 8);
+    assert_int_equal(c.teams[0].quota[0].lending_limit, -1);
+    sim_cluster_release(&c);
+}
+
+static void expect_cluster_err(const char *text, const char *want)
+{
+    struct sim_cluster c;
+    char err[256] = "";
+    assert_int_not_equal(sim_load_cluster_mem(text, strlen(text), "c.yaml", &c, err, sizeof(err)), 0);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" does not contain \"%s\"", err, want);
+    assert_null(c.nodes);
+}
+
+static void test_cluster_errors(void **st)
+{
+    (void)st;
+    expect_cluster_err("nodes:\n  - name: a\n    gpus: 8\n    cpu: 4\n    memoryGiB: 8\n",
+                       "c.yaml:2: nodes[0].gpuType: required when gpus > 0");
+    expect_cluster_err("nodes:\n  - name: a\n    cpu: 4\n    memoryGiB: 8\n    gpuz: 3\n",
+                       "c.yaml:5: nodes[0].gpuz: unknown field");
+    expect_cluster_err("nodes:\n  - name: a\n    cpu: 4\n    memoryGiB: 8\n"
+                       "  - name: b\n    cpu: -4\n    memoryGiB: 8\n",
+                       "c.yaml:6: nodes[1].cpu: must be an integer in [0, 100000]");
+    expect_cluster_err("nodes:\n  - name: a\n    cpu: 4\n    memoryGiB: 8\n"
+                       "  - name: a\n    cpu: 4\n    memoryGiB: 8\n",
+                       "duplicate node name \"a\"");
+    expect_cluster_err("nodes:\n  - name: a\n    cpu: 4\n    memoryGiB: 8\n"
+                       "teams:\n  - name: t\n    quota:\n      - gpus: x\n",
+                       "c.yaml:8: teams[0].quota[0].gpus: must be an integer");
+    expect_cluster_err("nodes: [\n", "c.yaml:");
+}
+
+static void expect_trace_err(const char *text, int csv, const char *want)
+{
+    struct sim_trace t;
+    char err[256] = "";
+    assert_int_not_equal(sim_load_trace_mem(text, strlen(text), csv ? "t.csv" : "t.yaml", csv, &t, err,
+                                            sizeof(err)),
+                         0);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" does not contain \"%s\"", err, want);
+}
+
+static void test_load_trace(void **st)
+{
+    (void)st;
+    struct sim_trace t;
+    char err[256] = "";
+    const char *y = "jobs:\n"
+                    "  - name: late\n    arrival: 2h\n    duration: 30m\n    gpus: 2\n    team: a\n"
+                    "  - name: inf\n    count: 3\n    every: 60\n    class: Inference\n"
+                    "    shares: 250\n    duration: 100\n    team: a\n"
+                    "    topology: {required: rack}\n"
+                    "events:\n  - {time: 50, type: nodeFail, node: h-1}\n";
+    assert_int_equal(sim_load_trace_mem(y, strlen(y), "t.yaml", 0, &t, err, sizeof(err)), 0);
+    assert_int_equal(t.njobs, 4);
+    /* sorted by arrival: inf-0 (0), inf-1 (60), inf-2 (120), late (7200) */
+    assert_string_equal(t.jobs[0].name, "inf-0");
+    assert_int_equal(t.jobs[2].arrival, 120);
+    assert_string_equal(t.jobs[3].name, "late");
+    assert_int_equal(t.jobs[3].arrival, 7200);
+    assert_int_equal(t.jobs[3].duration, 1800);
+    assert_int_equal(t.jobs[3].cls, SIM_CLASS_BATCH);
+    assert_int_equal(t.jobs[0].cls, SIM_CLASS_INFERENCE);
+    assert_int_equal(t.jobs[0].shares, 250);
+    assert_string_equal(t.jobs[0].topo_required, "rack");
+    assert_int_equal(t.nevents, 1);
+    assert_int_equal(t.events[0].kind, SIM_EV_NODE_FAIL);
+    assert_int_equal(sim_job_gpu_milli(&t.jobs[3]), 2000);
+    assert_int_equal(t.jobs[3].line, 2); /* source lines survive the sort */
+    assert_int_equal(t.jobs[0].line, 7);
+    assert_int_equal(t.events[0].line, 16);
+    sim_trace_release(&t);
+
+    const char *csv = "name,arrival,team,class,replicas,gpus,gpu_types,duration,required,checkpoint\n"
+                      "b,10,a,Training,4,8,H100|A100,1h,rack,true\n"
+                      "# a comment\n"
+                      "a,5,a,,1,1,,60,,\n";
+    assert_int_equal(sim_load_trace_mem(csv, strlen(csv), "t.csv", 1, &t, err, sizeof(err)), 0);
+    assert_int_equal(t.njobs, 2);
+    assert_string_equal(t.jobs[0].name, "a");
+    assert_int_equal(t.jobs[0].cls, SIM_CLASS_BATCH);
+    assert_int_equal(t.jobs[1].replicas, 4);
+    assert_int_equal(t.jobs[1].ntypes, 2);
+    assert_string_equal(t.jobs[1].types[1], "A100");
+    assert_int_equal(t.jobs[1].duration, 3600);
+    assert_int_equal(t.jobs[1].checkpoint, 1);
+    assert_int_equal(t.jobs[1].line, 2);
+    sim_trace_release(&t);
+}
+
+static void test_trace_errors(void **st)
+{
+    (void)st;
+    expect_trace_err("jobs:\n  - name: a\n    gpus: 1\n", 0, "t.yaml:2: jobs[0].duration: required");
+    expect_trace_err("jobs:\n  - name: a\n    duration: 5\n  - name: b\n    duration: 5\n    class: Trainin\n",
+                     0, "t.yaml:6: jobs[1].class: \"Trainin\" is not Inference, Batch or Training");
+    expect_trace_err("jobs:\n  - name: a\n    duration: 5\n    topology:\n      required: rak\n", 0,
+                     "t.yaml:5: jobs[0].topology.required: \"rak\" is not a topology level");
+    expect_trace_err("jobs:\n  - name: a\n    duration: 5\n    gpus: 1\n    shares: 500\n", 0,
+                     "jobs[0].shares: give gpus");
+    expect_trace_err("jobs:\n  - name: a\n    duration: soon\n", 0, "t.yaml:3: jobs[0].duration: must be a time");
+    expect_trace_err("name,arrival,duration\nx,1,5\ny,2,abc\n", 1, "t.csv:3: duration: \"abc\" is not a time");
+    expect_trace_err("name,arrival,duration,gpuz\n", 1, "t.csv:1: gpuz: unknown column");
+    expect_trace_err("name,arrival,duration,gpus\nx,1,5,1.5\n", 1, "t.csv:2: gpus: must be an integer");
+}
+
+static void test_check(void **st)
+{
+    (void)st;
+    struct sim_cluster c;
+    struct sim_trace t;
+    char err[256] = "";
+    const char *y = "jobs:\n  - name: a\n    duration: 5\n    team: a\n"
+                    "  - name: b\n    duration: 5\n    team: nobody\n";
+    assert_int_equal(sim_load_cluster_mem(CLUSTER, strlen(CLUSTER), "c.yaml", &c, err, sizeof(err)), 0);
+    assert_int_equal(sim_load_trace_mem(y, strlen(y), "t.yaml", 0, &t, err, sizeof(err)), 0);
+    assert_int_equal(sim_check(&c, &t, "t.yaml", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "t.yaml:5: team: \"nobody\" is not a team of the cluster file");
+    sim_trace_release(&t);
+    y = "jobs:\n  - name: a\n    duration: 5\n    team: a\n  - name: a\n    duration: 5\n    team: a\n";
+    assert_int_equal(sim_load_trace_mem(y, strlen(y), "t.yaml", 0, &t, err, sizeof(err)), 0);
+    assert_int_equal(sim_check(&c, &t, "t.yaml", err, sizeof(err)), GQ_EINVAL);
+    assert_non_null(strstr(err, "duplicate job name \"a\""));
+    sim_trace_release(&t);
+    sim_cluster_release(&c);
+}
+
+static void test_seconds(void **st)
+{
+    (void)st;
+    int64_t v;
+    assert_int_equal(sim_parse_seconds("90", &v), 0);
+    assert_int_equal(v, 90);
+    assert_int_equal(sim_parse_seconds("15m", &v), 0);
+    assert_int_equal(v, 900);
+    assert_int_equal(sim_parse_seconds("1d", &v), 0);
+    assert_int_equal(v, 86400);
+    assert_int_equal(sim_parse_seconds("h", &v), GQ_EINVAL);
+    assert_int_equal(sim_parse_seconds("-5", &v), GQ_EINVAL);
+}
+
+/* ---- openb ---- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_openb_workload(void **st)
+{
+    (void)st;
+    struct sim_openb o;
+    char err[256] = "";
+    char dir[] = "/tmp/gq_sim_test_XXXXXX", np[128], pp[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(np, sizeof(np), "%s/nodes.csv", dir);
+    snprintf(pp, sizeof(pp), "%s/pods.csv", dir);
+    /* 2 nodes x 2 GPUs, 10 cores: 4000 GPU milli, 20000 cpu milli */
+    write_file(np, "sn,cpu_milli,memory_mib,gpu,model\nn0,10000,1000,2,T4\nn1,10000,1000,2,T4\n");
+    /* 4 pods: 3 x 1000 GPU milli + one CPU pod; totals 3000 milli GPU, 4000 cpu */
+    write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,1,1000\np1,1000,10,1,1000\n"
+                   "p2,1000,10,1,1000\np3,1000,10,0,0\n");
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(sim_openb_load_nodes(&o, np, err, sizeof(err)), 0);
+    assert_int_equal(sim_openb_load_pods(&o, pp, err, sizeof(err)), 0);
+    assert_int_equal(o.node_gpu_milli, 4000);
+    assert_int_equal(o.pod_gpu_milli, 3000);
+    size_t *ord, n, ninf;
+    /* ratio 3: want ceil(12)-4 = 8 inflation draws; the GPU total allows only
+     * one more GPU pod, so it stops at the first draw of a second GPU pod. */
+    assert_int_equal(sim_openb_workload(&o, 42, 3.0, &ord, &n, &ninf), 0);
+    assert_true(ninf < 8);
+    int64_t g = 0, c = 0;
+    int seen[4] = {0};
+    for (size_t i = 0; i < n; i++) {
+        g += sim_openb_pod_gpu_milli(&o.pods[ord[i]]);
+        c += o.pods[ord[i]].cpu_milli;
+        if (i < 4)
+            seen[ord[i]]++;
+    }
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(seen[i], 1); /* the first n are a permutation */
+    assert_true(g <= 4000);
+    assert_true(c <= 20000);
+    /* the draw that stopped it would have exceeded: at most one GPU pod added */
+    size_t gpu_inf = 0;
+    for (size_t i = 4; i < n; i++)
+        gpu_inf += o.pods[ord[i]].num_gpu > 0;
+    assert_true(gpu_inf <= 1);
+    /* deterministic per seed */
+    size_t *ord2, n2, ninf2;
+    assert_int_equal(sim_openb_workload(&o, 42, 3.0, &ord2, &n2, &ninf2), 0);
+    assert_int_equal(n, n2);
+    assert_memory_equal(ord, ord2, n * sizeof(*ord));
+    free(ord);
+    free(ord2);
+    sim_openb_release(&o);
+    /* bad pod row */
+    write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,2,500\n");
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(sim_openb_load_pods(&o, pp, err, sizeof(err)), GQ_EPARSE);
+    assert_non_null(strstr(err, "pods.csv:2: num_gpu/gpu_milli"));
+    sim_openb_release(&o);
+    unlink(np);
+    unlink(pp);
+    rmdir(dir);
+}
+
+static void test_openb_bin(void **st)
+{
+    (void)st;
+    /* total 1000 milli (one GPU): events at arrived 10%, 10%, 30% with used 5%, 10%, 20% */
+    int64_t arr[] = {100, 100, 300};
+    int64_t used[] = {50, 100, 200};
+    double a[SIM_OPENB_BINS];
+    int have[SIM_OPENB_BINS];
+    sim_openb_bin(arr, used, 3, 1000, a, have);
+    assert_true(have[10]);
+    assert_true(a[10] > 7.49 && a[10] < 7.51); /* mean of 5 and 10 */
+    assert_true(have[30]);
+    assert_true(a[30] > 19.99 && a[30] < 20.01);
+    assert_true(have[11]); /* window [10,12] falls back to bin 10 */
+    assert_true(a[11] > 7.49 && a[11] < 7.51);
+    assert_false(have[20]);
+    assert_true(have[29] && a[29] > 19.99); /* window [28,30] */
+    assert_false(have[100]);
+}
+
+static void test_fgd_table(void **st)
+{
+    (void)st;
+    char dir[] = "/tmp/gq_sim_test_XXXXXX", p[128], err[256];
+    struct sim_fgd_table_row row;
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof(p), "%s/t.csv", dir);
+    write_file(p, "workload,01-Random_mean,01-Random_sd,06-FGD_mean,06-FGD_sd,n_seeds\n"
+                  "w1,13.70,0.31,4.77,0.10,10\nw2,1,2,3,4,10\n");
+    assert_int_equal(sim_fgd_table_read(p, "w2", &row, err, sizeof(err)), 0);
+    assert_int_equal(row.npolicies, 2);
+    assert_string_equal(row.policy[0], "Random");
+    assert_string_equal(row.policy[1], "FGD");
+    assert_true(row.mean[1] == 3.0 && row.sd[1] == 4.0);
+    assert_int_equal(sim_fgd_table_read(p, "w3", &row, err, sizeof(err)), GQ_ENOTFOUND);
+    unlink(p);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_cluster), cmocka_unit_test(test_cluster_errors),
+        cmocka_unit_test(test_load_trace),   cmocka_unit_test(test_trace_errors),
+        cmocka_unit_test(test_check),        cmocka_unit_test(test_seconds),
+        cmocka_unit_test(test_openb_workload), cmocka_unit_test(test_openb_bin),
+        cmocka_unit_test(test_fgd_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
