@@ -98,6 +98,10 @@ void store_close(struct store *st);
 const char *store_path(const struct store *st);
 /* user_version of the open file (== STORE_SCHEMA_VERSION unless readonly). */
 int store_schema_version(const struct store *st);
+/* Cap the database size at `pages` pages (PRAGMA max_page_count, this
+ * connection only). Writes past it fail with GQ_EFULL, as on a full disk. Used
+ * by tests and as an operator safety cap; pages <= 0 removes the cap. */
+int store_set_max_pages(struct store *st, int64_t pages, char *err, size_t errlen);
 
 /* ---- cycle transaction ---- */
 int store_begin_cycle(struct store *st, char *err, size_t errlen);
