@@ -50,7 +50,9 @@ for t in "${tests[@]}"; do
   if [ ! -f "$t" ]; then
     echo "FAIL $name (no such test)"; failed=$((failed + 1)); failed_names="$failed_names $name"; continue
   fi
-  if ! ENV_DIR=$("$HERE/env.sh" up 2>"$tmp/env.log"); then
+  # A test may ask for environment settings with lines `# gq-env: VAR=VALUE` (e.g. GQ_AUTHZ=RBAC).
+  envs=$(sed -n 's/^# gq-env: *\([A-Z_][A-Z0-9_]*=[^ ]*\) *$/\1/p' "$t")
+  if ! ENV_DIR=$(env $envs "$HERE/env.sh" up 2>"$tmp/env.log"); then
     ENV_DIR=""
     echo "FAIL $name (environment did not start)"; sed 's/^/    /' "$tmp/env.log"
     failed=$((failed + 1)); failed_names="$failed_names $name"; continue
