@@ -152,6 +152,8 @@ int api_config_level(const struct api_config *cfg, const char *name);
 
 struct api_gpu {
     int present;     /* spec.gpu given; 0 = CPU-only job */
+    int has_count;   /* spec.gpu.count given (so an explicit 0 is reported) */
+    int has_shares;
     int32_t count;   /* whole GPUs per replica (0 when shares is used) */
     int32_t shares;  /* milli-GPU of one shared GPU, 1..999 (0 when count is used) */
     int ntypes;      /* acceptable products, e.g. "NVIDIA-H100-80GB-HBM3"; 0 = any */
@@ -175,7 +177,7 @@ struct api_gpujob_spec {
     int priority_class_found;     /* after defaulting: priorityClassName resolved */
     enum api_bool preemptible;    /* default: false for Inference, true otherwise */
     enum api_bool gang;           /* default: true for Batch/Training, false for Inference */
-    int32_t replicas;             /* default 1 */
+    int32_t replicas;             /* decode sets 1 when absent */
     struct api_gpu gpu;
     struct api_topology topology;
     char pool[API_NAME_MAX];      /* "" = pools home to the class */
@@ -210,7 +212,9 @@ struct api_gpujob_status {
     enum api_state state;
     int32_t position;             /* 1-based place in the team queue; 0 = not queued */
     char message[API_MSG_MAX];
-    int32_t gpus;                 /* replicas x count (shares count as 1 GPU each... see encode) */
+    char team[API_NAME_MAX];      /* effective team (printer column TEAM) */
+    int32_t priority;             /* effective priority (printer column PRIORITY) */
+    int32_t gpus;                 /* api_gpujob_gpus() (printer column GPUS) */
     struct {
         int present;
         char time[API_TIME_MAX];
@@ -259,7 +263,7 @@ struct api_team {
     char cohort[API_NAME_MAX]; /* "" = none */
     int nquota;
     struct api_quota quota[API_MAX_QUOTA];
-    int32_t weight; /* fair-share weight, default 1 */
+    int32_t weight; /* fair-share weight; decode sets 1 when absent */
 };
 
 struct api_team_status {

@@ -1,0 +1,536 @@
+/* GPUJob: decode, defaulting, validation, GPU count. */
+#include "api_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quantity.h"
+
+void api_gpujob_init(struct api_gpujob *job)
+{
+    memset(job, 0, sizeof *job);
+    job->spec.replicas = 1;
+    job->spec.preemptible = API_UNSET;
+    job->spec.gang = API_UNSET;
+}
+
+void api_gpujob_release(struct api_gpujob *job)
+{
+    if (!job)
+        return;
+    cJSON_Delete(job->template);
+    job->template = NULL;
+}
+
+struct api_gpujob *api_gpujob_new(void)
+{
+    struct api_gpujob *j = malloc(sizeof *j);
+    if (j)
+        api_gpujob_init(j);
+    return j;
+}
+
+void api_gpujob_free(struct api_gpujob *job)
+{
+    if (!job)
+        return;
+    api_gpujob_release(job);
+    free(job);
+}
+
+int api_gpujob_copy(struct api_gpujob *dst, const struct api_gpujob *src)
+{
+    cJSON *t = NULL;
+    if (dst == src)
+        return GQ_OK;
+    if (src->template) {
+        t = cJSON_Duplicate(src->template, 1);
+        if (!t)
+            return GQ_ENOMEM;
+    }
+    api_gpujob_release(dst);
+    *dst = *src;
+    dst->template = t;
+    return GQ_OK;
+}
+
+/* A quantity given as a JSON string or number, scaled (3 = milli, 0 = units). */
+static int get_quantity(struct api_errors *errs, const char *path, const cJSON *v, int scale,
+                        int64_t *out)
+{
+    char buf[80], msg[200];
+    const char *s;
+    if (cJSON_IsString(v)) {
+        s = v->valuestring;
+    } else if (cJSON_IsNumber(v)) {
+        snprintf(buf, sizeof buf, "%.15g", v->valuedouble);
+        s = buf;
+    } else {
+        api_errors_add(errs, path, "must be a quantity (string or number), got %s", api_jtype(v));
+        return 0;
+    }
+    if (api_quantity_scaled(s, scale, out, msg, sizeof msg)) {
+        api_errors_add(errs, path, "%s", msg);
+        return 0;
+    }
+    if (*out < 0) {
+        api_errors_add(errs, path, "must not be negative, got \"%s\"", s);
+        return 0;
+    }
+    return 1;
+}
+
+/* Requests of one container: requests, else limits (as Kubernetes defaults them). */
+static void container_requests(struct api_errors *errs, const char *path, const cJSON *c,
+                               int64_t *cpu, int64_t *mem)
+{
+    static const char *const names[] = {"cpu", "memory"};
+    const cJSON *res, *req, *lim;
+    char p[API_ERR_PATH_MAX], q[API_ERR_PATH_MAX];
+    int k;
+    *cpu = *mem = 0;
+    if (!api_expect_obj(errs, path, c))
+        return;
+    res = cJSON_GetObjectItemCaseSensitive(c, "resources");
+    if (!res)
+        return;
+    api_path(p, sizeof p, path, "resources");
+    if (!api_expect_obj(errs, p, res))
+        return;
+    req = cJSON_GetObjectItemCaseSensitive(res, "requests");
+    lim = cJSON_GetObjectItemCaseSensitive(res, "limits");
+    api_path(q, sizeof q, p, "requests");
+    if (req && !api_expect_obj(errs, q, req))
+        req = NULL;
+    api_path(q, sizeof q, p, "limits");
+    if (lim && !api_expect_obj(errs, q, lim))
+        lim = NULL;
+    for (k = 0; k < 2; k++) {
+        const cJSON *v = req ? cJSON_GetObjectItemCaseSensitive(req, names[k]) : NULL;
+        const char *which = "requests";
+        char fp[API_ERR_PATH_MAX], wp[API_ERR_PATH_MAX];
+        int64_t val = 0;
+        if (!v && lim) {
+            v = cJSON_GetObjectItemCaseSensitive(lim, names[k]);
+            which = "limits";
+        }
+        if (!v)
+            continue;
+        api_path(wp, sizeof wp, p, which);
+        api_path(fp, sizeof fp, wp, names[k]);
+        if (get_quantity(errs, fp, v, k == 0 ? 3 : 0, &val))
+            *(k == 0 ? cpu : mem) = val;
+    }
+}
+
+static void decode_tolerations(struct api_errors *errs, const char *path, const cJSON *arr,
+                               struct api_gpujob_spec *sp)
+{
+    static const char *const fields[] = {"key", "operator", "value", "effect", "tolerationSeconds", NULL};
+    const cJSON *t;
+    int i = 0;
+    char p[API_ERR_PATH_MAX], fp[API_ERR_PATH_MAX];
+    if (!api_expect_arr(errs, path, arr))
+        return;
+    if (cJSON_GetArraySize(arr) > API_MAX_TOLERATIONS) {
+        api_errors_add(errs, path, "at most %d entries, got %d", API_MAX_TOLERATIONS,
+                       cJSON_GetArraySize(arr));
+        return;
+    }
+    cJSON_ArrayForEach(t, arr)
+    {
+        struct api_toleration *o = &sp->tolerations[sp->ntolerations];
+        const cJSON *v;
+        int ok = 1;
+        api_path_idx(p, sizeof p, path, i++);
+        if (!api_expect_obj(errs, p, t))
+            continue;
+        memset(o, 0, sizeof *o);
+        api_check_fields(errs, p, t, fields);
+        gq_strlcpy(o->op, "Equal", sizeof o->op);
+        if ((v = cJSON_GetObjectItemCaseSensitive(t, "key"))) {
+            api_path(fp, sizeof fp, p, "key");
+            if (!api_get_str(errs, fp, v, o->key, sizeof o->key))
+                ok = 0;
+            else if (o->key[0] && !api_is_label_key(o->key)) {
+                api_errors_add(errs, fp, "invalid label key \"%s\"", o->key);
+                ok = 0;
+            }
+        }
+        if ((v = cJSON_GetObjectItemCaseSensitive(t, "operator"))) {
+            api_path(fp, sizeof fp, p, "operator");
+            if (!api_get_str(errs, fp, v, o->op, sizeof o->op)) {
+                ok = 0;
+            } else if (strcmp(o->op, "Equal") && strcmp(o->op, "Exists")) {
+                api_errors_add(errs, fp, "unknown operator \"%s\"; known: Equal, Exists", o->op);
+                ok = 0;
+            }
+        }
+        if ((v = cJSON_GetObjectItemCaseSensitive(t, "value"))) {
+            api_path(fp, sizeof fp, p, "value");
+            if (!api_get_str(errs, fp, v, o->value, sizeof o->value))
+                ok = 0;
+            else if (!strcmp(o->op, "Exists") && o->value[0]) {
+                api_errors_add(errs, fp, "must be empty when operator is Exists");
+                ok = 0;
+            }
+        }
+        if (!o->key[0] && strcmp(o->op, "Exists")) {
+            api_path(fp, sizeof fp, p, "operator");
+            api_errors_add(errs, fp, "must be Exists when key is empty");
+            ok = 0;
+        }
+        if ((v = cJSON_GetObjectItemCaseSensitive(t, "effect"))) {
+            api_path(fp, sizeof fp, p, "effect");
+            if (!api_get_str(errs, fp, v, o->effect, sizeof o->effect)) {
+                ok = 0;
+            } else if (o->effect[0] && strcmp(o->effect, "NoSchedule") &&
+                       strcmp(o->effect, "PreferNoSchedule") && strcmp(o->effect, "NoExecute")) {
+                api_errors_add(errs, fp,
+                               "unknown effect \"%s\"; known: NoSchedule, PreferNoSchedule, NoExecute",
+                               o->effect);
+                ok = 0;
+            }
+        }
+        if ((v = cJSON_GetObjectItemCaseSensitive(t, "tolerationSeconds"))) {
+            int32_t secs = 0;
+            api_path(fp, sizeof fp, p, "tolerationSeconds");
+            if (api_get_int(errs, fp, v, INT32_MIN, INT32_MAX, &secs)) {
+                o->has_seconds = 1;
+                o->seconds = secs;
+            } else {
+                ok = 0;
+            }
+        }
+        if (ok)
+            sp->ntolerations++;
+    }
+}
+
+static void decode_template(struct api_errors *errs, const cJSON *tpl, struct api_gpujob_spec *sp)
+{
+    const cJSON *ps, *cs, *c, *v;
+    int64_t sum_cpu = 0, sum_mem = 0, init_cpu = 0, init_mem = 0;
+    char p[API_ERR_PATH_MAX];
+    int i, k;
+
+    if (!api_expect_obj(errs, "spec.template", tpl))
+        return;
+    ps = cJSON_GetObjectItemCaseSensitive(tpl, "spec");
+    if (!ps) {
+        api_errors_add(errs, "spec.template.spec", "required");
+        return;
+    }
+    if (!api_expect_obj(errs, "spec.template.spec", ps))
+        return;
+    for (k = 0; k < 2; k++) {
+        const char *arr = k == 0 ? "containers" : "initContainers";
+        char base[API_ERR_PATH_MAX];
+        snprintf(base, sizeof base, "spec.template.spec.%s", arr);
+        cs = cJSON_GetObjectItemCaseSensitive(ps, arr);
+        if (!cs) {
+            if (k == 0)
+                api_errors_add(errs, base, "required");
+            continue;
+        }
+        if (!api_expect_arr(errs, base, cs))
+            continue;
+        if (k == 0 && cJSON_GetArraySize(cs) == 0)
+            api_errors_add(errs, base, "must have at least one container");
+        i = 0;
+        cJSON_ArrayForEach(c, cs)
+        {
+            int64_t cpu = 0, mem = 0;
+            api_path_idx(p, sizeof p, base, i++);
+            container_requests(errs, p, c, &cpu, &mem);
+            if (k == 0) {
+                if (__builtin_add_overflow(sum_cpu, cpu, &sum_cpu) ||
+                    __builtin_add_overflow(sum_mem, mem, &sum_mem)) {
+                    api_errors_add(errs, base, "total requests overflow");
+                    sum_cpu = sum_mem = 0;
+                    break;
+                }
+            } else {
+                init_cpu = GQ_MAX(init_cpu, cpu);
+                init_mem = GQ_MAX(init_mem, mem);
+            }
+        }
+    }
+    sp->cpu_milli = GQ_MAX(sum_cpu, init_cpu);
+    sp->memory_bytes = GQ_MAX(sum_mem, init_mem);
+    if ((v = cJSON_GetObjectItemCaseSensitive(ps, "nodeSelector")))
+        api_decode_selector(errs, "spec.template.spec.nodeSelector", v, sp->node_selector,
+                            &sp->nselector);
+    if ((v = cJSON_GetObjectItemCaseSensitive(ps, "tolerations")))
+        decode_tolerations(errs, "spec.template.spec.tolerations", v, sp);
+}
+
+static void decode_gpu(struct api_errors *errs, const cJSON *g, struct api_gpu *gpu)
+{
+    static const char *const fields[] = {"count", "shares", "types", "minMemoryGiB", NULL};
+    const cJSON *v, *t;
+    char p[API_ERR_PATH_MAX];
+    int i = 0;
+    if (!api_expect_obj(errs, "spec.gpu", g))
+        return;
+    gpu->present = 1;
+    api_check_fields(errs, "spec.gpu", g, fields);
+    if ((v = cJSON_GetObjectItemCaseSensitive(g, "count")))
+        gpu->has_count = api_get_int(errs, "spec.gpu.count", v, 1, API_GPU_COUNT_MAX, &gpu->count);
+    if ((v = cJSON_GetObjectItemCaseSensitive(g, "shares")))
+        gpu->has_shares =
+            api_get_int(errs, "spec.gpu.shares", v, 1, API_GPU_SHARES_MAX, &gpu->shares);
+    if ((v = cJSON_GetObjectItemCaseSensitive(g, "minMemoryGiB")))
+        api_get_int(errs, "spec.gpu.minMemoryGiB", v, 0, API_MIN_MEMORY_GIB_MAX,
+                    &gpu->min_memory_gib);
+    if ((v = cJSON_GetObjectItemCaseSensitive(g, "types")) &&
+        api_expect_arr(errs, "spec.gpu.types", v)) {
+        if (cJSON_GetArraySize(v) > API_MAX_GPU_TYPES) {
+            api_errors_add(errs, "spec.gpu.types", "at most %d entries, got %d",
+                           API_MAX_GPU_TYPES, cJSON_GetArraySize(v));
+            return;
+        }
+        cJSON_ArrayForEach(t, v)
+        {
+            api_path_idx(p, sizeof p, "spec.gpu.types", i++);
+            if (api_get_str(errs, p, t, gpu->types[gpu->ntypes], sizeof gpu->types[0]))
+                gpu->ntypes++;
+        }
+    }
+}
+
+static void decode_topology(struct api_errors *errs, const cJSON *t, struct api_topology *tp)
+{
+    static const char *const fields[] = {"required", "preferred", "spread", NULL};
+    const cJSON *v;
+    if (!api_expect_obj(errs, "spec.topology", t))
+        return;
+    api_check_fields(errs, "spec.topology", t, fields);
+    if ((v = cJSON_GetObjectItemCaseSensitive(t, "required")))
+        api_get_str(errs, "spec.topology.required", v, tp->required, sizeof tp->required);
+    if ((v = cJSON_GetObjectItemCaseSensitive(t, "preferred")))
+        api_get_str(errs, "spec.topology.preferred", v, tp->preferred, sizeof tp->preferred);
+    if ((v = cJSON_GetObjectItemCaseSensitive(t, "spread")))
+        api_get_str(errs, "spec.topology.spread", v, tp->spread, sizeof tp->spread);
+}
+
+int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_errors *errs)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    static const char *const fields[] = {"team", "class", "priorityClassName", "priority",
+                                         "preemptible", "replicas", "gang", "gpu", "topology",
+                                         "pool", "suspend", "template", NULL};
+    const cJSON *spec, *v;
+    struct api_gpujob_spec *sp;
+    int before = errs->n + errs->dropped;
+    char buf[64];
+    int b;
+
+    api_gpujob_release(out);
+    api_gpujob_init(out);
+    sp = &out->spec;
+    if (!api_check_head(errs, obj, API_GROUP_VERSION, "GPUJob"))
+        goto out;
+    api_check_fields(errs, "", obj, top);
+    api_decode_meta(errs, obj, &out->meta);
+    spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    if (!spec) {
+        api_errors_add(errs, "spec", "required");
+        goto out;
+    }
+    if (!api_expect_obj(errs, "spec", spec))
+        goto out;
+    api_check_fields(errs, "spec", spec, fields);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "team")))
+        api_get_str(errs, "spec.team", v, sp->team, sizeof sp->team);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "class")) &&
+        api_get_str(errs, "spec.class", v, buf, sizeof buf) && api_class_parse(buf, &sp->class))
+        api_errors_add(errs, "spec.class", "unknown class \"%s\"; known: Inference, Batch, Training",
+                       buf);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "priorityClassName")))
+        api_get_str(errs, "spec.priorityClassName", v, sp->priority_class_name,
+                    sizeof sp->priority_class_name);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "priority")))
+        sp->priority_set = api_get_int(errs, "spec.priority", v, API_PRIORITY_MIN,
+                                       API_PRIORITY_MAX, &sp->priority);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "preemptible")) &&
+        api_get_bool(errs, "spec.preemptible", v, &b))
+        sp->preemptible = b ? API_TRUE : API_FALSE;
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "gang")) &&
+        api_get_bool(errs, "spec.gang", v, &b))
+        sp->gang = b ? API_TRUE : API_FALSE;
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "replicas")))
+        api_get_int(errs, "spec.replicas", v, 1, API_REPLICAS_MAX, &sp->replicas);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "suspend")))
+        api_get_bool(errs, "spec.suspend", v, &sp->suspend);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")))
+        api_get_str(errs, "spec.pool", v, sp->pool, sizeof sp->pool);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "gpu")))
+        decode_gpu(errs, v, &sp->gpu);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "topology")))
+        decode_topology(errs, v, &sp->topology);
+    v = cJSON_GetObjectItemCaseSensitive(spec, "template");
+    if (!v) {
+        api_errors_add(errs, "spec.template", "required");
+    } else {
+        decode_template(errs, v, sp);
+        if (cJSON_IsObject(v)) {
+            out->template = cJSON_Duplicate(v, 1);
+            if (!out->template)
+                return GQ_ENOMEM;
+        }
+    }
+out:
+    return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
+}
+
+void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
+{
+    struct api_gpujob_spec *sp = &job->spec;
+    size_t i;
+    int j;
+    if (!job->meta.namespace[0])
+        gq_strlcpy(job->meta.namespace, "default", sizeof job->meta.namespace);
+    if (sp->class == API_CLASS_NONE)
+        sp->class = API_CLASS_BATCH;
+    if (sp->gang == API_UNSET)
+        sp->gang = sp->class == API_CLASS_INFERENCE ? API_FALSE : API_TRUE;
+    if (sp->preemptible == API_UNSET)
+        sp->preemptible = sp->class == API_CLASS_INFERENCE ? API_FALSE : API_TRUE;
+    if (!sp->team[0] && lk) {
+        for (i = 0; i < lk->nteams && !sp->team[0]; i++)
+            for (j = 0; j < lk->teams[i].nnamespaces; j++)
+                if (!strcmp(lk->teams[i].namespaces[j], job->meta.namespace)) {
+                    gq_strlcpy(sp->team, lk->teams[i].meta.name, sizeof sp->team);
+                    break;
+                }
+    }
+    sp->priority_class_found = 0;
+    sp->effective_priority = 0;
+    if (sp->priority_set) {
+        sp->effective_priority = sp->priority;
+    } else if (lk) {
+        for (i = 0; i < lk->npcs; i++) {
+            if (sp->priority_class_name[0] ? !strcmp(lk->pcs[i].name, sp->priority_class_name)
+                                           : lk->pcs[i].global_default) {
+                sp->effective_priority = lk->pcs[i].value;
+                sp->priority_class_found = sp->priority_class_name[0] != '\0';
+                break;
+            }
+        }
+    }
+}
+
+static void check_level(struct api_errors *errs, const struct api_config *cfg, const char *path,
+                        const char *lvl, int *idx)
+{
+    char known[API_MAX_LEVELS * (API_LEVEL_MAX + 2)];
+    size_t off = 0;
+    int i;
+    *idx = -1;
+    if (!lvl[0])
+        return;
+    *idx = api_config_level(cfg, lvl);
+    if (*idx >= 0)
+        return;
+    known[0] = '\0';
+    for (i = 0; i < cfg->nlevels && off < sizeof known; i++) {
+        int w = snprintf(known + off, sizeof known - off, "%s%s", i ? ", " : "", cfg->levels[i]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    api_errors_add(errs, path, "unknown level \"%s\"; known: %s", lvl, known);
+}
+
+int api_gpujob_validate(const struct api_gpujob *job, const struct api_config *cfg,
+                        struct api_errors *errs)
+{
+    const struct api_gpujob_spec *sp = &job->spec;
+    const struct api_gpu *g = &sp->gpu;
+    struct api_config defcfg;
+    int before = errs->n + errs->dropped;
+    int req, pref, spr, i, j;
+    char p[API_ERR_PATH_MAX];
+
+    if (!cfg) {
+        api_config_default(&defcfg);
+        cfg = &defcfg;
+    }
+    if (job->meta.name[0])
+        api_check_name(errs, "metadata.name", job->meta.name, 0);
+    if (sp->team[0])
+        api_check_name(errs, "spec.team", sp->team, 0);
+    if (sp->pool[0])
+        api_check_name(errs, "spec.pool", sp->pool, 0);
+    if (sp->priority_class_name[0])
+        api_check_name(errs, "spec.priorityClassName", sp->priority_class_name, 0);
+    if (sp->priority_set && sp->priority_class_name[0])
+        api_errors_add(errs, "spec.priority", "set priority or priorityClassName, not both");
+    if (sp->priority_set && sp->priority > API_PRIORITY_MAX)
+        api_errors_add(errs, "spec.priority", "must be at most %d, got %d", API_PRIORITY_MAX,
+                       sp->priority);
+    if (sp->replicas < 1 || sp->replicas > API_REPLICAS_MAX)
+        api_errors_add(errs, "spec.replicas", "must be 1..%d, got %d", API_REPLICAS_MAX,
+                       sp->replicas);
+    if (g->present) {
+        if (g->has_count && g->has_shares) {
+            api_errors_add(errs, "spec.gpu", "set count or shares, not both");
+        } else if (!g->has_count && !g->has_shares) {
+            api_errors_add(errs, "spec.gpu", "set count or shares");
+        } else if (g->has_count && (g->count < 1 || g->count > API_GPU_COUNT_MAX)) {
+            api_errors_add(errs, "spec.gpu.count", "must be 1..%d, got %d", API_GPU_COUNT_MAX,
+                           g->count);
+        } else if (g->has_shares && (g->shares < 1 || g->shares > API_GPU_SHARES_MAX)) {
+            api_errors_add(errs, "spec.gpu.shares", "must be 1..%d, got %d", API_GPU_SHARES_MAX,
+                           g->shares);
+        }
+        if (g->min_memory_gib < 0 || g->min_memory_gib > API_MIN_MEMORY_GIB_MAX)
+            api_errors_add(errs, "spec.gpu.minMemoryGiB", "must be 0..%d, got %d",
+                           API_MIN_MEMORY_GIB_MAX, g->min_memory_gib);
+        for (i = 0; i < g->ntypes; i++) {
+            api_path_idx(p, sizeof p, "spec.gpu.types", i);
+            if (!g->types[i][0] || !api_is_label_value(g->types[i])) {
+                api_errors_add(errs, p, "must be a GPU product label value (e.g. NVIDIA-H100-80GB-HBM3), got \"%s\"",
+                               g->types[i]);
+                continue;
+            }
+            for (j = 0; j < i; j++)
+                if (!strcmp(g->types[i], g->types[j])) {
+                    api_errors_add(errs, p, "duplicate \"%s\"", g->types[i]);
+                    break;
+                }
+        }
+    } else if (sp->cpu_milli == 0 && sp->memory_bytes == 0 && job->template) {
+        api_errors_add(errs, "spec.template.spec.containers",
+                       "a job without spec.gpu must request cpu or memory");
+    }
+    check_level(errs, cfg, "spec.topology.required", sp->topology.required, &req);
+    check_level(errs, cfg, "spec.topology.preferred", sp->topology.preferred, &pref);
+    check_level(errs, cfg, "spec.topology.spread", sp->topology.spread, &spr);
+    if (req >= 0 && pref >= 0 && pref < req)
+        api_errors_add(errs, "spec.topology.preferred",
+                       "level \"%s\" is wider than required level \"%s\"", sp->topology.preferred,
+                       sp->topology.required);
+    if (req >= 0 && spr >= 0 && spr <= req)
+        api_errors_add(errs, "spec.topology.spread",
+                       "level \"%s\" must be narrower than required level \"%s\"",
+                       sp->topology.spread, sp->topology.required);
+    if (spr >= 0 && pref >= 0 && pref >= spr)
+        api_errors_add(errs, "spec.topology.preferred",
+                       "level \"%s\" packs replicas that spread level \"%s\" keeps apart",
+                       sp->topology.preferred, sp->topology.spread);
+    return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
+}
+
+int32_t api_gpujob_gpus(const struct api_gpujob *job)
+{
+    const struct api_gpujob_spec *sp = &job->spec;
+    int64_t r = sp->replicas > 0 ? sp->replicas : 0;
+    if (!sp->gpu.present)
+        return 0;
+    if (sp->gpu.has_shares && !sp->gpu.has_count)
+        return (int32_t)((r * (sp->gpu.shares > 0 ? sp->gpu.shares : 0) + 999) / 1000);
+    return (int32_t)GQ_MIN(r * (sp->gpu.count > 0 ? sp->gpu.count : 0), INT32_MAX);
+}

@@ -1,0 +1,663 @@
+/* Unit tests for api/: GPUJob/Team/GPUPool decode, defaulting, validation and
+ * status encode, with a table of malformed inputs each checked for its exact
+ * field path and message. JSON in this file is written with single quotes
+ * and converted to double quotes before parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "api.h"
+#include "buf.h"
+#include "gq.h"
+
+#define HEAD "'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'train-a','namespace':'ml'},"
+#define TPL "'template':{'spec':{'containers':[{'name':'m','resources':{'requests':{'cpu':'2','memory':'8Gi'}}}]}}"
+#define JOB(spec) "{" HEAD "'spec':{" spec "}}"
+#define JOBT(spec) JOB(spec TPL)
+#define TEAM(spec) "{'apiVersion':'gangq.io/v1alpha1','kind':'Team','metadata':{'name':'vision'},'spec':{" spec "}}"
+#define POOL(spec) "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUPool','metadata':{'name':'inference'},'spec':{" spec "}}"
+
+enum kind { K_JOB, K_TEAM, K_POOL, K_PC };
+
+static char *dq(const char *s)
+{
+    char *d = strdup(s), *p;
+    assert_non_null(d);
+    for (p = d; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    return d;
+}
+
+/* Parse, decode, default and validate; the caller releases errs only. */
+static int run(enum kind k, const char *json, struct api_errors *errs)
+{
+    char *txt = dq(json);
+    cJSON *obj = NULL;
+    int rc = 0;
+    api_errors_init(errs);
+    if (api_json_parse(txt, strlen(txt), &obj, errs) == 0) {
+        if (k == K_JOB) {
+            struct api_gpujob job;
+            api_gpujob_init(&job);
+            rc = api_gpujob_decode(obj, &job, errs);
+            assert_true(rc == 0 || rc == GQ_EINVAL);
+            api_gpujob_default(&job, NULL);
+            api_gpujob_validate(&job, NULL, errs);
+            api_gpujob_release(&job);
+        } else if (k == K_TEAM) {
+            struct api_team t;
+            api_team_decode(obj, &t, errs);
+            api_team_default(&t);
+            api_team_validate(&t, errs);
+        } else if (k == K_POOL) {
+            struct api_gpupool p;
+            api_gpupool_decode(obj, &p, errs);
+            api_gpupool_validate(&p, errs);
+        } else {
+            struct api_priorityclass pc;
+            api_priorityclass_decode(obj, &pc, errs);
+        }
+    }
+    cJSON_Delete(obj);
+    free(txt);
+    return errs->n;
+}
+
+static void dump(const struct api_errors *errs)
+{
+    int i;
+    char line[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    for (i = 0; i < errs->n; i++) {
+        api_error_format(errs, i, line, sizeof line);
+        fprintf(stderr, "  got: %s\n", line);
+    }
+}
+
+struct bad {
+    enum kind k;
+    const char *json;
+    const char *path;
+    const char *msg;
+};
+
+static const struct bad bad_cases[] = {
+    /* spec.gpu */
+    {K_JOB, JOBT("'gpu':{'count':0},"), "spec.gpu.count", "must be 1..16, got 0"},
+    {K_JOB, JOBT("'gpu':{'count':17},"), "spec.gpu.count", "must be 1..16, got 17"},
+    {K_JOB, JOBT("'gpu':{'count':'4'},"), "spec.gpu.count", "must be an integer, got string"},
+    {K_JOB, JOBT("'gpu':{'count':1.5},"), "spec.gpu.count", "must be an integer, got 1.5"},
+    {K_JOB, JOBT("'gpu':{'count':1e30},"), "spec.gpu.count", "must be 1..16, got 1e+30"},
+    {K_JOB, JOBT("'gpu':{'count':-99999999999},"), "spec.gpu.count", "must be 1..16, got -99999999999"},
+    {K_JOB, JOBT("'gpu':{'count':[[[[[[[[[[1]]]]]]]]]]},"), "spec.gpu.count", "must be an integer, got array"},
+    {K_JOB, JOBT("'gpu':{'count':2,'shares':500},"), "spec.gpu", "set count or shares, not both"},
+    {K_JOB, JOBT("'gpu':{'types':['NVIDIA-L4']},"), "spec.gpu", "set count or shares"},
+    {K_JOB, JOBT("'gpu':{'shares':1000},"), "spec.gpu.shares", "must be 1..999, got 1000"},
+    {K_JOB, JOBT("'gpu':{'shares':0},"), "spec.gpu.shares", "must be 1..999, got 0"},
+    {K_JOB, JOBT("'gpu':[4],"), "spec.gpu", "must be an object, got array"},
+    {K_JOB, JOBT("'gpu':{'count':1,'types':'NVIDIA-L4'},"), "spec.gpu.types", "must be an array, got string"},
+    {K_JOB, JOBT("'gpu':{'count':1,'types':[1]},"), "spec.gpu.types[0]", "must be a string, got number"},
+    {K_JOB, JOBT("'gpu':{'count':1,'types':['NVIDIA-L4','NVIDIA-L4']},"), "spec.gpu.types[1]", "duplicate \"NVIDIA-L4\""},
+    {K_JOB, JOBT("'gpu':{'count':1,'types':['a','b','c','d','e','f','g','h','i']},"), "spec.gpu.types", "at most 8 entries, got 9"},
+    {K_JOB, JOBT("'gpu':{'count':1,'types':['H100 80GB']},"), "spec.gpu.types[0]",
+     "must be a GPU product label value (e.g. NVIDIA-H100-80GB-HBM3), got \"H100 80GB\""},
+    {K_JOB, JOBT("'gpu':{'count':1,'minMemoryGiB':-1},"), "spec.gpu.minMemoryGiB", "must be 0..1024, got -1"},
+    {K_JOB, JOBT("'gpu':{'cnt':1},"), "spec.gpu.cnt", "unknown field"},
+    /* class, replicas, booleans, priority */
+    {K_JOB, JOBT("'class':'Foo',"), "spec.class", "unknown class \"Foo\"; known: Inference, Batch, Training"},
+    {K_JOB, JOBT("'class':'training',"), "spec.class", "unknown class \"training\"; known: Inference, Batch, Training"},
+    {K_JOB, JOBT("'class':3,"), "spec.class", "must be a string, got number"},
+    {K_JOB, JOBT("'replicas':0,"), "spec.replicas", "must be 1..1024, got 0"},
+    {K_JOB, JOBT("'replicas':5000,"), "spec.replicas", "must be 1..1024, got 5000"},
+    {K_JOB, JOBT("'replicas':'2',"), "spec.replicas", "must be an integer, got string"},
+    {K_JOB, JOBT("'replicas':null,"), "spec.replicas", "must be an integer, got null"},
+    {K_JOB, JOBT("'replicas':1e300,"), "spec.replicas", "must be 1..1024, got 1e+300"},
+    {K_JOB, JOBT("'preemptible':'yes',"), "spec.preemptible", "must be a boolean, got string"},
+    {K_JOB, JOBT("'gang':1,"), "spec.gang", "must be a boolean, got number"},
+    {K_JOB, JOBT("'suspend':'true',"), "spec.suspend", "must be a boolean, got string"},
+    {K_JOB, JOBT("'priority':5,'priorityClassName':'high',"), "spec.priority", "set priority or priorityClassName, not both"},
+    {K_JOB, JOBT("'priority':2000000000,"), "spec.priority", "must be at most 1000000000, got 2000000000"},
+    {K_JOB, JOBT("'priority':1e10,"), "spec.priority", "must be -2147483648..1000000000, got 10000000000"},
+    {K_JOB, JOBT("'priorityClassName':'High_Prio',"), "spec.priorityClassName",
+     "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"High_Prio\""},
+    /* topology */
+    {K_JOB, JOBT("'topology':{'required':'rak'},"), "spec.topology.required", "unknown level \"rak\"; known: zone, block, rack, node"},
+    {K_JOB, JOBT("'topology':{'required':'rack','preferred':'zone'},"), "spec.topology.preferred",
+     "level \"zone\" is wider than required level \"rack\""},
+    {K_JOB, JOBT("'topology':{'required':'rack','spread':'zone'},"), "spec.topology.spread",
+     "level \"zone\" must be narrower than required level \"rack\""},
+    {K_JOB, JOBT("'topology':{'preferred':'node','spread':'node'},"), "spec.topology.preferred",
+     "level \"node\" packs replicas that spread level \"node\" keeps apart"},
+    {K_JOB, JOBT("'topology':'rack',"), "spec.topology", "must be an object, got string"},
+    {K_JOB, JOBT("'topology':{'required':5},"), "spec.topology.required", "must be a string, got number"},
+    {K_JOB, JOBT("'topology':{'requierd':'rack'},"), "spec.topology.requierd", "unknown field"},
+    /* names */
+    {K_JOB, JOBT("'team':5,"), "spec.team", "must be a string, got number"},
+    {K_JOB, JOBT("'team':'Team A',"), "spec.team", "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"Team A\""},
+    {K_JOB, JOBT("'pool':'ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+                 "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+                 "ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp',"),
+     "spec.pool", "must be at most 253 characters, got 300"},
+    /* template and quantities */
+    {K_JOB, JOB("'class':'Batch'"), "spec.template", "required"},
+    {K_JOB, JOB("'template':{}"), "spec.template.spec", "required"},
+    {K_JOB, JOB("'template':[]"), "spec.template", "must be an object, got array"},
+    {K_JOB, JOB("'template':{'spec':{}}"), "spec.template.spec.containers", "required"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[]}}"), "spec.template.spec.containers", "must have at least one container"},
+    {K_JOB, JOB("'template':{'spec':{'containers':{}}}"), "spec.template.spec.containers", "must be an array, got object"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':'abc'}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests.cpu", "invalid quantity \"abc\": must start with a number"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':'1','memory':'16GB'}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests.memory", "invalid quantity \"16GB\": unknown suffix \"GB\""},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'memory':'-1Gi'}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests.memory", "must not be negative, got \"-1Gi\""},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':'1e100'}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests.cpu", "quantity \"1e100\" is too large"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'limits':{'cpu':[]}}}]}}"),
+     "spec.template.spec.containers[0].resources.limits.cpu", "must be a quantity (string or number), got array"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':'cpu=1'}}]}}"),
+     "spec.template.spec.containers[0].resources.requests", "must be an object, got string"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':'6E','memory':'1'}}},"
+                "{'resources':{'requests':{'cpu':'6E'}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests.cpu", "quantity \"6E\" is too large"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'name':'c'}]}}"), "spec.template.spec.containers",
+     "a job without spec.gpu must request cpu or memory"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+                "'tolerations':[{'key':'gpu','operator':'In'}]}}"),
+     "spec.template.spec.tolerations[0].operator", "unknown operator \"In\"; known: Equal, Exists"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+                "'tolerations':[{'key':'gpu','operator':'Exists','effect':'NoRun'}]}}"),
+     "spec.template.spec.tolerations[0].effect", "unknown effect \"NoRun\"; known: NoSchedule, PreferNoSchedule, NoExecute"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+                "'tolerations':[{'key':'gpu','operator':'Exists','value':'x'}]}}"),
+     "spec.template.spec.tolerations[0].value", "must be empty when operator is Exists"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+                "'nodeSelector':{'pool':7}}}"),
+     "spec.template.spec.nodeSelector.pool", "must be a string, got number"},
+    /* object head and metadata */
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'namespace':'ml'},'spec':{" TPL "}}",
+     "metadata.name", "required"},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'Bad_Name'},'spec':{" TPL "}}",
+     "metadata.name", "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"Bad_Name\""},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'a','namespace':'ML'},'spec':{" TPL "}}",
+     "metadata.namespace", "must be a lowercase DNS label (a-z, 0-9, '-'), got \"ML\""},
+    {K_JOB, "{'apiVersion':'v1','kind':'GPUJob','metadata':{'name':'a'},'spec':{" TPL "}}",
+     "apiVersion", "must be \"gangq.io/v1alpha1\", got \"v1\""},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'Job','metadata':{'name':'a'},'spec':{" TPL "}}",
+     "kind", "must be \"GPUJob\", got \"Job\""},
+    {K_JOB, "{'kind':'GPUJob','metadata':{'name':'a'},'spec':{" TPL "}}", "apiVersion", "required"},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','spec':{" TPL "}}", "metadata", "required"},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':'a','spec':{" TPL "}}", "metadata",
+     "must be an object, got string"},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'a'}}", "spec", "required"},
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'a'},'spec':[]}", "spec",
+     "must be an object, got array"},
+    {K_JOB, "[1,2]", "", "must be a JSON object, got array"},
+    {K_JOB, "null", "", "must be a JSON object, got null"},
+    {K_JOB, JOBT("'topolgy':{},"), "spec.topolgy", "unknown field"},
+    {K_JOB, "{" HEAD "'extra':1,'spec':{" TPL "}}", "extra", "unknown field"},
+    /* truncated and broken JSON */
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJ", "", "invalid JSON at byte 42"},
+    {K_JOB, "{'spec':{'gpu':{'count':4}}", "", "invalid JSON at byte 26"},
+    {K_JOB, "{'a':1,}", "", "invalid JSON at byte 7"},
+    {K_JOB, "", "", "invalid JSON at byte 0"},
+    /* Team */
+    {K_TEAM, TEAM("'quota':[{'gpuType':'*'}]"), "spec.quota[0].gpus", "required"},
+    {K_TEAM, TEAM("'quota':[{'gpus':4}]"), "spec.quota[0].gpuType", "required"},
+    {K_TEAM, TEAM("'quota':[{'gpuType':'*','gpus':8,'lendingLimit':10}]"), "spec.quota[0].lendingLimit",
+     "must be at most gpus (8), got 10"},
+    {K_TEAM, TEAM("'quota':[{'gpuType':'*','gpus':8},{'gpuType':'*','gpus':2}]"), "spec.quota[1].gpuType", "duplicate \"*\""},
+    {K_TEAM, TEAM("'quota':[{'gpuType':'*','gpus':-8}]"), "spec.quota[0].gpus", "must be 0..1000000, got -8"},
+    {K_TEAM, TEAM("'quota':{'gpuType':'*','gpus':8}"), "spec.quota", "must be an array, got object"},
+    {K_TEAM, TEAM("'quota':[{'gpuType':'*','gpus':8,'borrowingLimit':4}]"), "spec.quota[0].borrowingLimit",
+     "only meaningful with spec.cohort"},
+    {K_TEAM, TEAM("'namespaces':'ml'"), "spec.namespaces", "must be an array, got string"},
+    {K_TEAM, TEAM("'namespaces':['ml','ml']"), "spec.namespaces[1]", "duplicate \"ml\""},
+    {K_TEAM, TEAM("'namespaces':['ml.team']"), "spec.namespaces[0]", "must be a lowercase DNS label (a-z, 0-9, '-'), got \"ml.team\""},
+    {K_TEAM, TEAM("'weight':0"), "spec.weight", "must be 1..1000, got 0"},
+    {K_TEAM, TEAM("'cohort':'Research'"), "spec.cohort", "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"Research\""},
+    {K_TEAM, "{'apiVersion':'gangq.io/v1alpha1','kind':'Team','metadata':{'name':'v','namespace':'ml'},'spec':{}}",
+     "metadata.namespace", "must be empty: Team is cluster-scoped"},
+    /* GPUPool */
+    {K_POOL, POOL("'nodeSelector':{'gangq.io/pool':'inference'},'classes':['Foo']"), "spec.classes[0]",
+     "unknown class \"Foo\"; known: Inference, Batch, Training"},
+    {K_POOL, POOL("'nodeSelector':{'gangq.io/pool':'inference'},'classes':['Batch','Batch']"), "spec.classes[1]",
+     "duplicate \"Batch\""},
+    {K_POOL, POOL("'classes':['Inference']"), "spec.nodeSelector", "required"},
+    {K_POOL, POOL("'nodeSelector':{}"), "spec.nodeSelector", "must select nodes with at least one label"},
+    {K_POOL, POOL("'nodeSelector':{'bad key':'x'}"), "spec.nodeSelector.bad key", "invalid label key"},
+    {K_POOL, POOL("'nodeSelector':{'gangq.io/pool':'has space'}"), "spec.nodeSelector.gangq.io/pool",
+     "invalid label value \"has space\""},
+    {K_POOL, POOL("'nodeSelector':{'gangq.io/pool':'i'},'protected':'yes'"), "spec.protected", "must be a boolean, got string"},
+    {K_POOL, POOL("'nodeSelector':{'gangq.io/pool':'i'},'reserveGPUs':-1,'classes':['Inference']"), "spec.reserveGPUs",
+     "must be 0..100000, got -1"},
+    {K_POOL, POOL("'nodeSelector':{'gangq.io/pool':'i'},'protected':true"), "spec.classes",
+     "a protected pool needs at least one home class"},
+    /* PriorityClass */
+    {K_PC, "{'apiVersion':'scheduling.k8s.io/v1','kind':'PriorityClass','metadata':{'name':'high'}}", "value", "required"},
+    {K_PC, "{'apiVersion':'scheduling.k8s.io/v1','kind':'PriorityClass','metadata':{'name':'high'},'value':'9'}", "value",
+     "must be an integer, got string"},
+};
+
+static void test_malformed(void **st)
+{
+    (void)st;
+    size_t i;
+    assert_true(GQ_ARRAY_LEN(bad_cases) >= 40);
+    for (i = 0; i < GQ_ARRAY_LEN(bad_cases); i++) {
+        struct api_errors errs;
+        int idx;
+        run(bad_cases[i].k, bad_cases[i].json, &errs);
+        idx = api_errors_find(&errs, bad_cases[i].path);
+        if (idx < 0 || strcmp(errs.e[idx].msg, bad_cases[i].msg)) {
+            fprintf(stderr, "case %zu: want %s: %s\n", i, bad_cases[i].path, bad_cases[i].msg);
+            dump(&errs);
+        }
+        assert_true(idx >= 0);
+        assert_string_equal(errs.e[idx].msg, bad_cases[i].msg);
+    }
+}
+
+/* A fully valid job of each shape produces no error at all. */
+static void test_valid_shapes(void **st)
+{
+    (void)st;
+    static const char *const ok[] = {
+        JOBT(""),
+        JOBT("'class':'Training','replicas':8,'gpu':{'count':8,'types':['NVIDIA-H100-80GB-HBM3'],'minMemoryGiB':80},"
+             "'topology':{'required':'rack','preferred':'node'},'priority':1000,"),
+        JOBT("'class':'Inference','replicas':3,'gpu':{'count':1},'topology':{'spread':'node'},'pool':'inference',"),
+        JOBT("'class':'Inference','gpu':{'shares':250,'types':['NVIDIA-L4']},"),
+        JOBT("'class':'Batch','gpu':{'count':2},'priorityClassName':'batch-low','suspend':true,'preemptible':true,"),
+        JOBT("'topology':{'required':'zone','spread':'rack'},'gpu':{'count':1},'replicas':4,"),
+        JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':4}}}],"
+            "'nodeSelector':{'gangq.io/pool':'batch'},"
+            "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'},{'operator':'Exists'}]}}"),
+    };
+    size_t i;
+    for (i = 0; i < GQ_ARRAY_LEN(ok); i++) {
+        struct api_errors errs;
+        if (run(K_JOB, ok[i], &errs)) {
+            fprintf(stderr, "valid case %zu rejected\n", i);
+            dump(&errs);
+        }
+        assert_int_equal(errs.n, 0);
+    }
+}
+
+static void decode_job(const char *json, struct api_gpujob *job)
+{
+    char *txt = dq(json);
+    struct api_errors errs;
+    cJSON *obj;
+    api_errors_init(&errs);
+    assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+    api_gpujob_init(job);
+    if (api_gpujob_decode(obj, job, &errs))
+        dump(&errs);
+    assert_int_equal(errs.n, 0);
+    cJSON_Delete(obj);
+    free(txt);
+}
+
+static void test_decode_fields(void **st)
+{
+    (void)st;
+    struct api_gpujob job, copy;
+    decode_job(JOB("'team':'vision','class':'Training','replicas':4,'gang':true,'preemptible':false,"
+                   "'gpu':{'count':8,'types':['NVIDIA-H100-80GB-HBM3','NVIDIA-A100-SXM4-40GB'],'minMemoryGiB':40},"
+                   "'topology':{'required':'block','preferred':'rack','spread':'node'},'pool':'training',"
+                   "'priority':500,'suspend':true,"
+                   "'template':{'metadata':{'labels':{'app':'x'}},'spec':{"
+                   "'initContainers':[{'resources':{'requests':{'cpu':'8','memory':'1Gi'}}}],"
+                   "'containers':[{'resources':{'requests':{'cpu':'500m','memory':'16Gi'}}},"
+                   "{'resources':{'limits':{'cpu':'1.5','memory':'512Mi'}}}],"
+                   "'nodeSelector':{'topology.kubernetes.io/zone':'zone-a'},"
+                   "'tolerations':[{'key':'dedicated','value':'ml','effect':'NoExecute','tolerationSeconds':30}]}}"),
+               &job);
+    assert_string_equal(job.meta.name, "train-a");
+    assert_string_equal(job.meta.namespace, "ml");
+    assert_string_equal(job.spec.team, "vision");
+    assert_int_equal(job.spec.class, API_CLASS_TRAINING);
+    assert_int_equal(job.spec.replicas, 4);
+    assert_int_equal(job.spec.gang, API_TRUE);
+    assert_int_equal(job.spec.preemptible, API_FALSE);
+    assert_int_equal(job.spec.gpu.count, 8);
+    assert_int_equal(job.spec.gpu.ntypes, 2);
+    assert_string_equal(job.spec.gpu.types[1], "NVIDIA-A100-SXM4-40GB");
+    assert_int_equal(job.spec.gpu.min_memory_gib, 40);
+    assert_string_equal(job.spec.topology.required, "block");
+    assert_string_equal(job.spec.topology.preferred, "rack");
+    assert_string_equal(job.spec.topology.spread, "node");
+    assert_string_equal(job.spec.pool, "training");
+    assert_int_equal(job.spec.priority, 500);
+    assert_int_equal(job.spec.suspend, 1);
+    /* containers: 0.5 + 1.5 (limit fallback) = 2 CPUs < init 8 CPUs -> 8;
+     * memory 16Gi + 512Mi > init 1Gi */
+    assert_true(job.spec.cpu_milli == 8000);
+    assert_true(job.spec.memory_bytes == 16LL * 1024 * 1024 * 1024 + 512LL * 1024 * 1024);
+    assert_int_equal(job.spec.nselector, 1);
+    assert_string_equal(job.spec.node_selector[0].key, "topology.kubernetes.io/zone");
+    assert_string_equal(job.spec.node_selector[0].value, "zone-a");
+    assert_int_equal(job.spec.ntolerations, 1);
+    assert_string_equal(job.spec.tolerations[0].op, "Equal");
+    assert_string_equal(job.spec.tolerations[0].effect, "NoExecute");
+    assert_true(job.spec.tolerations[0].has_seconds && job.spec.tolerations[0].seconds == 30);
+    assert_non_null(job.template);
+    assert_int_equal(api_gpujob_gpus(&job), 32);
+    /* deep copy owns its own template */
+    api_gpujob_init(&copy);
+    assert_int_equal(api_gpujob_copy(&copy, &job), 0);
+    assert_true(copy.template != job.template);
+    api_gpujob_release(&job);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(copy.template, "metadata"),
+                                                                "labels"), "app")->valuestring, "x");
+    api_gpujob_release(&copy);
+}
+
+static void test_defaults(void **st)
+{
+    (void)st;
+    struct api_gpujob job;
+    struct api_team teams[2];
+    struct api_priorityclass pcs[2];
+    struct api_lookup lk;
+    memset(teams, 0, sizeof teams);
+    gq_strlcpy(teams[0].meta.name, "nlp", sizeof teams[0].meta.name);
+    teams[0].nnamespaces = 1;
+    gq_strlcpy(teams[0].namespaces[0], "nlp", sizeof teams[0].namespaces[0]);
+    gq_strlcpy(teams[1].meta.name, "vision", sizeof teams[1].meta.name);
+    teams[1].nnamespaces = 2;
+    gq_strlcpy(teams[1].namespaces[0], "cv", sizeof teams[1].namespaces[0]);
+    gq_strlcpy(teams[1].namespaces[1], "ml", sizeof teams[1].namespaces[1]);
+    memset(pcs, 0, sizeof pcs);
+    gq_strlcpy(pcs[0].name, "high", sizeof pcs[0].name);
+    pcs[0].value = 1000;
+    gq_strlcpy(pcs[1].name, "default", sizeof pcs[1].name);
+    pcs[1].value = 10;
+    pcs[1].global_default = 1;
+    lk.teams = teams;
+    lk.nteams = 2;
+    lk.pcs = pcs;
+    lk.npcs = 2;
+
+    /* Batch by default; gang and preemptible true; team from namespace; globalDefault priority */
+    decode_job(JOBT(""), &job);
+    assert_int_equal(job.spec.class, API_CLASS_NONE);
+    assert_int_equal(job.spec.gang, API_UNSET);
+    api_gpujob_default(&job, &lk);
+    assert_int_equal(job.spec.class, API_CLASS_BATCH);
+    assert_int_equal(job.spec.gang, API_TRUE);
+    assert_int_equal(job.spec.preemptible, API_TRUE);
+    assert_int_equal(job.spec.replicas, 1);
+    assert_string_equal(job.spec.team, "vision");
+    assert_int_equal(job.spec.effective_priority, 10);
+    api_gpujob_release(&job);
+
+    /* Inference: gang false, not preemptible; named priority class */
+    decode_job(JOBT("'class':'Inference','priorityClassName':'high','team':'nlp',"), &job);
+    api_gpujob_default(&job, &lk);
+    assert_int_equal(job.spec.gang, API_FALSE);
+    assert_int_equal(job.spec.preemptible, API_FALSE);
+    assert_string_equal(job.spec.team, "nlp"); /* explicit team wins */
+    assert_int_equal(job.spec.effective_priority, 1000);
+    assert_int_equal(job.spec.priority_class_found, 1);
+    api_gpujob_release(&job);
+
+    /* Training keeps explicit overrides; unknown class name leaves priority 0, not found */
+    decode_job(JOBT("'class':'Training','gang':false,'preemptible':false,'priorityClassName':'nope',"), &job);
+    api_gpujob_default(&job, &lk);
+    assert_int_equal(job.spec.gang, API_FALSE);
+    assert_int_equal(job.spec.preemptible, API_FALSE);
+    assert_int_equal(job.spec.effective_priority, 0);
+    assert_int_equal(job.spec.priority_class_found, 0);
+    api_gpujob_release(&job);
+
+    /* no namespace: "default"; no team matches; explicit priority */
+    decode_job("{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'x'},"
+               "'spec':{'priority':-5,'gpu':{'shares':500}," TPL "}}", &job);
+    api_gpujob_default(&job, &lk);
+    assert_string_equal(job.meta.namespace, "default");
+    assert_string_equal(job.spec.team, "");
+    assert_int_equal(job.spec.effective_priority, -5);
+    assert_int_equal(api_gpujob_gpus(&job), 1); /* 500 milli-GPU rounds up */
+    api_gpujob_release(&job);
+
+    /* NULL lookup is fine */
+    decode_job(JOBT("'replicas':3,'gpu':{'shares':400},"), &job);
+    api_gpujob_default(&job, NULL);
+    assert_int_equal(job.spec.effective_priority, 0);
+    assert_int_equal(api_gpujob_gpus(&job), 2); /* 3 x 0.4 = 1.2 -> 2 */
+    api_gpujob_release(&job);
+}
+
+static void test_custom_levels(void **st)
+{
+    (void)st;
+    struct api_config cfg;
+    struct api_gpujob job;
+    struct api_errors errs;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.nlevels = 2;
+    gq_strlcpy(cfg.levels[0], "superpod", sizeof cfg.levels[0]);
+    gq_strlcpy(cfg.levels[1], "host", sizeof cfg.levels[1]);
+    decode_job(JOBT("'topology':{'required':'superpod','spread':'host'},"), &job);
+    api_errors_init(&errs);
+    assert_int_equal(api_gpujob_validate(&job, &cfg, &errs), 0);
+    api_gpujob_release(&job);
+    decode_job(JOBT("'topology':{'required':'rack'},"), &job);
+    assert_int_equal(api_gpujob_validate(&job, &cfg, &errs), GQ_EINVAL);
+    assert_string_equal(errs.e[0].msg, "unknown level \"rack\"; known: superpod, host");
+    api_gpujob_release(&job);
+}
+
+static void test_errors_bounded(void **st)
+{
+    (void)st;
+    struct api_errors errs;
+    struct gq_buf b;
+    int i;
+    char line[400];
+    gq_buf_init(&b, 1 << 16);
+    assert_int_equal(gq_buf_puts(&b, "{" HEAD "'spec':{"), 0);
+    for (i = 0; i < 50; i++)
+        assert_int_equal(gq_buf_printf(&b, "'bogus%d':1,", i), 0);
+    assert_int_equal(gq_buf_puts(&b, TPL "}}"), 0);
+    run(K_JOB, b.p, &errs);
+    assert_int_equal(errs.n, API_MAX_ERRORS);
+    assert_int_equal(errs.dropped, 50 - API_MAX_ERRORS);
+    api_error_format(&errs, 0, line, sizeof line);
+    assert_string_equal(line, "spec.bogus0: unknown field");
+    gq_buf_release(&b);
+    /* whole-object errors format without a path */
+    run(K_JOB, "7", &errs);
+    api_error_format(&errs, 0, line, sizeof line);
+    assert_string_equal(line, "must be a JSON object, got number");
+    /* several problems at once, all reported */
+    run(K_JOB, JOBT("'class':'X','replicas':0,'gpu':{'count':0},'topology':{'required':'rak'},"), &errs);
+    assert_int_equal(errs.n, 4);
+}
+
+static void test_team_pool_ok(void **st)
+{
+    (void)st;
+    char *txt;
+    cJSON *obj;
+    struct api_errors errs;
+    struct api_team t;
+    struct api_gpupool p;
+    struct api_priorityclass pc;
+
+    api_errors_init(&errs);
+    txt = dq(TEAM("'namespaces':['cv','ml'],'cohort':'research','weight':3,"
+                  "'quota':[{'gpuType':'NVIDIA-H100-80GB-HBM3','gpus':16,'borrowingLimit':8,'lendingLimit':4},"
+                  "{'gpuType':'*','gpus':4}]"));
+    assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+    assert_int_equal(api_team_decode(obj, &t, &errs), 0);
+    assert_int_equal(api_team_validate(&t, &errs), 0);
+    assert_int_equal(t.nnamespaces, 2);
+    assert_string_equal(t.cohort, "research");
+    assert_int_equal(t.weight, 3);
+    assert_int_equal(t.nquota, 2);
+    assert_int_equal(t.quota[0].gpus, 16);
+    assert_int_equal(t.quota[0].borrowing_limit, 8);
+    assert_int_equal(t.quota[0].lending_limit, 4);
+    assert_int_equal(t.quota[1].borrowing_limit, -1);
+    assert_int_equal(t.quota[1].lending_limit, -1);
+    cJSON_Delete(obj);
+    free(txt);
+
+    txt = dq(POOL("'nodeSelector':{'gangq.io/pool':'inference'},'classes':['Inference'],'protected':true,'reserveGPUs':2"));
+    assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+    assert_int_equal(api_gpupool_decode(obj, &p, &errs), 0);
+    assert_int_equal(api_gpupool_validate(&p, &errs), 0);
+    assert_int_equal(p.classes, 1u << API_CLASS_INFERENCE);
+    assert_int_equal(p.protect, 1);
+    assert_int_equal(p.reserve_gpus, 2);
+    assert_string_equal(p.node_selector[0].key, "gangq.io/pool");
+    cJSON_Delete(obj);
+    free(txt);
+
+    txt = dq("{'apiVersion':'scheduling.k8s.io/v1','kind':'PriorityClass','metadata':{'name':'high'},"
+             "'value':100000,'globalDefault':false,'description':'x'}");
+    assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+    assert_int_equal(api_priorityclass_decode(obj, &pc, &errs), 0);
+    assert_string_equal(pc.name, "high");
+    assert_int_equal(pc.value, 100000);
+    cJSON_Delete(obj);
+    free(txt);
+    assert_int_equal(errs.n, 0);
+}
+
+static void test_status_encode(void **st)
+{
+    (void)st;
+    struct api_gpujob_status s;
+    const char *nodes[] = {"gpu-a1", "gpu-a2"};
+    cJSON *j, *back;
+    char *txt;
+    struct api_gpujob_status d;
+    struct api_errors errs;
+
+    memset(&s, 0, sizeof s);
+    s.state = API_STATE_ADMITTED;
+    gq_strlcpy(s.team, "vision", sizeof s.team);
+    s.priority = 100;
+    s.gpus = 16;
+    s.admission.present = 1;
+    gq_strlcpy(s.admission.time, "2026-01-02T03:04:05Z", sizeof s.admission.time);
+    gq_strlcpy(s.admission.domain, "rack=r1", sizeof s.admission.domain);
+    s.admission.nnodes = 2;
+    s.admission.nodes = nodes;
+    s.preemptions = 1;
+    s.last_preemption.present = 1;
+    gq_strlcpy(s.last_preemption.by, "ml/serve", sizeof s.last_preemption.by);
+    gq_strlcpy(s.last_preemption.reason, "Inference needs the GPUs", sizeof s.last_preemption.reason);
+    gq_strlcpy(s.last_preemption.time, "2026-01-01T00:00:00Z", sizeof s.last_preemption.time);
+    s.nconditions = 1;
+    gq_strlcpy(s.conditions[0].type, "Admitted", sizeof s.conditions[0].type);
+    gq_strlcpy(s.conditions[0].status, "True", sizeof s.conditions[0].status);
+    gq_strlcpy(s.conditions[0].reason, "Placed", sizeof s.conditions[0].reason);
+    gq_strlcpy(s.conditions[0].message, "2 nodes in rack r1", sizeof s.conditions[0].message);
+    gq_strlcpy(s.conditions[0].last_transition_time, "2026-01-02T03:04:05Z",
+               sizeof s.conditions[0].last_transition_time);
+    j = api_gpujob_status_encode(&s);
+    assert_non_null(j);
+    txt = cJSON_PrintUnformatted(j);
+    assert_string_equal(txt,
+        "{\"status\":{\"state\":\"Admitted\",\"position\":null,\"message\":null,\"team\":\"vision\","
+        "\"priority\":100,\"gpus\":16,\"admission\":{\"time\":\"2026-01-02T03:04:05Z\",\"domain\":\"rack=r1\","
+        "\"nodes\":[\"gpu-a1\",\"gpu-a2\"]},\"preemptions\":1,\"lastPreemption\":{\"by\":\"ml/serve\","
+        "\"reason\":\"Inference needs the GPUs\",\"time\":\"2026-01-01T00:00:00Z\"},"
+        "\"conditions\":[{\"type\":\"Admitted\",\"status\":\"True\",\"reason\":\"Placed\","
+        "\"message\":\"2 nodes in rack r1\",\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}],"
+        "\"startTime\":null,\"completionTime\":null}}");
+    /* decode it back */
+    api_errors_init(&errs);
+    back = cJSON_Parse(txt);
+    assert_int_equal(api_gpujob_status_decode(back, &d, &errs), 0);
+    assert_int_equal(d.state, API_STATE_ADMITTED);
+    assert_int_equal(d.gpus, 16);
+    assert_int_equal(d.preemptions, 1);
+    assert_string_equal(d.admission.domain, "rack=r1");
+    assert_string_equal(d.last_preemption.by, "ml/serve");
+    assert_int_equal(d.nconditions, 1);
+    assert_string_equal(d.conditions[0].message, "2 nodes in rack r1");
+    cJSON_Delete(back);
+    free(txt);
+    cJSON_Delete(j);
+
+    /* queued job: position set, admission cleared */
+    memset(&s, 0, sizeof s);
+    s.state = API_STATE_QUEUED;
+    s.position = 3;
+    gq_strlcpy(s.message, "0/12 nodes fit: 12 fewer than 8 free GPUs", sizeof s.message);
+    j = api_gpujob_status_encode(&s);
+    txt = cJSON_PrintUnformatted(j);
+    assert_string_equal(txt,
+        "{\"status\":{\"state\":\"Queued\",\"position\":3,\"message\":\"0/12 nodes fit: 12 fewer than 8 free GPUs\","
+        "\"team\":null,\"priority\":0,\"gpus\":0,\"admission\":null,\"preemptions\":0,\"conditions\":[],"
+        "\"startTime\":null,\"completionTime\":null}}");
+    free(txt);
+    cJSON_Delete(j);
+
+    {
+        struct api_team_status ts = {8, 6, 2, 3, 1};
+        struct api_gpupool_status ps = {64, 40, 24, 8, 5};
+        j = api_team_status_encode(&ts);
+        txt = cJSON_PrintUnformatted(j);
+        assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1}}");
+        free(txt);
+        cJSON_Delete(j);
+        j = api_gpupool_status_encode(&ps);
+        txt = cJSON_PrintUnformatted(j);
+        assert_string_equal(txt, "{\"status\":{\"gpus\":64,\"allocated\":40,\"free\":24,\"largestFree\":8,\"pending\":5}}");
+        free(txt);
+        cJSON_Delete(j);
+    }
+    /* bad status is reported, not trusted */
+    api_errors_init(&errs);
+    back = cJSON_Parse("{\"status\":{\"state\":\"Dancing\",\"position\":\"x\"}}");
+    assert_int_equal(api_gpujob_status_decode(back, &d, &errs), GQ_EINVAL);
+    assert_string_equal(errs.e[0].path, "status.state");
+    assert_string_equal(errs.e[0].msg, "unknown state \"Dancing\"");
+    assert_string_equal(errs.e[1].path, "status.position");
+    cJSON_Delete(back);
+}
+
+static void test_enums(void **st)
+{
+    (void)st;
+    enum api_class c;
+    enum api_state s;
+    assert_string_equal(api_class_name(API_CLASS_TRAINING), "Training");
+    assert_string_equal(api_class_name((enum api_class)99), "");
+    assert_int_equal(api_class_parse("Inference", &c), 0);
+    assert_int_equal(c, API_CLASS_INFERENCE);
+    assert_int_equal(api_class_parse("", &c), GQ_EINVAL);
+    assert_string_equal(api_state_name(API_STATE_PREEMPTED), "Preempted");
+    assert_int_equal(api_state_parse("Succeeded", &s), 0);
+    assert_int_equal(s, API_STATE_SUCCEEDED);
+    assert_int_equal(api_state_parse("Done", &s), GQ_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_valid_shapes),
+        cmocka_unit_test(test_decode_fields),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_custom_levels),
+        cmocka_unit_test(test_errors_bounded),
+        cmocka_unit_test(test_team_pool_ok),
+        cmocka_unit_test(test_status_encode),
+        cmocka_unit_test(test_enums),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
