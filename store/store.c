@@ -474,7 +474,8 @@ int store_open(const char *path, const struct store_opts *opts, struct store **o
                 goto fail;
         }
     }
-    ret = exec_sql(st, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;",
+    ret = exec_sql(st, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+                       " PRAGMA wal_autocheckpoint=4096;",
                    "cannot configure the connection", err, errlen);
     if (ret)
         goto fail;

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cmd.h"
 #include "store.h"
 
 struct fx {
@@ -1152,6 +1153,94 @@ static void test_disk_full(void **state)
     store_close(st);
 }
 
+
+/* ---------------- gangq audit ---------------- */
+
+/* Run cmd_audit with stdout captured into out. */
+static int run_audit(struct fx *fx, char *out, size_t outlen, int argc, char **argv)
+{
+    char cap[160];
+    int saved, fd, rc;
+    ssize_t n;
+    snprintf(cap, sizeof cap, "%s/out.txt", fx->dir);
+    fflush(stdout);
+    saved = dup(1);
+    fd = open(cap, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 1);
+    rc = cmd_audit(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    n = pread(fd, out, outlen - 1, 0);
+    out[n > 0 ? n : 0] = 0;
+    close(fd);
+    return rc;
+}
+
+static void test_audit_cmd(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st = open_ok(fx->path);
+    char err[256], out[4096];
+    struct snap s;
+    struct store_audit es[] = {
+        {0, 1764500000000LL, "user:alice", "quota-edit", "vision", "", "8", "16", "patch"},
+        {0, 1764510000000LL, "gangq", "admit", "vision", "ml/a", "Queued", "Admitted", "fits"},
+        {0, 1764520000000LL, "gangq", "preempt", "nlp", "nlp/b", "Running", "Preempted",
+         "for \"ml/a\""},
+    };
+    size_t i;
+    for (i = 0; i < GQ_ARRAY_LEN(es); i++)
+        assert_int_equal(store_audit_add(st, &es[i], err, sizeof err), 0);
+    store_close(st);
+    snap_take(fx->path, &s);
+
+    char *a1[] = {"audit", "--db", fx->path};
+    assert_int_equal(run_audit(fx, out, sizeof out, 3, a1), 0);
+    assert_non_null(strstr(out, "TIME"));
+    assert_non_null(strstr(out, "OLD \xe2\x86\x92 NEW"));
+    assert_non_null(strstr(out, "2025-11-30T10:53:20Z  user:alice  quota-edit  vision  -"));
+    assert_non_null(strstr(out, "8 \xe2\x86\x92 16"));
+    /* oldest first */
+    assert_true(strstr(out, "quota-edit") < strstr(out, "preempt"));
+
+    char *a2[] = {"audit", "--db", fx->path, "--team", "nlp", "--json"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 6, a2), 0);
+    assert_non_null(strstr(out, "\"job\":\"nlp/b\""));
+    assert_non_null(strstr(out, "\"reason\":\"for \\\"ml/a\\\"\""));
+    assert_null(strstr(out, "vision"));
+
+    /* RFC3339 with offset: 2025-11-30T14:00:00+01:00 is 13:00Z, after the first entry. */
+    char *a3[] = {"audit", "--db", fx->path, "--since", "2025-11-30T14:00:00+01:00"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 5, a3), 0);
+    assert_null(strstr(out, "quota-edit"));
+    assert_non_null(strstr(out, "ml/a"));
+
+    /* A relative time: nothing happened in the last hour of the real clock. */
+    char *a4[] = {"audit", "--db", fx->path, "--since", "1h30m", "--job", "ml/a"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 7, a4), 0);
+    assert_non_null(strstr(out, "no audit entries match"));
+
+    char *a5[] = {"audit", "--db", fx->path, "--limit", "1"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 5, a5), 0);
+    assert_non_null(strstr(out, "preempt"));
+    assert_null(strstr(out, "admit "));
+
+    char *b1[] = {"audit", "--db", fx->path, "--since", "yesterday"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 5, b1), 2);
+    char *b2[] = {"audit", "--db", fx->path, "--job", "nons"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 5, b2), 2);
+    char *b3[] = {"audit", "--team", "x"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 3, b3), 2);
+    char *b4[] = {"audit", "--db", "/nonexistent/gangq.db"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 3, b4), 1);
+    char *b5[] = {"audit", "--db", fx->path, "--limit", "0"};
+    assert_int_equal(run_audit(fx, out, sizeof out, 5, b5), 2);
+    /* The audit command never writes the database file. */
+    snap_same(fx->path, &s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1174,6 +1263,7 @@ int main(void)
         T(test_corrupt_page),
         T(test_readonly_file),
         T(test_disk_full),
+        T(test_audit_cmd),
 #undef T
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
