@@ -4,7 +4,9 @@
 #   env.sh up                  start a fresh environment; prints its directory (ENV_DIR)
 #   env.sh down [ENV_DIR]      stop what `up` started (by PID) and remove ENV_DIR
 #   env.sh kubeconfig [ENV_DIR]          print the kubeconfig path
-#   env.sh restart-apiserver [ENV_DIR]   stop and start the API server only (same etcd, port)
+#   env.sh restart-apiserver [ENV_DIR]   stop and start the API server only (same etcd, port):
+#                                        SIGTERM, SIGKILL after GQ_APISERVER_STOP_WAIT s (3)
+#   env.sh crash-apiserver [ENV_DIR]     the same with SIGKILL at once
 #   env.sh stop-apiserver|start-apiserver [ENV_DIR]
 #   env.sh apply-crds [ENV_DIR]          (re)apply crds/*.yaml and wait until Established
 #
@@ -43,12 +45,12 @@ pid_is() {
 stop_pid() {
   local pid="$1" name="$2" wait_s="${3:-10}" i
   pid_is "$pid" "$name" || return 0
-  kill -TERM "$pid" 2>/dev/null || true
+  if [ "$wait_s" -gt 0 ]; then kill -TERM "$pid" 2>/dev/null || true; fi
   for i in $(seq 1 $(( wait_s * 10 ))); do
     pid_is "$pid" "$name" || return 0
     sleep 0.1
   done
-  log "$name (pid $pid) still running after ${wait_s}s, SIGKILL"
+  [ "$wait_s" -eq 0 ] || log "$name (pid $pid) still running after ${wait_s}s, SIGKILL"
   kill -KILL "$pid" 2>/dev/null || true
   for i in $(seq 1 50); do pid_is "$pid" "$name" || return 0; sleep 0.1; done
   log "$name (pid $pid) did not exit"
@@ -230,7 +232,7 @@ cmd_up() {
 
 cmd_stop_all() {
   local dir="$1" rc=0
-  stop_pid "$(cat "$dir/apiserver.pid" 2>/dev/null || true)" kube-apiserver 10 || rc=1
+  stop_pid "$(cat "$dir/apiserver.pid" 2>/dev/null || true)" kube-apiserver "$APISERVER_WAIT" || rc=1
   stop_pid "$(cat "$dir/etcd.pid" 2>/dev/null || true)" etcd 10 || rc=1
   return $rc
 }
@@ -242,16 +244,22 @@ cmd_down() {
   if [ -n "${GQ_KEEP_ENV:-}" ]; then log "kept $dir"; else rm -rf "$dir"; fi
 }
 
+# kube-apiserver keeps serving open watches after SIGTERM: how long to wait before SIGKILL.
+APISERVER_WAIT="${GQ_APISERVER_STOP_WAIT:-3}"
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down "${2:-}" ;;
   kubeconfig) d=$(env_dir "${2:-}"); echo "$d/kubeconfig" ;;
-  stop-apiserver) d=$(env_dir "${2:-}"); stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver 10 ;;
+  stop-apiserver) d=$(env_dir "${2:-}"); stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver "$APISERVER_WAIT" ;;
   start-apiserver) d=$(env_dir "${2:-}"); start_apiserver "$d" ;;
   restart-apiserver)
     d=$(env_dir "${2:-}")
-    stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver 10
+    stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver "$APISERVER_WAIT"
+    start_apiserver "$d" ;;
+  crash-apiserver)   # SIGKILL, no graceful shutdown, then start again
+    d=$(env_dir "${2:-}")
+    stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver 0
     start_apiserver "$d" ;;
   apply-crds) d=$(env_dir "${2:-}"); apply_crds "$d" ;;
-  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -311,5 +311,5 @@ case "${1:-}" in
   finish-deletes) shift; cmd_finish_deletes "$@" ;;
   auto-run) shift; cmd_auto_run "$@" ;;
   loop) shift; cmd_loop "$@" ;;
-  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

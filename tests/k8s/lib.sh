@@ -19,6 +19,7 @@
 #   gq_ctl_kill                       SIGKILL (a crash)
 #   gq_ctl_alive                      is the controller still running
 #   gq_apiserver_restart              restart the API server only (same etcd and port)
+#   gq_apiserver_crash                the same, SIGKILL instead of SIGTERM
 #   wait_for TIMEOUT_S DESC CMD...    poll CMD (0.25 s) until it succeeds; fail with DESC
 #   wait_jsonpath TIMEOUT_S EXPECTED kubectl-get-args... -o jsonpath=EXPR
 #                                     poll until the jsonpath output equals EXPECTED
@@ -99,6 +100,7 @@ gq_ctl_kill() {
 }
 
 gq_apiserver_restart() { "$GQ_K8S/env.sh" restart-apiserver "$GQ_ENV_DIR" >&2; }
+gq_apiserver_crash() { "$GQ_K8S/env.sh" crash-apiserver "$GQ_ENV_DIR" >&2; }
 
 gq_cleanup() {
   local rc=$? p
