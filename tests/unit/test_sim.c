@@ -4,17 +4,22 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <cJSON.h>
 
 #include "gq.h"
 #include "sim_csv.h"
 #include "sim_load.h"
 #include "sim_model.h"
 #include "sim_openb.h"
+#include "sim_report.h"
+#include "sim_run.h"
+#include "store.h"
 
 static const char CLUSTER[] =
     "nodes:\n"
@@ -309,6 +314,315 @@ static void test_fgd_table(void **st)
     rmdir(dir);
 }
 
+/* ---- the virtual-time run on hand-made clusters ---- */
+
+static const char ONE_NODE[] = "nodes:\n  - {name: n0, gpus: 8, gpuType: H100, cpu: 64, memoryGiB: 512}\n"
+                               "teams:\n  - {name: t}\n";
+
+struct runfix {
+    struct sim_cluster c;
+    struct sim_trace t;
+    struct sim_result r;
+    struct sim_report rep;
+};
+
+static void run_text(struct runfix *f, const char *cluster, const char *trace, int64_t min_runtime,
+                     const char *db)
+{
+    char err[512] = "";
+    struct sim_opts o;
+    memset(f, 0, sizeof(*f));
+    memset(&o, 0, sizeof(o));
+    o.min_runtime_s = min_runtime;
+    o.db_path = db;
+    if (sim_load_cluster_mem(cluster, strlen(cluster), "c.yaml", &f->c, err, sizeof(err)))
+        fail_msg("cluster: %s", err);
+    if (sim_load_trace_mem(trace, strlen(trace), "t.yaml", 0, &f->t, err, sizeof(err)))
+        fail_msg("trace: %s", err);
+    if (sim_check(&f->c, &f->t, "t.yaml", err, sizeof(err)))
+        fail_msg("check: %s", err);
+    if (sim_run(&f->c, &f->t, &o, &f->r, err, sizeof(err)))
+        fail_msg("run: %s", err);
+    assert_int_equal(sim_report_compute(&f->c, &f->t, &f->r, &f->rep), 0);
+}
+
+static void run_release(struct runfix *f)
+{
+    sim_report_release(&f->rep);
+    sim_result_release(&f->r);
+    sim_trace_release(&f->t);
+    sim_cluster_release(&f->c);
+}
+
+static const struct sim_job_out *out_of(const struct runfix *f, const char *name)
+{
+    for (size_t i = 0; i < f->t.njobs; i++)
+        if (!strcmp(f->t.jobs[i].name, name))
+            return &f->r.jobs[i];
+    fail_msg("no job %s", name);
+    return NULL;
+}
+
+static void test_run_fifo(void **st)
+{
+    (void)st;
+    struct runfix f;
+    /* A fills the node 0-100; B (earlier) runs before C at 100; C waits until B ends. */
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: A, team: t, gpus: 8, duration: 100}\n"
+             "  - {name: B, team: t, gpus: 8, duration: 50, arrival: 10}\n"
+             "  - {name: C, team: t, gpus: 4, duration: 30, arrival: 20}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "A")->first_start, 0);
+    assert_int_equal(out_of(&f, "A")->finish, 100);
+    assert_int_equal(out_of(&f, "B")->first_start, 100);
+    assert_int_equal(out_of(&f, "B")->finish, 150);
+    assert_int_equal(out_of(&f, "C")->first_start, 150);
+    assert_int_equal(out_of(&f, "C")->finish, 180);
+    assert_int_equal(out_of(&f, "C")->waited, 130);
+    assert_int_equal(f.r.end_time, 180);
+    /* delays 0, 90, 130 */
+    assert_int_equal(f.rep.all.n, 3);
+    assert_true(fabs(f.rep.all.mean - 220.0 / 3) < 1e-9);
+    assert_int_equal(f.rep.all.p50, 90);
+    assert_int_equal(f.rep.all.p95, 130);
+    assert_int_equal(f.rep.by_class[SIM_CLASS_BATCH].max, 130);
+    assert_int_equal(f.rep.by_team[0].n, 3);
+    /* allocation: 100 % for 150 s, 50 % for 30 s, over 180 s */
+    assert_true(fabs(f.rep.alloc_mean_pct - 100.0 * 165 / 180) < 1e-9);
+    assert_true(fabs(f.rep.alloc_peak_pct - 100.0) < 1e-9);
+    /* waiting: 1 job for 10 s, 2 for 80 s, 1 for 50 s */
+    assert_true(fabs(f.rep.queue_mean - 220.0 / 180) < 1e-9);
+    assert_int_equal(f.rep.queue_max, 2);
+    /* fragmentation while C waits alone (150..150: none) and while B,C wait with 0 free: 0 */
+    assert_int_equal(f.rep.done, 3);
+    assert_int_equal(f.rep.never_ran, 0);
+    run_release(&f);
+
+    /* Change the trace: C runs 60 s. Finish 210; allocation (150 + 60*0.5)/210. */
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: A, team: t, gpus: 8, duration: 100}\n"
+             "  - {name: B, team: t, gpus: 8, duration: 50, arrival: 10}\n"
+             "  - {name: C, team: t, gpus: 4, duration: 60, arrival: 20}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "C")->finish, 210);
+    assert_true(fabs(f.rep.alloc_mean_pct - 100.0 * 180 / 210) < 1e-9);
+    assert_true(fabs(f.rep.queue_mean - 220.0 / 210) < 1e-9);
+    run_release(&f);
+}
+
+static void test_run_fragmentation(void **st)
+{
+    (void)st;
+    struct runfix f;
+    /* A holds 6 of 8 GPUs 0-100; B needs 4 and waits 10..100 while 2 GPUs are free
+     * and unusable for it: fragmentation 2 GPUs = 100 % of the free GPUs. */
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: A, team: t, gpus: 6, duration: 100}\n"
+             "  - {name: B, team: t, gpus: 4, duration: 10, arrival: 10}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "B")->first_start, 100);
+    assert_true(fabs(f.rep.frag_mean_gpus - 2.0) < 1e-9);
+    assert_true(fabs(f.rep.frag_mean_pct_free - 100.0) < 1e-9);
+    run_release(&f);
+}
+
+static void test_run_preemption(void **st)
+{
+    (void)st;
+    struct runfix f;
+#define PRE_TRACE(extra)                                                                      \
+    "jobs:\n"                                                                                  \
+    "  - {name: L, team: t, class: Batch, priority: 10, gpus: 8, duration: 100" extra "}\n"     \
+    "  - {name: H, team: t, class: Training, priority: 100, gpus: 8, duration: 50, arrival: 30}\n"
+    char buf[512];
+    /* no checkpoint: L loses 30 s of work (240 GPU-s), restarts at 80, ends at 180 */
+    snprintf(buf, sizeof(buf), "%s", PRE_TRACE(""));
+    run_text(&f, ONE_NODE, buf, 0, NULL);
+    assert_int_equal(out_of(&f, "H")->first_start, 30);
+    assert_int_equal(out_of(&f, "H")->finish, 80);
+    assert_int_equal(out_of(&f, "L")->first_start, 0);
+    assert_int_equal(out_of(&f, "L")->preemptions, 1);
+    assert_int_equal(out_of(&f, "L")->finish, 180);
+    assert_int_equal(out_of(&f, "L")->waited, 50);
+    assert_int_equal(out_of(&f, "L")->lost_gpu_s, 240);
+    assert_int_equal(f.rep.preemptions[SIM_CLASS_BATCH], 1);
+    assert_int_equal(f.rep.preemptions[SIM_CLASS_TRAINING], 0);
+    assert_true(fabs(f.rep.lost_gpu_h[SIM_CLASS_BATCH] - 240.0 / 3600) < 1e-9);
+    run_release(&f);
+    /* checkpointing: L keeps 30 s, ends at 80 + 70 = 150, nothing lost */
+    snprintf(buf, sizeof(buf), "%s", PRE_TRACE(", checkpoint: true"));
+    run_text(&f, ONE_NODE, buf, 0, NULL);
+    assert_int_equal(out_of(&f, "L")->finish, 150);
+    assert_int_equal(out_of(&f, "L")->lost_gpu_s, 0);
+    run_release(&f);
+    /* minimum runtime 60 s protects L until t=60: H starts at 60, ends 110; L restarts at 110 */
+    snprintf(buf, sizeof(buf), "%s", PRE_TRACE(""));
+    run_text(&f, ONE_NODE, buf, 60, NULL);
+    assert_int_equal(out_of(&f, "H")->first_start, 60);
+    assert_int_equal(out_of(&f, "L")->finish, 210);
+    run_release(&f);
+}
+
+static void test_run_never_runs(void **st)
+{
+    (void)st;
+    struct runfix f;
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: ok, team: t, gpus: 2, duration: 10}\n"
+             "  - {name: huge, team: t, gpus: 16, duration: 10, topology: {required: node}}\n",
+             -1, NULL);
+    const struct sim_job_out *o = out_of(&f, "huge");
+    assert_int_equal(o->first_start, -1);
+    assert_int_equal(o->final, SIM_F_WAITING);
+    assert_true(strlen(o->reason) > 0);
+    assert_int_equal(f.rep.never_ran, 1);
+    assert_int_equal(f.rep.nreasons, 1);
+    assert_string_equal(f.rep.reasons[0].text, o->reason);
+    assert_string_equal(f.rep.reasons[0].example, "huge");
+    assert_int_equal(out_of(&f, "ok")->finish, 10);
+    run_release(&f);
+}
+
+static void test_run_suspend_and_node_failure(void **st)
+{
+    (void)st;
+    struct runfix f;
+    /* suspended at 40, resumed at 60: without checkpoint it restarts, ends at 160 */
+    run_text(&f, ONE_NODE,
+             "jobs:\n  - {name: J, team: t, gpus: 8, duration: 100, suspendAt: 40, resumeAt: 60}\n", -1, NULL);
+    assert_int_equal(out_of(&f, "J")->finish, 160);
+    assert_int_equal(out_of(&f, "J")->waited, 0); /* suspension is not waiting */
+    run_release(&f);
+    run_text(&f, ONE_NODE,
+             "jobs:\n  - {name: J, team: t, gpus: 8, duration: 100, checkpoint: true, suspendAt: 40,"
+             " resumeAt: 60}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "J")->finish, 120);
+    run_release(&f);
+    /* the node fails at 50 and comes back at 70: the gang is requeued and restarts */
+    run_text(&f, ONE_NODE,
+             "jobs:\n  - {name: J, team: t, gpus: 8, duration: 100}\n"
+             "events:\n  - {time: 50, type: nodeFail, node: n0}\n  - {time: 70, type: nodeRecover, node: n0}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "J")->requeues, 1);
+    assert_int_equal(out_of(&f, "J")->finish, 170);
+    assert_int_equal(out_of(&f, "J")->waited, 20);
+    assert_int_equal(f.r.node_failures, 1);
+    /* while the node is down the cluster has no GPUs: allocation counts ready GPUs only */
+    run_release(&f);
+}
+
+static int count_audit(void *ctx, const struct store_audit *a)
+{
+    int *n = ctx;
+    if (!strcmp(a->action, "admit"))
+        n[0]++;
+    if (!strcmp(a->action, "preempt"))
+        n[1]++;
+    return 0;
+}
+
+static void test_run_store(void **st)
+{
+    (void)st;
+    struct runfix f;
+    char dir[] = "/tmp/gq_sim_db_XXXXXX", db[128], err[256];
+    struct store *s = NULL;
+    struct store_job *j = NULL;
+    int n[2] = {0, 0};
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof(db), "%s/sim.db", dir);
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: L, team: t, class: Batch, priority: 10, gpus: 8, duration: 100}\n"
+             "  - {name: H, team: t, class: Training, priority: 100, gpus: 8, duration: 50, arrival: 30}\n",
+             0, db);
+    run_release(&f);
+    struct store_opts so = {0, 0, 1};
+    assert_int_equal(store_open(db, &so, &s, err, sizeof(err)), 0);
+    struct store_audit_filter flt = {NULL, NULL, 0, 0};
+    assert_int_equal(store_audit_query(s, &flt, count_audit, n, err, sizeof(err)), 0);
+    assert_int_equal(n[0], 3); /* L, H, L again */
+    assert_int_equal(n[1], 1);
+    assert_int_equal(store_job_get(s, "sim/L", &j, err, sizeof(err)), 0);
+    assert_int_equal(j->state, STORE_SUCCEEDED);
+    assert_int_equal(j->preemptions, 1);
+    assert_int_equal(j->attempts, 2);
+    assert_string_equal(j->preempted_by, "sim/H");
+    store_job_free(j);
+    store_close(s);
+    unlink(db);
+    char p[160];
+    snprintf(p, sizeof(p), "%s-wal", db);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s-shm", db);
+    unlink(p);
+    rmdir(dir);
+}
+
+static void test_report_files(void **st)
+{
+    (void)st;
+    struct runfix f;
+    char dir[] = "/tmp/gq_sim_rep_XXXXXX", jp[128], sp[128], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(jp, sizeof(jp), "%s/r.json", dir);
+    snprintf(sp, sizeof(sp), "%s/r.svg", dir);
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: A, team: t, gpus: 8, duration: 100}\n"
+             "  - {name: B, team: t, gpus: 8, duration: 50, arrival: 10}\n",
+             -1, NULL);
+    assert_int_equal(sim_report_json(jp, &f.c, &f.r, &f.rep, err, sizeof(err)), 0);
+    assert_int_equal(sim_report_svg(sp, &f.r, &f.rep, "t<est>", err, sizeof(err)), 0);
+    FILE *fp = fopen(jp, "r");
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    cJSON *root = cJSON_Parse(buf);
+    assert_non_null(root);
+    cJSON *all = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "queueing_delay"), "all");
+    assert_int_equal((int)cJSON_GetObjectItem(all, "p95_s")->valuedouble, 90); /* delays 0 and 90 */
+    assert_int_equal((int)cJSON_GetObjectItem(all, "p50_s")->valuedouble, 0);
+    double mean = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "allocation"), "mean_pct")->valuedouble;
+    assert_true(fabs(mean - 100.0) < 1e-9); /* the node is full 0..150 */
+    assert_int_equal((int)cJSON_GetObjectItem(cJSON_GetObjectItem(root, "jobs"), "finished")->valuedouble, 2);
+    cJSON_Delete(root);
+    fp = fopen(sp, "r");
+    n = fread(buf, 1, sizeof(buf) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    assert_non_null(strstr(buf, "<svg"));
+    assert_non_null(strstr(buf, "t&lt;est&gt;"));
+    assert_non_null(strstr(buf, "<polyline"));
+    run_release(&f);
+    unlink(jp);
+    unlink(sp);
+    rmdir(dir);
+}
+
+static void test_delay_stats(void **st)
+{
+    (void)st;
+    int64_t v[] = {5, 1, 4, 2, 3, 10, 9, 8, 7, 6};
+    struct sim_delay d;
+    sim_delay_compute(v, 10, &d);
+    assert_int_equal(d.n, 10);
+    assert_true(fabs(d.mean - 5.5) < 1e-12);
+    assert_int_equal(d.p50, 5);
+    assert_int_equal(d.p95, 10);
+    assert_int_equal(d.p99, 10);
+    assert_int_equal(d.max, 10);
+    sim_delay_compute(v, 0, &d);
+    assert_int_equal(d.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +631,14 @@ int main(void)
         cmocka_unit_test(test_check),        cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_openb_workload), cmocka_unit_test(test_openb_bin),
         cmocka_unit_test(test_fgd_table),
+        cmocka_unit_test(test_delay_stats),
+        cmocka_unit_test(test_run_fifo),
+        cmocka_unit_test(test_run_fragmentation),
+        cmocka_unit_test(test_run_preemption),
+        cmocka_unit_test(test_run_never_runs),
+        cmocka_unit_test(test_run_suspend_and_node_failure),
+        cmocka_unit_test(test_run_store),
+        cmocka_unit_test(test_report_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,187 @@
+/* sim_fgd.c — the openb replay through the core's one-task placement index. */
+#include "sim_fgd.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gq.h"
+
+struct shape_key {
+    int64_t cpu;
+    int gpus, milli;
+};
+
+static int cmp_shape(const void *a, const void *b)
+{
+    const struct shape_key *x = a, *y = b;
+    if (x->gpus != y->gpus)
+        return x->gpus < y->gpus ? -1 : 1;
+    if (x->milli != y->milli)
+        return x->milli < y->milli ? -1 : 1;
+    return (x->cpu > y->cpu) - (x->cpu < y->cpu);
+}
+
+static void pod_request(const struct sim_openb_pod *p, struct sched_request *req, char types[][24])
+{
+    memset(req, 0, sizeof(*req));
+    if (p->num_gpu > 0 && p->gpu_milli >= 1000)
+        req->gpus = p->num_gpu;
+    else if (p->num_gpu > 0)
+        req->gpu_milli = p->gpu_milli;
+    req->cpu_milli = p->cpu_milli;
+    req->mem_bytes = p->mem_mib * 1048576;
+    if (types) {
+        const char *s = p->spec;
+        while (*s && req->ntypes < SCHED_MAX_TYPES) {
+            const char *bar = strchr(s, '|');
+            size_t l = bar ? (size_t)(bar - s) : strlen(s);
+            if (l && l < 24) {
+                memcpy(types[req->ntypes], s, l);
+                types[req->ntypes][l] = '\0';
+                req->types[req->ntypes] = types[req->ntypes];
+                req->ntypes++;
+            }
+            s += l + (bar ? 1 : 0);
+        }
+    }
+}
+
+/* The workload's shape distribution: distinct (gpus, gpu milli, cpu) with
+ * their frequency in the trace, as FGD's "typical pods". */
+static int build_shapes(const struct sim_openb *o, struct sched_shape **out, int *nout)
+{
+    struct shape_key *k = malloc(o->npods * sizeof(*k));
+    struct sched_shape *sh = NULL;
+    int n = 0;
+    if (!k)
+        return GQ_ENOMEM;
+    for (size_t i = 0; i < o->npods; i++) {
+        const struct sim_openb_pod *p = &o->pods[i];
+        k[i].cpu = p->cpu_milli;
+        k[i].gpus = p->num_gpu > 0 && p->gpu_milli >= 1000 ? p->num_gpu : 0;
+        k[i].milli = p->num_gpu > 0 && p->gpu_milli < 1000 ? p->gpu_milli : 0;
+    }
+    qsort(k, o->npods, sizeof(*k), cmp_shape);
+    sh = calloc(o->npods, sizeof(*sh));
+    if (!sh) {
+        free(k);
+        return GQ_ENOMEM;
+    }
+    for (size_t i = 0; i < o->npods; i++) {
+        if (n && !cmp_shape(&k[i], &k[i - 1])) {
+            sh[n - 1].weight += 1.0;
+            continue;
+        }
+        sh[n].req.gpus = k[i].gpus;
+        sh[n].req.gpu_milli = k[i].milli;
+        sh[n].req.cpu_milli = k[i].cpu;
+        sh[n].weight = 1.0;
+        n++;
+    }
+    for (int i = 0; i < n; i++)
+        sh[i].weight /= (double)o->npods;
+    free(k);
+    *out = sh;
+    *nout = n;
+    return GQ_OK;
+}
+
+int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy policy,
+                   struct sim_fgd_run *out, char *err, size_t errlen)
+{
+    struct sched_config cfg;
+    struct sched_node *nodes = NULL;
+    struct sched_shape *shapes = NULL;
+    struct sched_index *ix = NULL;
+    size_t *order = NULL, norder = 0, ninf = 0;
+    int64_t *arr = NULL, *used = NULL;
+    int nshapes = 0, rc;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    memset(out, 0, sizeof(*out));
+    out->seed = seed;
+    out->unalloc_pct = NAN;
+    sched_config_default(&cfg);
+    cfg.policy = policy;
+    nodes = calloc(o->nnodes, sizeof(*nodes));
+    if (!nodes) {
+        rc = GQ_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < o->nnodes; i++) {
+        nodes[i].name = o->nodes[i].name;
+        nodes[i].ready = 1;
+        nodes[i].cpu_milli = o->nodes[i].cpu_milli;
+        nodes[i].mem_bytes = o->nodes[i].mem_mib * 1048576;
+        nodes[i].gpus = o->nodes[i].gpus;
+        nodes[i].gpu_product = o->nodes[i].model;
+        nodes[i].pool = -1;
+    }
+    ix = sched_index_new(&cfg, nodes, (int)o->nnodes, err, errlen);
+    if (!ix) {
+        rc = GQ_EINVAL;
+        goto out;
+    }
+    if ((rc = build_shapes(o, &shapes, &nshapes)) ||
+        (rc = sched_index_set_shapes(ix, shapes, nshapes, err, errlen)))
+        goto out;
+    if ((rc = sim_openb_workload(o, seed, 1.3, &order, &norder, &ninf)))
+        goto out;
+    arr = malloc((norder + 1) * sizeof(*arr));
+    used = malloc((norder + 1) * sizeof(*used));
+    if (!arr || !used) {
+        rc = GQ_ENOMEM;
+        goto out;
+    }
+    int64_t arrived = 0, usedm = 0;
+    for (size_t i = 0; i < norder; i++) {
+        const struct sim_openb_pod *p = &o->pods[order[i]];
+        struct sched_request req;
+        struct sched_replica rep;
+        char types[SCHED_MAX_TYPES][24];
+        pod_request(p, &req, types);
+        arrived += sim_openb_pod_gpu_milli(p);
+        rc = sched_place_one(ix, &req, NULL, 0, &rep);
+        if (rc == GQ_OK) {
+            out->placed++;
+            usedm += sim_openb_pod_gpu_milli(p);
+        } else if (rc == GQ_ENOTFOUND) {
+            out->failed++;
+        } else {
+            gq_errf(err, errlen, "core refused task %s (%s)", p->name, gq_strerror(rc));
+            goto out;
+        }
+        arr[i] = arrived;
+        used[i] = usedm;
+    }
+    rc = GQ_OK;
+    {
+        int64_t am = 0, tm = 0;
+        double fr = 0;
+        sched_index_totals(ix, &am, &tm, &fr);
+        if (am != usedm || tm != o->node_gpu_milli) {
+            gq_errf(err, errlen, "core's totals (%lld used of %lld) disagree with the replay (%lld of %lld)",
+                    (long long)am, (long long)tm, (long long)usedm, (long long)o->node_gpu_milli);
+            rc = GQ_ECORRUPT;
+            goto out;
+        }
+    }
+    out->tasks = norder;
+    out->inflated = ninf;
+    sim_openb_bin(arr, used, norder, o->node_gpu_milli, out->alloc, out->have);
+    if (out->have[100])
+        out->unalloc_pct = 100.0 - out->alloc[100];
+out:
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    sched_index_free(ix);
+    free(nodes);
+    free(shapes);
+    free(order);
+    free(arr);
+    free(used);
+    return rc;
+}

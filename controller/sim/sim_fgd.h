@@ -1,0 +1,33 @@
+/*
+ * sim_fgd.h — the openb replay (FGD protocol, see sim_openb.h and
+ * ../shared/traces/openb/README.md): build the scheduling core's capacity
+ * index from the 1,213 GPU nodes (CPU, memory and GPU enforced), hand it the
+ * workload's task-shape distribution, and place the seeded workload one task
+ * at a time with sched_place_one. No placement logic lives here: the core
+ * chooses every node. After each task the arrived and used GPU milli are
+ * recorded and binned by arrived %.
+ *
+ * Ownership: sim_fgd_replay fills a caller-embedded struct (no heap left).
+ */
+#ifndef GQ_SIM_FGD_H
+#define GQ_SIM_FGD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched.h"
+#include "sim_openb.h"
+
+struct sim_fgd_run {
+    uint64_t seed;
+    size_t tasks, inflated, placed, failed;
+    double alloc[SIM_OPENB_BINS];
+    int have[SIM_OPENB_BINS];
+    double unalloc_pct; /* 100 - alloc at 100 % arrived; NAN when no event there */
+    double wall_s;
+};
+
+int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy policy,
+                   struct sim_fgd_run *out, char *err, size_t errlen);
+
+#endif
