@@ -35,7 +35,7 @@
 
 #define SCHED_LEVELS_MAX 6   /* topology levels, widest first */
 #define SCHED_MAX_DEVICES 32 /* GPUs per node (device bitmask is 32 bits) */
-#define SCHED_MAX_TYPES 4    /* acceptable GPU products per job */
+#define SCHED_MAX_TYPES 8    /* acceptable GPU products per job */
 #define SCHED_MSG_MAX 512    /* longest explanation / reason sentence */
 
 enum sched_class { SCHED_INFERENCE = 0, SCHED_BATCH = 1, SCHED_TRAINING = 2 };

@@ -1,0 +1,115 @@
+/*
+ * sched_int.h — internals shared by the scheduling core's files (not a public
+ * API): the per-node capacity record, the interned request form, the FGD
+ * fragmentation measure and a small string interner.
+ *
+ * Invariants: sc_node.full_free and free_milli always match used[] (callers
+ * change used[] only through sc_apply or call sc_recount). A device's free
+ * capacity is max(0, 1000 - used). GPU type ids are < 64 so a request's
+ * acceptable types fit one uint64_t mask (SC_ANY = every type).
+ *
+ * Ownership: sc_strtab owns its slot array but not the strings it maps; the
+ * strings must outlive the table.
+ */
+#ifndef GQ_SCHED_INT_H
+#define GQ_SCHED_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sched.h"
+
+#define SC_ANY (~(uint64_t)0)
+#define SC_MAX_GPU_TYPES 64
+
+struct sc_node {
+    int32_t type;         /* GPU type id, -1 = no product */
+    int32_t ndev;
+    int64_t gpu_mem_mib;
+    int64_t cpu_free;
+    int64_t mem_free;
+    int32_t full_free;    /* devices with nothing used */
+    int32_t free_milli;   /* sum of device free capacity */
+    uint16_t used[SCHED_MAX_DEVICES];
+};
+
+struct sc_req {
+    int32_t gpus;   /* whole devices */
+    int32_t milli;  /* share of one device (1..999) */
+    int64_t cpu;
+    int64_t mem;
+    uint64_t types; /* acceptable type ids (SC_ANY = any) */
+    int64_t min_mem_mib;
+};
+
+struct sc_shape {
+    struct sc_req r;
+    double w; /* normalised: weights sum to 1 */
+};
+
+static inline int sc_dev_free(const struct sc_node *n, int d)
+{
+    return n->used[d] >= 1000 ? 0 : 1000 - (int)n->used[d];
+}
+
+static inline int sc_is_gpu(const struct sc_req *r) { return r->gpus > 0 || r->milli > 0; }
+
+void sc_recount(struct sc_node *n);
+/* Type and GPU memory match (always true for a CPU-only request). */
+int sc_static_ok(const struct sc_node *n, const struct sc_req *r);
+/* Enough free GPU (whole devices or one device with the share) for one replica. */
+int sc_gpu_ok(const struct sc_node *n, const struct sc_req *r);
+/* Full fit of one replica: static, gpu, cpu, memory. */
+int sc_fit(const struct sc_node *n, const struct sc_req *r);
+/* How many replicas fit on the node at once, capped at cap. */
+int sc_fit_count(const struct sc_node *n, const struct sc_req *r, int cap);
+/* Allocate (sign +1) or release (sign -1) one replica on devs. */
+void sc_apply(struct sc_node *n, const struct sc_req *r, uint32_t devs, int sign);
+/* Expected fragmentation of the node's free GPU milli under the shapes (FGD). */
+double sc_frag(const struct sc_node *n, const struct sc_shape *sh, int nsh);
+/* Choose devices for one replica (node must fit). With shapes and an FGD
+ * policy a share goes to the device minimising the fragmentation increase,
+ * else to the fullest device that fits. *delta gets frag(after)-frag(before)
+ * when shapes are given (0 otherwise); frag_before is sc_frag of n. */
+uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
+                      const struct sc_shape *sh, int nsh, enum sched_policy pol,
+                      double frag_before, double *delta);
+
+/* Compare two candidate placements by policy: returns <0 if a is better.
+ * delta: FGD increase; free_after: GPU milli left; cpu_after: cpu left. */
+struct sc_cand {
+    double delta;
+    int64_t free_after;
+    int64_t cpu_after;
+    int32_t node;
+    uint32_t devs;
+};
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol);
+
+/* String interner: maps string content to dense ids 0..n-1 in insertion order. */
+struct sc_strtab {
+    const char **keys; /* by id */
+    int32_t *slots;    /* open addressing, -1 empty */
+    size_t nslots;
+    int n;
+    int cap;
+};
+void sc_strtab_init(struct sc_strtab *t);
+void sc_strtab_release(struct sc_strtab *t);
+void sc_strtab_reset(struct sc_strtab *t);
+/* Id of s, inserting it when absent (add != 0); -1 when absent and !add;
+ * -2 on allocation failure. */
+int sc_strtab_get(struct sc_strtab *t, const char *s, int add);
+
+uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n);
+#define SC_HASH_SEED 1469598103934665603ull
+
+/* Label lookup on a snapshot node; NULL when absent. */
+const char *sc_label(const struct sched_node *n, const char *key);
+/* 1 when every NoSchedule/NoExecute taint of the node is tolerated. */
+int sc_tolerates(const struct sched_taint *taints, int ntaints,
+                 const struct sched_toleration *tols, int ntols);
+/* GPU memory of a node in MiB from the field or the label; 0 unknown. */
+int64_t sc_node_gpu_mem(const struct sched_node *n, const struct sched_config *c);
+const char *sc_node_product(const struct sched_node *n, const struct sched_config *c);
+
+#endif

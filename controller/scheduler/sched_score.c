@@ -1,0 +1,380 @@
+/*
+ * sched_score.c — node capacity arithmetic and fragmentation-aware scoring.
+ *
+ * Fragmentation follows Weng et al. (USENIX ATC 2023, FGD): for a node n and
+ * a task shape m, F_n(m) is the free GPU capacity of n that m cannot use —
+ * all of it when m cannot run on n at all (wrong type, too little cpu/memory,
+ * too few free GPUs, or m requests no GPU), otherwise the free capacity of the
+ * devices that individually hold less than m's per-device demand. The expected
+ * fragmentation is the weighted sum over the shape distribution; a task goes
+ * where that expectation grows least (the fragmentation gradient). gangq then
+ * breaks ties by best fit (least free GPU, then cpu, left on the node).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gq.h"
+#include "sched_int.h"
+
+void sc_recount(struct sc_node *n)
+{
+    int32_t full = 0, fm = 0;
+    for (int d = 0; d < n->ndev; d++) {
+        int f = sc_dev_free(n, d);
+        fm += f;
+        if (n->used[d] == 0)
+            full++;
+    }
+    n->full_free = full;
+    n->free_milli = fm;
+}
+
+int sc_static_ok(const struct sc_node *n, const struct sc_req *r)
+{
+    if (!sc_is_gpu(r))
+        return 1;
+    if (n->ndev <= 0)
+        return 0;
+    if (n->type < 0 ? r->types != SC_ANY : !(r->types & ((uint64_t)1 << n->type)))
+        return 0;
+    if (r->min_mem_mib > 0 && n->gpu_mem_mib < r->min_mem_mib)
+        return 0;
+    return 1;
+}
+
+int sc_gpu_ok(const struct sc_node *n, const struct sc_req *r)
+{
+    if (r->gpus > 0)
+        return n->full_free >= r->gpus;
+    if (r->milli > 0) {
+        for (int d = 0; d < n->ndev; d++)
+            if (sc_dev_free(n, d) >= r->milli)
+                return 1;
+        return 0;
+    }
+    return 1;
+}
+
+int sc_fit(const struct sc_node *n, const struct sc_req *r)
+{
+    return sc_static_ok(n, r) && n->cpu_free >= r->cpu && n->mem_free >= r->mem &&
+           sc_gpu_ok(n, r);
+}
+
+int sc_fit_count(const struct sc_node *n, const struct sc_req *r, int cap)
+{
+    if (!sc_static_ok(n, r))
+        return 0;
+    int64_t k = cap;
+    if (r->cpu > 0)
+        k = GQ_MIN(k, n->cpu_free < 0 ? 0 : n->cpu_free / r->cpu);
+    if (r->mem > 0)
+        k = GQ_MIN(k, n->mem_free < 0 ? 0 : n->mem_free / r->mem);
+    if (r->gpus > 0) {
+        k = GQ_MIN(k, n->full_free / r->gpus);
+    } else if (r->milli > 0) {
+        int64_t s = 0;
+        for (int d = 0; d < n->ndev; d++)
+            s += sc_dev_free(n, d) / r->milli;
+        k = GQ_MIN(k, s);
+    }
+    if (k < 0)
+        k = 0;
+    return (int)k;
+}
+
+void sc_apply(struct sc_node *n, const struct sc_req *r, uint32_t devs, int sign)
+{
+    n->cpu_free -= sign * r->cpu;
+    n->mem_free -= sign * r->mem;
+    int per = r->gpus > 0 ? 1000 : r->milli;
+    for (int d = 0; d < n->ndev && devs; d++) {
+        if (!(devs & ((uint32_t)1 << d)))
+            continue;
+        int u = (int)n->used[d] + sign * per;
+        if (u < 0)
+            u = 0;
+        if (u > 65535)
+            u = 65535;
+        n->used[d] = (uint16_t)u;
+    }
+    sc_recount(n);
+}
+
+static double frag_one(const struct sc_node *n, const struct sc_req *r)
+{
+    int32_t fm = n->free_milli;
+    if (fm <= 0)
+        return 0;
+    if (!sc_is_gpu(r))
+        return fm; /* a task that uses no GPU can use none of it */
+    if (!sc_static_ok(n, r) || n->cpu_free < r->cpu || n->mem_free < r->mem)
+        return fm;
+    if (r->gpus > 0) {
+        if (n->full_free < r->gpus)
+            return fm;
+        return fm - (int32_t)n->full_free * 1000; /* partially used devices */
+    }
+    int any = 0;
+    int32_t small = 0;
+    for (int d = 0; d < n->ndev; d++) {
+        int f = sc_dev_free(n, d);
+        if (f >= r->milli)
+            any = 1;
+        else
+            small += f;
+    }
+    return any ? small : fm;
+}
+
+double sc_frag(const struct sc_node *n, const struct sc_shape *sh, int nsh)
+{
+    if (n->free_milli <= 0)
+        return 0;
+    double f = 0;
+    for (int i = 0; i < nsh; i++)
+        f += sh[i].w * frag_one(n, &sh[i].r);
+    return f;
+}
+
+static int uses_fgd(enum sched_policy p)
+{
+    return p == SCHED_POLICY_GANGQ || p == SCHED_POLICY_FGD;
+}
+
+uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
+                      const struct sc_shape *sh, int nsh, enum sched_policy pol,
+                      double frag_before, double *delta)
+{
+    *delta = 0;
+    uint32_t devs = 0;
+    if (r->gpus > 0) {
+        int need = r->gpus;
+        for (int d = 0; d < n->ndev && need > 0; d++) {
+            if (n->used[d] == 0) {
+                devs |= (uint32_t)1 << d;
+                need--;
+            }
+        }
+        if (need > 0)
+            return 0;
+        if (nsh > 0 && uses_fgd(pol)) {
+            struct sc_node t = *n;
+            sc_apply(&t, r, devs, 1);
+            *delta = sc_frag(&t, sh, nsh) - frag_before;
+        }
+        return devs;
+    }
+    if (r->milli <= 0) {
+        if (nsh > 0 && uses_fgd(pol)) {
+            struct sc_node t = *n;
+            sc_apply(&t, r, 0, 1);
+            *delta = sc_frag(&t, sh, nsh) - frag_before;
+        }
+        return 0;
+    }
+    int best = -1, bestfree = 0;
+    double bestd = 0;
+    for (int d = 0; d < n->ndev; d++) {
+        int f = sc_dev_free(n, d);
+        if (f < r->milli)
+            continue;
+        double dd = 0;
+        if (nsh > 0 && uses_fgd(pol)) {
+            struct sc_node t = *n;
+            sc_apply(&t, r, (uint32_t)1 << d, 1);
+            dd = sc_frag(&t, sh, nsh) - frag_before;
+        }
+        int better;
+        if (best < 0)
+            better = 1;
+        else if (dd != bestd)
+            better = dd < bestd;
+        else
+            better = (pol == SCHED_POLICY_FIRSTFIT) ? 0 : f < bestfree;
+        if (better) {
+            best = d;
+            bestfree = f;
+            bestd = dd;
+        }
+    }
+    if (best < 0)
+        return 0;
+    *delta = bestd;
+    return (uint32_t)1 << best;
+}
+
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol)
+{
+    switch (pol) {
+    case SCHED_POLICY_GANGQ:
+        if (a->delta != b->delta)
+            return a->delta < b->delta ? -1 : 1;
+        __attribute__((fallthrough)); /* best-fit tie-breaks */
+    case SCHED_POLICY_BESTFIT:
+        if (a->free_after != b->free_after)
+            return a->free_after < b->free_after ? -1 : 1;
+        if (a->cpu_after != b->cpu_after)
+            return a->cpu_after < b->cpu_after ? -1 : 1;
+        break;
+    case SCHED_POLICY_FGD:
+        if (a->delta != b->delta)
+            return a->delta < b->delta ? -1 : 1;
+        break;
+    case SCHED_POLICY_FIRSTFIT:
+        break;
+    }
+    return (a->node > b->node) - (a->node < b->node);
+}
+
+/* ---- string interner ---- */
+
+uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+void sc_strtab_init(struct sc_strtab *t)
+{
+    memset(t, 0, sizeof(*t));
+}
+
+void sc_strtab_release(struct sc_strtab *t)
+{
+    free(t->keys);
+    free(t->slots);
+    memset(t, 0, sizeof(*t));
+}
+
+void sc_strtab_reset(struct sc_strtab *t)
+{
+    t->n = 0;
+    if (t->slots)
+        for (size_t i = 0; i < t->nslots; i++)
+            t->slots[i] = -1;
+}
+
+static int strtab_grow(struct sc_strtab *t)
+{
+    size_t ns = t->nslots ? t->nslots * 2 : 64;
+    int32_t *slots = malloc(ns * sizeof(*slots));
+    if (!slots)
+        return GQ_ENOMEM;
+    for (size_t i = 0; i < ns; i++)
+        slots[i] = -1;
+    for (int id = 0; id < t->n; id++) {
+        uint64_t h = sc_hash_bytes(SC_HASH_SEED, t->keys[id], strlen(t->keys[id]));
+        size_t j = (size_t)h & (ns - 1);
+        while (slots[j] >= 0)
+            j = (j + 1) & (ns - 1);
+        slots[j] = id;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+int sc_strtab_get(struct sc_strtab *t, const char *s, int add)
+{
+    if (!s)
+        s = "";
+    size_t len = strlen(s);
+    uint64_t h = sc_hash_bytes(SC_HASH_SEED, s, len);
+    if (t->nslots) {
+        size_t j = (size_t)h & (t->nslots - 1);
+        while (t->slots[j] >= 0) {
+            if (strcmp(t->keys[t->slots[j]], s) == 0)
+                return t->slots[j];
+            j = (j + 1) & (t->nslots - 1);
+        }
+    }
+    if (!add)
+        return -1;
+    if ((size_t)(t->n + 1) * 2 > t->nslots) {
+        int rc = strtab_grow(t);
+        if (rc)
+            return -2;
+    }
+    if (t->n == t->cap) {
+        int nc = t->cap ? t->cap * 2 : 32;
+        const char **k = realloc(t->keys, (size_t)nc * sizeof(*k));
+        if (!k)
+            return -2;
+        t->keys = k;
+        t->cap = nc;
+    }
+    int id = t->n++;
+    t->keys[id] = s;
+    size_t j = (size_t)h & (t->nslots - 1);
+    while (t->slots[j] >= 0)
+        j = (j + 1) & (t->nslots - 1);
+    t->slots[j] = id;
+    return id;
+}
+
+/* ---- snapshot helpers ---- */
+
+const char *sc_label(const struct sched_node *n, const char *key)
+{
+    if (!key)
+        return NULL;
+    for (int i = 0; i < n->nlabels; i++)
+        if (n->labels[i].key && strcmp(n->labels[i].key, key) == 0)
+            return n->labels[i].value;
+    return NULL;
+}
+
+static int tol_matches(const struct sched_toleration *t, const struct sched_taint *x)
+{
+    if (t->effect != SCHED_EFFECT_ANY && t->effect != (int)x->effect)
+        return 0;
+    if (!t->key || !t->key[0])
+        return t->exists;
+    if (!x->key || strcmp(t->key, x->key) != 0)
+        return 0;
+    if (t->exists)
+        return 1;
+    const char *a = t->value ? t->value : "";
+    const char *b = x->value ? x->value : "";
+    return strcmp(a, b) == 0;
+}
+
+int sc_tolerates(const struct sched_taint *taints, int ntaints,
+                 const struct sched_toleration *tols, int ntols)
+{
+    for (int i = 0; i < ntaints; i++) {
+        if (taints[i].effect == SCHED_PREFER_NO_SCHEDULE)
+            continue;
+        int ok = 0;
+        for (int j = 0; j < ntols && !ok; j++)
+            ok = tol_matches(&tols[j], &taints[i]);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+int64_t sc_node_gpu_mem(const struct sched_node *n, const struct sched_config *c)
+{
+    if (n->gpu_mem_mib > 0)
+        return n->gpu_mem_mib;
+    const char *v = sc_label(n, c->gpu_memory_key);
+    int64_t m = 0;
+    if (v && gq_parse_i64(v, (size_t)-1, &m) == 0 && m > 0)
+        return m;
+    return 0;
+}
+
+const char *sc_node_product(const struct sched_node *n, const struct sched_config *c)
+{
+    if (n->gpu_product && n->gpu_product[0])
+        return n->gpu_product;
+    const char *v = sc_label(n, c->gpu_product_key);
+    return (v && v[0]) ? v : NULL;
+}

@@ -1,0 +1,853 @@
+/* Table tests for the scheduling core: every rule of issue 3, asserting the
+ * decisions and the explanation text. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gq.h"
+#include "sched.h"
+
+#define MAXN 32
+#define MAXJ 64
+
+struct fx {
+    struct sched_config cfg;
+    struct sched_node nodes[MAXN];
+    struct sched_label labels[MAXN][3];
+    char names[MAXN][16];
+    char racks[MAXN][16];
+    int nn;
+    struct sched_pool pools[4];
+    int np;
+    struct sched_team teams[4];
+    struct sched_quota quotas[4][4];
+    int nt;
+    struct sched_job jobs[MAXJ];
+    struct sched_replica place[MAXJ][8];
+    char ids[MAXJ][32];
+    int nj;
+    int64_t now;
+    struct sched_result *res;
+};
+
+static void fx_init(struct fx *f)
+{
+    memset(f, 0, sizeof(*f));
+    sched_config_default(&f->cfg);
+    f->now = 100000;
+}
+
+static int add_node(struct fx *f, int gpus, const char *product, int64_t cpu_milli, const char *rack)
+{
+    int i = f->nn++;
+    struct sched_node *n = &f->nodes[i];
+    snprintf(f->names[i], sizeof(f->names[i]), "n%d", i);
+    n->name = f->names[i];
+    n->gpus = gpus;
+    n->gpu_product = product;
+    n->gpu_mem_mib = 81920;
+    n->cpu_milli = cpu_milli;
+    n->mem_bytes = (int64_t)512 << 30;
+    n->ready = 1;
+    n->pool = -1;
+    int nl = 0;
+    f->labels[i][nl++] = (struct sched_label){"kubernetes.io/hostname", f->names[i]};
+    if (rack) {
+        snprintf(f->racks[i], sizeof(f->racks[i]), "%s", rack);
+        f->labels[i][nl++] = (struct sched_label){"topology.gangq.io/rack", f->racks[i]};
+    }
+    n->labels = f->labels[i];
+    n->nlabels = nl;
+    return i;
+}
+
+static int add_job(struct fx *f, const char *id, int gpus, int replicas, enum sched_class cls,
+                   int prio)
+{
+    int j = f->nj++;
+    struct sched_job *jb = &f->jobs[j];
+    snprintf(f->ids[j], sizeof(f->ids[j]), "%s", id);
+    jb->id = f->ids[j];
+    jb->team = -1;
+    jb->cls = cls;
+    jb->priority = prio;
+    jb->preemptible = cls != SCHED_INFERENCE;
+    jb->gang = cls != SCHED_INFERENCE;
+    jb->replicas = replicas;
+    jb->req.gpus = gpus;
+    jb->req.cpu_milli = 1000;
+    jb->req.mem_bytes = (int64_t)1 << 30;
+    jb->topo_required = jb->topo_preferred = jb->topo_spread = -1;
+    jb->pool = -1;
+    jb->enqueue_time = 1000 + j;
+    return j;
+}
+
+/* Mark job j running with replica r on node at devs. */
+static void run_on(struct fx *f, int j, int node, uint32_t devs)
+{
+    struct sched_job *jb = &f->jobs[j];
+    jb->state = SCHED_JOB_RUNNING;
+    f->place[j][jb->nplaced].node = node;
+    f->place[j][jb->nplaced].devs = devs;
+    jb->nplaced++;
+    jb->placement = f->place[j];
+    jb->admitted_at = 0;
+}
+
+static int cycle(struct fx *f)
+{
+    struct sched_snapshot s = {0};
+    s.config = &f->cfg;
+    s.now = f->now;
+    s.nodes = f->nodes;
+    s.nnodes = f->nn;
+    s.pools = f->pools;
+    s.npools = f->np;
+    s.teams = f->teams;
+    s.nteams = f->nt;
+    s.jobs = f->jobs;
+    s.njobs = f->nj;
+    sched_result_free(f->res);
+    f->res = NULL;
+    char err[256] = "";
+    int rc = sched_cycle(NULL, &s, &f->res, err, sizeof(err));
+    if (rc)
+        fprintf(stderr, "sched_cycle: %s\n", err);
+    return rc;
+}
+
+static const struct sched_decision *dec(const struct fx *f, int j, enum sched_decision_kind k)
+{
+    for (int i = 0; i < f->res->n; i++)
+        if (f->res->d[i].job == j && f->res->d[i].kind == k)
+            return &f->res->d[i];
+    return NULL;
+}
+
+static int count_kind(const struct fx *f, enum sched_decision_kind k)
+{
+    int c = 0;
+    for (int i = 0; i < f->res->n; i++)
+        c += f->res->d[i].kind == k;
+    return c;
+}
+
+static void fx_done(struct fx *f)
+{
+    sched_result_free(f->res);
+    f->res = NULL;
+}
+
+/* seed: a 4-GPU node with 1+2 used cannot take a 2-GPU job */
+static void test_used_1_2_no_room_for_2(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 4, "H100", 64000, NULL);
+    int a = add_job(&f, "ml/a", 1, 1, SCHED_BATCH, 10);
+    int b = add_job(&f, "ml/b", 2, 1, SCHED_BATCH, 10);
+    run_on(&f, a, 0, 0x1);
+    run_on(&f, b, 0, 0x6);
+    int c = add_job(&f, "ml/c", 2, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, c, SCHED_ADMIT));
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    const struct sched_decision *w = dec(&f, c, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 2 GPUs: 1 fewer than 2 free GPUs");
+    assert_int_equal(w->position, 1);
+    /* a 1-GPU job still fits on the last device */
+    /* a 1-GPU job of higher priority still fits on the last device (at equal
+     * priority the blocked head c would hold the node: see test_no_starvation) */
+    int d = add_job(&f, "ml/d", 1, 1, SCHED_BATCH, 20);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *ad = dec(&f, d, SCHED_ADMIT);
+    assert_non_null(ad);
+    assert_int_equal(ad->rep[0].node, 0);
+    assert_int_equal(ad->rep[0].devs, 0x8);
+    fx_done(&f);
+}
+
+/* seed: free 1+1+1+2 across nodes cannot take 3 GPUs on one node; 2 go to the 2-free node */
+static void test_scattered_free(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    for (int i = 0; i < 4; i++)
+        add_node(&f, 4, "H100", 64000, NULL);
+    /* foreign usage leaves 1,1,1,2 free */
+    for (int i = 0; i < 3; i++)
+        for (int d = 0; d < 3; d++)
+            f.nodes[i].foreign_gpu_milli[d] = 1000;
+    f.nodes[3].foreign_gpu_milli[0] = f.nodes[3].foreign_gpu_milli[1] = 1000;
+    int j3 = add_job(&f, "ml/three", 3, 1, SCHED_BATCH, 10);
+    int g22 = add_job(&f, "ml/two-by-two", 2, 2, SCHED_BATCH, 10);
+    f.jobs[g22].topo_required = sched_config_level(&f.cfg, "node");
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, j3, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/4 nodes fit 3 GPUs: 4 fewer than 3 free GPUs");
+    w = dec(&f, g22, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "1/4 nodes fit 2x2 GPUs in one node: 3 fewer than 2 free GPUs; "
+                        "no node holds 2 replicas");
+    assert_int_equal(count_kind(&f, SCHED_ADMIT), 0);
+    int two = add_job(&f, "ml/two", 2, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, two, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, 3);
+    assert_int_equal(a->rep[0].devs, 0xC);
+    fx_done(&f);
+}
+
+/* seed: a type A job is refused on type B nodes */
+static void test_wrong_type(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "A100", 64000, NULL);
+    add_node(&f, 8, "A100", 64000, NULL);
+    int j = add_job(&f, "ml/h", 1, 1, SCHED_BATCH, 10);
+    f.jobs[j].req.types[0] = "H100";
+    f.jobs[j].req.types[1] = "H200";
+    f.jobs[j].req.ntypes = 2;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/2 nodes fit 1 GPU: 2 wrong GPU type (need H100|H200)");
+    /* the same job accepting A100 too is admitted */
+    f.jobs[j].req.types[1] = "A100";
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, j, SCHED_ADMIT));
+    /* GPU memory requirement */
+    f.jobs[j].req.min_gpu_mem_gib = 141;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/2 nodes fit 1 GPU: 2 less than 141 GiB GPU memory");
+    fx_done(&f);
+}
+
+/* seed: GPU free but CPU full */
+static void test_cpu_full(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.nodes[0].foreign_cpu_milli = 63500;
+    int j = add_job(&f, "ml/a", 1, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 insufficient cpu");
+    fx_done(&f);
+}
+
+/* seed: a 4-worker gang with 3 GPUs free stays whole and waiting */
+static void test_gang_all_or_nothing(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    for (int i = 0; i < 3; i++)
+        add_node(&f, 1, "H100", 64000, NULL);
+    int g = add_job(&f, "ml/gang", 1, 4, SCHED_TRAINING, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, g, SCHED_ADMIT));
+    const struct sched_decision *w = dec(&f, g, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "3/3 nodes fit 4x1 GPU; only 3 of 4 replicas fit");
+    /* a non-gang (Inference) job of 4 replicas is admitted partially, spread */
+    int inf = add_job(&f, "ml/serve", 1, 4, SCHED_INFERENCE, 10);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, inf, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->nrep, 3);
+    assert_true(a->rep[0].node != a->rep[1].node && a->rep[1].node != a->rep[2].node &&
+                a->rep[0].node != a->rep[2].node);
+    w = dec(&f, inf, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "3 of 4 replicas admitted");
+    fx_done(&f);
+}
+
+/* seed: production inference preempts an experiment, never the reverse */
+static void test_inference_preempts_experiment(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    int exp = add_job(&f, "research/exp", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, exp, 0, 0xFF);
+    int prod = add_job(&f, "prod/serve", 4, 1, SCHED_INFERENCE, 1000);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *p = dec(&f, exp, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, prod);
+    assert_string_equal(p->message,
+                        "preempted to make room for prod/serve (Inference, priority 1000): "
+                        "lower priority 10");
+    const struct sched_decision *w = dec(&f, prod, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "waiting for 1 preempted job to stop");
+    assert_null(dec(&f, prod, SCHED_ADMIT));
+
+    /* reverse: the inference job runs (even marked preemptible), the experiment waits */
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    prod = add_job(&f, "prod/serve", 8, 1, SCHED_INFERENCE, 5);
+    f.jobs[prod].preemptible = 1;
+    run_on(&f, prod, 0, 0xFF);
+    exp = add_job(&f, "research/exp", 4, 1, SCHED_BATCH, 1000);
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    w = dec(&f, exp, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    fx_done(&f);
+}
+
+/* seed: a batch job borrowing idle inference-pool GPUs is reclaimed first */
+static void test_protected_pool_borrow_reclaim(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 0};
+    f.pools[1] = (struct sched_pool){"batch", SCHED_CLASS_BIT(SCHED_BATCH) |
+                                                  SCHED_CLASS_BIT(SCHED_TRAINING), 0, 0};
+    f.np = 2;
+    int ni = add_node(&f, 8, "H100", 64000, NULL);
+    int nb = add_node(&f, 8, "H100", 64000, NULL);
+    f.nodes[ni].pool = 0;
+    f.nodes[nb].pool = 1;
+    /* batch pool busy with a training job of higher priority than the inference job */
+    int tr = add_job(&f, "ml/train", 8, 1, SCHED_TRAINING, 500);
+    run_on(&f, tr, nb, 0xFF);
+    int bj = add_job(&f, "ml/batch", 8, 1, SCHED_BATCH, 100);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, bj, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, ni); /* borrowed the idle inference pool */
+    run_on(&f, bj, ni, a->rep[0].devs);
+    /* inference work of LOWER priority arrives: the borrower is still the first victim */
+    int inf = add_job(&f, "prod/serve", 2, 1, SCHED_INFERENCE, 50);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *p = dec(&f, bj, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, inf);
+    assert_string_equal(p->message,
+                        "preempted to make room for prod/serve (Inference, priority 50): "
+                        "borrowing protected pool GPUs its home class needs");
+    assert_null(dec(&f, tr, SCHED_PREEMPT));
+
+    /* with reserveGPUs covering the pool, batch cannot borrow at all */
+    fx_init(&f);
+    f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 8};
+    f.np = 1;
+    ni = add_node(&f, 8, "H100", 64000, NULL);
+    f.nodes[ni].pool = 0;
+    bj = add_job(&f, "ml/batch", 1, 1, SCHED_BATCH, 100);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, bj, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference");
+    /* and a non-protected pool of another class is closed */
+    f.pools[0].protected_pool = 0;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, bj, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in pools not open to class Batch");
+    fx_done(&f);
+}
+
+/* topology: required rack, best-fit rack, spread, preferred */
+static void test_topology(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    for (int i = 0; i < 2; i++)
+        add_node(&f, 8, "H100", 64000, "r1");
+    for (int i = 0; i < 3; i++)
+        add_node(&f, 8, "H100", 64000, "r2");
+    int busy = add_job(&f, "x/busy", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, busy, 0, 0xFF);
+    int rack = sched_config_level(&f.cfg, "rack");
+    int g = add_job(&f, "ml/g", 8, 2, SCHED_TRAINING, 10);
+    f.jobs[g].topo_required = rack;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_string_equal(a->domain, "r2");
+    assert_string_equal(a->message, "admitted 2 replicas in rack r2");
+    assert_true(a->rep[0].node >= 2 && a->rep[1].node >= 2 && a->rep[0].node != a->rep[1].node);
+    /* 3x8 in one rack: r2 has 3 nodes free minus nothing -> fits; 4x8 does not */
+    f.jobs[g].replicas = 4;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, g, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "4/5 nodes fit 4x8 GPUs in one rack: 1 fewer than 8 free GPUs; "
+                        "no rack holds 4 replicas");
+    /* best-fit rack: a 1x8 job with required rack goes to the fuller rack r1 */
+    f.jobs[g].replicas = 1;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_string_equal(a->domain, "r1");
+    assert_int_equal(a->rep[0].node, 1);
+    /* spread over racks: 2 replicas of 1 GPU on distinct racks */
+    f.jobs[g].topo_required = -1;
+    f.jobs[g].topo_spread = rack;
+    f.jobs[g].replicas = 2;
+    f.jobs[g].req.gpus = 1;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    int r0 = a->rep[0].node < 2, r1 = a->rep[1].node < 2;
+    assert_true(r0 != r1);
+    /* 3 replicas cannot spread over 2 racks */
+    f.jobs[g].replicas = 3;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, g, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "4/5 nodes fit 3x1 GPU: 1 fewer than 1 free GPU; fewer than 3 distinct "
+                        "rack domains fit");
+    /* preferred rack packs both replicas into one rack */
+    f.jobs[g].topo_spread = -1;
+    f.jobs[g].topo_preferred = rack;
+    f.jobs[g].replicas = 2;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_true((a->rep[0].node < 2) == (a->rep[1].node < 2));
+    fx_done(&f);
+}
+
+/* a node missing the rack label is its own rack */
+static void test_missing_label_own_domain(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 4, "H100", 64000, NULL);
+    add_node(&f, 4, "H100", 64000, NULL);
+    int g = add_job(&f, "ml/g", 4, 2, SCHED_TRAINING, 10);
+    f.jobs[g].topo_required = sched_config_level(&f.cfg, "rack");
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, g, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "2/2 nodes fit 2x4 GPUs in one rack; no rack holds 2 replicas");
+    fx_done(&f);
+}
+
+/* taints and tolerations; not-ready and unschedulable nodes */
+static void test_taints_and_node_state(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    struct sched_taint t = {"gpu", "reserved", SCHED_NO_SCHEDULE};
+    struct sched_taint soft = {"soft", NULL, SCHED_PREFER_NO_SCHEDULE};
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.nodes[0].taints = &t;
+    f.nodes[0].ntaints = 1;
+    f.nodes[1].ready = 0;
+    f.nodes[2].unschedulable = 1;
+    f.nodes[3].taints = &soft;
+    f.nodes[3].ntaints = 1;
+    f.nodes[3].foreign_gpu_milli[0] = 1000;
+    int j = add_job(&f, "ml/a", 8, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/4 nodes fit 8 GPUs: 1 not ready, 1 unschedulable, "
+                                    "1 taint not tolerated, 1 fewer than 8 free GPUs");
+    struct sched_toleration tol = {"gpu", "reserved", 0, SCHED_NO_SCHEDULE};
+    f.jobs[j].tols = &tol;
+    f.jobs[j].ntols = 1;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, j, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, 0);
+    fx_done(&f);
+}
+
+/* quota: nominal, cohort borrowing, borrowing limit, explanation */
+static void test_quota(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    for (int i = 0; i < 4; i++)
+        add_node(&f, 8, "H100", 64000, NULL);
+    f.quotas[0][0] = (struct sched_quota){"H100", 16, 0, -1};
+    f.teams[0] = (struct sched_team){"ml", NULL, 1, f.quotas[0], 1, 0};
+    f.nt = 1;
+    int r = add_job(&f, "ml/run", 4, 3, SCHED_TRAINING, 10);
+    f.jobs[r].team = 0;
+    run_on(&f, r, 0, 0x0F);
+    run_on(&f, r, 0, 0xF0);
+    run_on(&f, r, 1, 0x0F);
+    int j = add_job(&f, "ml/big", 8, 1, SCHED_TRAINING, 10);
+    f.jobs[j].team = 0;
+    f.jobs[j].req.types[0] = "H100";
+    f.jobs[j].req.ntypes = 1;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "2/4 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; team ml quota 12/16 "
+                        "H100 used, needs 8");
+    /* a cohort peer with idle nominal lends it */
+    f.teams[0].cohort = "research";
+    f.quotas[0][0].borrowing_limit = -1;
+    f.quotas[1][0] = (struct sched_quota){"H100", 16, -1, -1};
+    f.teams[1] = (struct sched_team){"cv", "research", 1, f.quotas[1], 1, 0};
+    f.nt = 2;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, j, SCHED_ADMIT));
+    /* lending limit 2 is not enough for 8 - 4 = 4 borrowed */
+    f.quotas[1][0].lending_limit = 2;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "2/4 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; team ml quota 12/16 "
+                        "H100 used (may borrow 2), needs 8");
+    /* a team without a matching entry cannot use that product */
+    f.quotas[1][0].gpu_type = "A100";
+    f.jobs[j].team = 1;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "2/4 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; team cv has no quota "
+                        "for H100");
+    fx_done(&f);
+}
+
+/* queue order: priority first, then fair share across teams, then enqueue time */
+static void test_queue_order_fair_share(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.teams[0] = (struct sched_team){"heavy", NULL, 1, NULL, 0, 360000}; /* 100 GPU-hours */
+    f.teams[1] = (struct sched_team){"light", NULL, 1, NULL, 0, 0};
+    f.nt = 2;
+    int h = add_job(&f, "heavy/a", 8, 1, SCHED_BATCH, 10);
+    f.jobs[h].team = 0;
+    int l = add_job(&f, "light/a", 8, 1, SCHED_BATCH, 10);
+    f.jobs[l].team = 1;
+    f.jobs[l].enqueue_time = 5000; /* later, but its team used less */
+    f.cfg.preemption = 0;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, l, SCHED_ADMIT));
+    assert_non_null(dec(&f, h, SCHED_WAIT));
+    /* priority beats fair share */
+    f.jobs[h].priority = 11;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, h, SCHED_ADMIT));
+    assert_non_null(dec(&f, l, SCHED_WAIT));
+    /* positions inside a team queue */
+    int h2 = add_job(&f, "heavy/b", 8, 1, SCHED_BATCH, 10);
+    f.jobs[h2].team = 0;
+    int h3 = add_job(&f, "heavy/c", 8, 1, SCHED_BATCH, 10);
+    f.jobs[h3].team = 0;
+    f.jobs[h3].enqueue_time = 1; /* earliest */
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(dec(&f, h3, SCHED_WAIT)->position, 1);
+    assert_int_equal(dec(&f, h2, SCHED_WAIT)->position, 2);
+    fx_done(&f);
+}
+
+/* preemption: Batch before Training, drop unneeded victims, min runtime */
+static void test_preemption_choice(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    int tr = add_job(&f, "x/train", 4, 1, SCHED_TRAINING, 1);
+    run_on(&f, tr, 0, 0x0F);
+    int b1 = add_job(&f, "x/batch1", 2, 1, SCHED_BATCH, 5);
+    run_on(&f, b1, 0, 0x30);
+    int b2 = add_job(&f, "x/batch2", 2, 1, SCHED_BATCH, 5);
+    run_on(&f, b2, 0, 0xC0);
+    f.jobs[b2].admitted_at = 50; /* shorter running than batch1 */
+    int hi = add_job(&f, "x/urgent", 2, 1, SCHED_TRAINING, 100);
+    assert_int_equal(cycle(&f), 0);
+    /* one 2-GPU batch victim is enough: the shortest running one */
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    assert_non_null(dec(&f, b2, SCHED_PREEMPT));
+    /* needs 6: both batch jobs and not the training job... 8 needs all three */
+    f.jobs[hi].req.gpus = 4;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 2);
+    assert_non_null(dec(&f, b1, SCHED_PREEMPT));
+    assert_non_null(dec(&f, b2, SCHED_PREEMPT));
+    assert_null(dec(&f, tr, SCHED_PREEMPT));
+    /* victims younger than min runtime are spared */
+    f.jobs[b1].admitted_at = f.now - 10;
+    f.jobs[b2].admitted_at = f.now - 10;
+    f.jobs[tr].admitted_at = f.now - 10;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_string_equal(dec(&f, hi, SCHED_WAIT)->message,
+                        "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    /* non-preemptible and equal priority are never victims */
+    f.jobs[b1].admitted_at = f.jobs[b2].admitted_at = f.jobs[tr].admitted_at = 0;
+    f.jobs[b1].preemptible = f.jobs[b2].preemptible = 0;
+    f.jobs[tr].priority = 100;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    fx_done(&f);
+}
+
+/* GPU shares: shares of one device add up to <= 1000 */
+static void test_shares(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 2, "T4", 64000, NULL);
+    int a = add_job(&f, "s/a", 0, 1, SCHED_BATCH, 10);
+    f.jobs[a].req.gpu_milli = 600;
+    int b = add_job(&f, "s/b", 0, 1, SCHED_BATCH, 10);
+    f.jobs[b].req.gpu_milli = 400;
+    int c = add_job(&f, "s/c", 0, 1, SCHED_BATCH, 10);
+    f.jobs[c].req.gpu_milli = 700;
+    int d = add_job(&f, "s/d", 0, 1, SCHED_BATCH, 10);
+    f.jobs[d].req.gpu_milli = 500;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *da = dec(&f, a, SCHED_ADMIT), *db = dec(&f, b, SCHED_ADMIT);
+    const struct sched_decision *dc = dec(&f, c, SCHED_ADMIT);
+    assert_non_null(da);
+    assert_non_null(db);
+    assert_non_null(dc);
+    /* 600 + 400 fill one device, 700 goes to the other, 500 no longer fits */
+    assert_int_equal(da->rep[0].devs, db->rep[0].devs);
+    assert_true(dc->rep[0].devs != da->rep[0].devs);
+    const struct sched_decision *w = dec(&f, d, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 500m GPU: 1 no GPU with 500m free");
+    fx_done(&f);
+}
+
+/* no starvation: a stream of 1-GPU jobs cannot starve an 8-GPU gang */
+static void test_no_starvation(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.cfg.preemption = 0;
+    /* 1-GPU jobs fill both nodes but one device */
+    int small[16], ns = 0;
+    for (int i = 0; i < 15; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "s/%d", i);
+        small[ns] = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+        f.jobs[small[ns]].enqueue_time = i;
+        run_on(&f, small[ns], i / 8, 1u << (i % 8));
+        ns++;
+    }
+    int g = add_job(&f, "big/gang", 8, 1, SCHED_TRAINING, 10);
+    f.jobs[g].enqueue_time = 100;
+    int admitted_at_cycle = -1;
+    for (int cyc = 0; cyc < 40 && admitted_at_cycle < 0; cyc++) {
+        /* the oldest running small job finishes; a fresh one arrives */
+        int oldest = -1;
+        for (int x = 0; x < f.nj; x++)
+            if (x != g && f.jobs[x].state == SCHED_JOB_RUNNING && f.jobs[x].nplaced > 0 &&
+                (oldest < 0 || f.jobs[x].enqueue_time < f.jobs[oldest].enqueue_time))
+                oldest = x;
+        if (oldest >= 0) {
+            f.jobs[oldest].nplaced = 0; /* finished: no longer holds capacity */
+            f.jobs[oldest].replicas = 1;
+            f.jobs[oldest].state = SCHED_JOB_RUNNING;
+            f.jobs[oldest].gang = 1;
+        }
+        if (f.nj < MAXJ) {
+            char id[32];
+            snprintf(id, sizeof(id), "s/new%d", cyc);
+            int n = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+            f.jobs[n].enqueue_time = 200 + cyc;
+        }
+        assert_int_equal(cycle(&f), 0);
+        for (int i = 0; i < f.res->n; i++) {
+            const struct sched_decision *d = &f.res->d[i];
+            if (d->kind != SCHED_ADMIT)
+                continue;
+            if (d->job == g) {
+                admitted_at_cycle = cyc;
+                break;
+            }
+            run_on(&f, d->job, d->rep[0].node, d->rep[0].devs);
+        }
+    }
+    assert_true(admitted_at_cycle >= 0);
+    assert_true(admitted_at_cycle <= 9);
+    fx_done(&f);
+}
+
+/* determinism: the same snapshot gives byte-identical decisions */
+static void test_determinism(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    for (int i = 0; i < 12; i++)
+        add_node(&f, 8, i % 3 ? "H100" : "A100", 64000, i < 6 ? "r1" : "r2");
+    for (int i = 0; i < 30; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t/j%02d", i);
+        int j = add_job(&f, id, 1 << (i % 4), 1 + i % 3, i % 5 ? SCHED_BATCH : SCHED_INFERENCE,
+                        i % 7);
+        f.jobs[j].enqueue_time = 1000 - i % 4;
+    }
+    assert_int_equal(cycle(&f), 0);
+    struct sched_result *first = f.res;
+    f.res = NULL;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(first->n, f.res->n);
+    for (int i = 0; i < first->n; i++) {
+        const struct sched_decision *a = &first->d[i], *b = &f.res->d[i];
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->job, b->job);
+        assert_int_equal(a->position, b->position);
+        assert_string_equal(a->message, b->message);
+        assert_int_equal(a->nrep, b->nrep);
+        for (int r = 0; r < a->nrep; r++) {
+            assert_int_equal(a->rep[r].node, b->rep[r].node);
+            assert_int_equal(a->rep[r].devs, b->rep[r].devs);
+        }
+    }
+    sched_result_free(first);
+    fx_done(&f);
+}
+
+static void test_bad_input(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    int j = add_job(&f, "x/bad", 1, 1, SCHED_BATCH, 1);
+    f.jobs[j].team = 3;
+    struct sched_snapshot s = {0};
+    s.config = &f.cfg;
+    s.nodes = f.nodes;
+    s.nnodes = f.nn;
+    s.jobs = f.jobs;
+    s.njobs = f.nj;
+    struct sched_result *r = NULL;
+    char err[256] = "";
+    assert_int_equal(sched_cycle(NULL, &s, &r, err, sizeof(err)), GQ_EINVAL);
+    assert_null(r);
+    assert_string_equal(err, "job x/bad: team index 3 out of range");
+    f.jobs[j].team = -1;
+    f.jobs[j].req.gpu_milli = 1500;
+    f.jobs[j].req.gpus = 0;
+    assert_int_equal(sched_cycle(NULL, &s, &r, err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "job x/bad: bad request (gpus 0)");
+}
+
+/* single-task index: FGD places shares to keep whole GPUs for whole-GPU shapes */
+static void test_index_fgd(void **st)
+{
+    (void)st;
+    struct sched_node nodes[2];
+    memset(nodes, 0, sizeof(nodes));
+    for (int i = 0; i < 2; i++) {
+        nodes[i].name = i ? "b" : "a";
+        nodes[i].gpus = 2;
+        nodes[i].gpu_product = "V100";
+        nodes[i].cpu_milli = 64000;
+        nodes[i].mem_bytes = (int64_t)256 << 30;
+        nodes[i].ready = 1;
+        nodes[i].pool = -1;
+    }
+    /* node a: one device half used */
+    nodes[0].foreign_gpu_milli[0] = 500;
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    char err[128];
+    struct sched_index *ix = sched_index_new(&cfg, nodes, 2, err, sizeof(err));
+    assert_non_null(ix);
+    struct sched_shape sh[2];
+    memset(sh, 0, sizeof(sh));
+    sh[0].req.gpu_milli = 500;
+    sh[0].weight = 1;
+    sh[1].req.gpus = 2;
+    sh[1].weight = 1;
+    assert_int_equal(sched_index_set_shapes(ix, sh, 2, err, sizeof(err)), 0);
+    struct sched_request rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.gpu_milli = 500;
+    struct sched_replica out;
+    /* the share goes onto the half-used device: node b keeps 2 whole GPUs */
+    assert_int_equal(sched_place_one(ix, &rq, NULL, 0, &out), 0);
+    assert_int_equal(out.node, 0);
+    assert_int_equal(out.devs, 0x1);
+    rq.gpu_milli = 0;
+    rq.gpus = 2;
+    assert_int_equal(sched_place_one(ix, &rq, NULL, 0, &out), 0);
+    assert_int_equal(out.node, 1);
+    assert_int_equal(out.devs, 0x3);
+    assert_int_equal(sched_place_one(ix, &rq, NULL, 0, &out), GQ_ENOTFOUND);
+    int64_t alloc, total;
+    double frag;
+    sched_index_totals(ix, &alloc, &total, &frag);
+    assert_int_equal(alloc, 3000);
+    assert_int_equal(total, 4000);
+    assert_int_equal(sched_index_release(ix, &rq, &(struct sched_replica){1, 0x3}), 0);
+    sched_index_totals(ix, &alloc, NULL, NULL);
+    assert_int_equal(alloc, 1000);
+    sched_index_free(ix);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_used_1_2_no_room_for_2),
+        cmocka_unit_test(test_scattered_free),
+        cmocka_unit_test(test_wrong_type),
+        cmocka_unit_test(test_cpu_full),
+        cmocka_unit_test(test_gang_all_or_nothing),
+        cmocka_unit_test(test_inference_preempts_experiment),
+        cmocka_unit_test(test_protected_pool_borrow_reclaim),
+        cmocka_unit_test(test_topology),
+        cmocka_unit_test(test_missing_label_own_domain),
+        cmocka_unit_test(test_taints_and_node_state),
+        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_queue_order_fair_share),
+        cmocka_unit_test(test_preemption_choice),
+        cmocka_unit_test(test_shares),
+        cmocka_unit_test(test_no_starvation),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_index_fgd),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
