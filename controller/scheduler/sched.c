@@ -28,7 +28,7 @@
 #include "gq.h"
 #include "sched_int.h"
 
-#define CY_WINDOW_NODES 256  /* fitting nodes examined per placement (no required level) */
+#define CY_WINDOW_NODES 64  /* fitting nodes examined per placement (no required level) */
 #define CY_WINDOW_DOMAINS 16 /* feasible domains examined per placement */
 #define CY_MAX_PREEMPT_TRIES 32
 #define CY_MAX_VICTIM_CANDS 256
@@ -111,10 +111,10 @@ struct cy_node {
     uint8_t excluded;    /* R_NOTREADY / R_UNSCHED / 0 */
     double frag;
     /* FGD score cache: request id + 1, version, delta, devs */
-    uint32_t cache_rid;
-    uint32_t cache_ver;
-    uint32_t cache_devs;
-    double cache_delta;
+    uint32_t cache_rid[4];
+    uint32_t cache_ver[4];
+    uint32_t cache_devs[4];
+    double cache_delta[4];
 };
 
 struct cy_quota {
@@ -136,6 +136,7 @@ struct cy_group {
 struct cy_team {
     double weight;
     double hist;    /* usage_gpu_s / usage_norm_s */
+    double share;   /* (alloc GPUs + hist) / weight, kept current */
     int64_t alloc;  /* GPU milli held */
     int q0, nq;     /* quota entries */
     int cohort;     /* interned, -1 none */
@@ -186,7 +187,7 @@ struct sched_result_mem {
     size_t nreps, capreps;
 };
 
-#define SLOT_COUNT 16
+#define SLOT_COUNT 20
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
@@ -195,7 +196,7 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING
 };
 
 struct cy {
@@ -228,6 +229,8 @@ struct cy {
     /* FGD request ids */
     struct sc_req *rq;
     int nrq, caprq;
+    int *running; /* running jobs holding capacity */
+    int nrunning;
     int nocache;
     int reservations;
     int preempt_tries;
@@ -305,6 +308,20 @@ void sched_result_free(struct sched_result *r)
     }
     free(r->d);
     free(r);
+}
+
+size_t sched_result_bytes(const struct sched_result *r)
+{
+    if (!r)
+        return 0;
+    size_t b = sizeof(*r) + (size_t)r->n * sizeof(*r->d);
+    if (r->mem) {
+        b += sizeof(*r->mem) + r->mem->capreps * sizeof(*r->mem->reps);
+        b += (size_t)r->mem->strs.cap * sizeof(char *);
+        for (int i = 0; i < r->mem->strs.n; i++)
+            b += strlen(r->mem->strs.s[i]) + 1;
+    }
+    return b;
 }
 
 static const char *res_str(struct cy *cy, const char *s)
@@ -406,16 +423,17 @@ static int rq_id(struct cy *cy, const struct sc_req *r)
 static uint32_t node_pick(struct cy *cy, int i, const struct sc_req *r, int rid, double *delta)
 {
     struct cy_node *n = &cy->n[i];
-    if (rid >= 0 && n->cache_rid == (uint32_t)rid + 1 && n->cache_ver == n->ver) {
-        *delta = n->cache_delta;
-        return n->cache_devs;
+    int w = rid & 3;
+    if (rid >= 0 && n->cache_rid[w] == (uint32_t)rid + 1 && n->cache_ver[w] == n->ver) {
+        *delta = n->cache_delta[w];
+        return n->cache_devs[w];
     }
     uint32_t devs = sc_pick_devs(&n->c, r, cy->sh, cy->nsh, cy->cfg->policy, n->frag, delta);
     if (rid >= 0) {
-        n->cache_rid = (uint32_t)rid + 1;
-        n->cache_ver = n->ver;
-        n->cache_devs = devs;
-        n->cache_delta = *delta;
+        n->cache_rid[w] = (uint32_t)rid + 1;
+        n->cache_ver[w] = n->ver;
+        n->cache_devs[w] = devs;
+        n->cache_delta[w] = *delta;
     }
     return devs;
 }
@@ -895,6 +913,8 @@ static uint64_t quota_mask(const struct cy *cy, int jx)
     return m;
 }
 
+static void team_share_update(struct cy_team *ct);
+
 /* Charge (sign +1) or refund (-1) a placement to team quota and share. */
 static void charge(struct cy *cy, int team, const struct sc_req *r,
                    const struct sched_replica *reps, int n, int sign)
@@ -911,6 +931,7 @@ static void charge(struct cy *cy, int team, const struct sc_req *r,
         if (e >= 0)
             quota_charge(cy, e, sign * per);
     }
+    team_share_update(t);
 }
 
 /* ---------------- explanations ---------------- */
@@ -1238,6 +1259,7 @@ static int build(struct cy *cy)
         ct->weight = st->weight > 0 ? st->weight : 1;
         ct->hist = cfg->usage_norm_s > 0 ? st->usage_gpu_s / cfg->usage_norm_s : 0;
         ct->unlimited = st->nquota == 0;
+        team_share_update(ct);
         if (st->cohort && st->cohort[0]) {
             ct->cohort = sc_strtab_get(&ctx->cohorts, st->cohort, 1);
             if (ct->cohort < -1)
@@ -1301,6 +1323,10 @@ static int build(struct cy *cy)
     }
 
     /* jobs */
+    cy->running = slot(ctx, SL_RUNNING, (size_t)(cy->nj > 0 ? cy->nj : 1) * sizeof(int));
+    if (!cy->running)
+        return GQ_ENOMEM;
+    cy->nrunning = 0;
     for (int x = 0; x < cy->nj; x++) {
         const struct sched_job *jb = &s->jobs[x];
         struct cy_job *cj = &cy->j[x];
@@ -1333,6 +1359,8 @@ static int build(struct cy *cy)
                 node_apply(cy, rp->node, &cj->r, rp->devs, 1);
             }
             charge(cy, cj->team, &cj->r, jb->placement, jb->nplaced, 1);
+            if (jb->nplaced > 0)
+                cy->running[cy->nrunning++] = x;
             cj->want = jb->gang ? 0 : jb->replicas - jb->nplaced;
         } else {
             cj->want = jb->replicas;
@@ -1368,7 +1396,7 @@ static int build(struct cy *cy)
     memset(cy->pool_free, 0, (size_t)(s->npools + 1) * sizeof(int64_t));
     for (int i = 0; i < cy->nn; i++) {
         cy->n[i].frag = cy->nsh > 0 ? sc_frag(&cy->n[i].c, cy->sh, cy->nsh) : 0;
-        cy->n[i].cache_rid = 0;
+        memset(cy->n[i].cache_rid, 0, sizeof(cy->n[i].cache_rid));
         if (cy->n[i].pool >= 0 && !cy->n[i].excluded)
             cy->pool_free[cy->n[i].pool] += cy->n[i].c.full_free;
     }
@@ -1408,10 +1436,14 @@ static void sort_jobs(const struct sched_snapshot *s, int *v, int *tmp, int n)
     memcpy(v, tmp, (size_t)n * sizeof(int));
 }
 
+static void team_share_update(struct cy_team *ct)
+{
+    ct->share = ((double)ct->alloc / 1000.0 + ct->hist) / ct->weight;
+}
+
 static double team_share(const struct cy *cy, int t)
 {
-    const struct cy_team *ct = &cy->t[t];
-    return ((double)ct->alloc / 1000.0 + ct->hist) / ct->weight;
+    return cy->t[t].share;
 }
 
 /* next team whose head goes first: priority, share, enqueue, id */
@@ -1536,7 +1568,8 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
         return GQ_ENOMEM;
     int nv = 0;
     int jcoh = cy->t[cJ->team].cohort;
-    for (int v = 0; v < cy->nj && nv < CY_MAX_VICTIM_CANDS; v++) {
+    for (int rx = 0; rx < cy->nrunning && nv < CY_MAX_VICTIM_CANDS; rx++) {
+        int v = cy->running[rx];
         const struct sched_job *V = &cy->s->jobs[v];
         const struct cy_job *cV = &cy->j[v];
         if (V->state != SCHED_JOB_RUNNING || V->nplaced == 0 || cV->victim || !V->preemptible)

@@ -242,6 +242,8 @@ size_t sched_mem_bytes(const struct sched *s);
 int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
                 struct sched_result **out, char *err, size_t errlen);
 void sched_result_free(struct sched_result *r);
+/* Heap bytes held by a result (decisions, placements, messages). */
+size_t sched_result_bytes(const struct sched_result *r);
 
 /* Text helpers. */
 const char *sched_class_name(enum sched_class c);
