@@ -25,11 +25,12 @@ pass "CRDs Established; short names gj/tm/gp; category gangq; status subresource
 # --- every example manifest applies
 ls "$MAN"/*.yaml >/dev/null 2>&1 || fail "no example manifests in $MAN"
 # Namespaces the examples use but do not define are created first (as a user would).
-for f in "$MAN"/*.yaml; do
-  k create --dry-run=client --validate=false -o json -f "$f" \
-    | jq -r 'if .kind == "List" then .items[] else . end | .metadata.namespace // empty'
-done | sort -u | while read -r ns; do
-  k get namespace "$ns" >/dev/null 2>&1 || grep -qs "name: $ns\$" "$MAN"/*.yaml || k create namespace "$ns" >/dev/null
+objs=$(for f in "$MAN"/*.yaml; do
+  k create --dry-run=client --validate=false -o json -f "$f" | jq -c 'if .kind == "List" then .items[] else . end'
+done) || fail "cannot read the example manifests"
+for ns in $(jq -r 'select(.kind != "Namespace") | .metadata.namespace // empty' <<<"$objs" | sort -u); do
+  jq -e --arg n "$ns" 'select(.kind == "Namespace" and .metadata.name == $n)' <<<"$objs" >/dev/null \
+    || k get namespace "$ns" >/dev/null 2>&1 || k create namespace "$ns" >/dev/null
 done
 # PriorityClasses and namespaces may live in any file: two passes settle the order.
 for f in "$MAN"/*.yaml; do k apply -f "$f" >/dev/null 2>&1 || true; done
