@@ -375,11 +375,13 @@ static int64_t req_milli(const struct sc_req *r)
 /* pool access: 0 no, 1 yes, 2 borrow (protected pool of another class) */
 static int pool_access(const struct cy *cy, const struct sched_job *jb, int pool)
 {
-    if (cy->s->npools == 0 || pool < 0)
+    if (cy->s->npools == 0)
+        return 1;
+    if (jb->pool >= 0)
+        return jb->pool == pool; /* a named pool: only its nodes */
+    if (pool < 0)
         return 1;
     const struct sched_pool *p = &cy->s->pools[pool];
-    if (jb->pool >= 0)
-        return jb->pool == pool;
     if (p->home_classes & SCHED_CLASS_BIT(jb->cls))
         return 1;
     return p->protected_pool ? 2 : 0;
@@ -717,6 +719,9 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
                 int sd = dom_of(cy, i, pc->S), clash = 0;
                 for (int y = 0; y < placed && !clash; y++)
                     clash = dom_of(cy, reps[y].node, pc->S) == sd;
+                if (pc->jb->state == SCHED_JOB_RUNNING)
+                    for (int y = 0; y < pc->jb->nplaced && !clash; y++)
+                        clash = dom_of(cy, pc->jb->placement[y].node, pc->S) == sd;
                 if (clash)
                     continue;
             }
@@ -798,26 +803,38 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     if (nc == 0)
         return 0;
     int lvl = -1, dom = -1;
-    if (pc->P >= 0 && (pc->L < 0 || pc->P > pc->L)) {
-        dom = pick_domain(cy, pc, cand, candcap, nc, pc->P, 0);
-        if (dom >= 0)
-            lvl = pc->P;
-    }
-    if (lvl < 0 && pc->L >= 0) {
-        lvl = pc->L;
-        dom = -1;
-        if (!pc->gang) {
-            /* non-gang: stay in the domain of replicas already running */
-            const struct sched_job *jb = pc->jb;
-            if (jb->state == SCHED_JOB_RUNNING && jb->nplaced > 0)
-                dom = dom_of(cy, jb->placement[0].node, lvl);
-            else
-                dom = pick_domain(cy, pc, cand, candcap, nc, lvl, 1);
-        } else {
-            dom = pick_domain(cy, pc, cand, candcap, nc, lvl, 0);
-        }
-        if (dom < 0)
+    if (pc->L >= 0) {
+        int ldom;
+        if (!pc->gang && pc->jb->state == SCHED_JOB_RUNNING && pc->jb->nplaced > 0)
+            ldom = dom_of(cy, pc->jb->placement[0].node, pc->L); /* stay with running replicas */
+        else
+            ldom = pick_domain(cy, pc, cand, candcap, nc, pc->L, !pc->gang);
+        if (ldom < 0)
             return 0;
+        /* keep only the chosen domain's candidates */
+        int m = 0;
+        capsum = 0;
+        for (int x = 0; x < nc; x++) {
+            if (dom_of(cy, cand[x], pc->L) != ldom)
+                continue;
+            cand[m] = cand[x];
+            candcap[m] = candcap[x];
+            capsum += candcap[m];
+            m++;
+        }
+        nc = m;
+        if (nc == 0)
+            return 0;
+        lvl = pc->L;
+        dom = ldom;
+    }
+    if (pc->P >= 0 && (pc->L < 0 || pc->P > pc->L)) {
+        /* pack inside one preferred-level domain when one holds the job */
+        int pdom = pick_domain(cy, pc, cand, candcap, nc, pc->P, 0);
+        if (pdom >= 0) {
+            lvl = pc->P;
+            dom = pdom;
+        }
     }
     if (lvl < 0 && pc->gang) {
         /* no domain: enough capacity overall (with spread: distinct domains) */

@@ -1,0 +1,472 @@
+/* Property test for the scheduling core: seeded random clusters and job
+ * streams; after every cycle the decisions are applied and the invariants
+ * checked — no node over capacity on any resource or device, no partial gang,
+ * required topology and spread respected, node eligibility (ready, type,
+ * memory, taints) respected, quota within nominal + borrowing limits, no
+ * Inference preempted for a non-Inference job, victims preemptible and past
+ * the minimum runtime, and the same snapshot giving the same decisions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gq.h"
+#include "sched.h"
+
+#define PN 12
+#define PJ 48
+#define PR 6
+
+static const char *const prods[3] = {"H100", "A100", "T4"};
+static const char *const racks[4] = {"r0", "r1", "r2", "r3"};
+static const char *const zones[2] = {"z0", "z1"};
+
+struct world {
+    struct sched_config cfg;
+    struct sched_node nodes[PN];
+    struct sched_label labels[PN][3];
+    char names[PN][8];
+    struct sched_taint taint;
+    struct sched_toleration tol;
+    int nn;
+    struct sched_pool pools[2];
+    int np;
+    struct sched_team teams[3];
+    struct sched_quota quota[3][2];
+    int nt;
+    struct sched_job jobs[PJ];
+    struct sched_replica place[PJ][PR];
+    char ids[PJ][16];
+    int nj;
+    int next_id;
+    int64_t now;
+};
+
+static uint64_t rs;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static int rn(int n) { return (int)(rnd() % (uint64_t)n); }
+
+static void make_world(struct world *w)
+{
+    memset(w, 0, sizeof(*w));
+    sched_config_default(&w->cfg);
+    w->cfg.min_runtime_s = rn(2) ? 0 : 600;
+    w->cfg.policy = (enum sched_policy)rn(4);
+    w->now = 10000;
+    w->taint = (struct sched_taint){"dedicated", "x", SCHED_NO_SCHEDULE};
+    w->tol = (struct sched_toleration){"dedicated", "x", 0, SCHED_NO_SCHEDULE};
+    w->np = rn(3);
+    for (int p = 0; p < w->np; p++) {
+        w->pools[p].name = p ? "batch" : "inference";
+        w->pools[p].home_classes = p ? (SCHED_CLASS_BIT(SCHED_BATCH) | SCHED_CLASS_BIT(SCHED_TRAINING))
+                                     : SCHED_CLASS_BIT(SCHED_INFERENCE);
+        w->pools[p].protected_pool = p == 0 && rn(2);
+        w->pools[p].reserve_gpus = rn(3);
+    }
+    w->nn = 2 + rn(PN - 1);
+    int ntypes = 1 + rn(3);
+    for (int i = 0; i < w->nn; i++) {
+        struct sched_node *n = &w->nodes[i];
+        snprintf(w->names[i], sizeof(w->names[i]), "n%d", i);
+        n->name = w->names[i];
+        n->gpus = rn(5) ? (1 << rn(4)) : 0;
+        n->gpu_product = n->gpus ? prods[rn(ntypes)] : NULL;
+        n->gpu_mem_mib = rn(2) ? 81920 : 16384;
+        n->cpu_milli = 4000 * (1 + rn(8));
+        n->mem_bytes = (int64_t)(8 + rn(64)) << 30;
+        n->ready = rn(12) != 0;
+        n->unschedulable = rn(15) == 0;
+        n->pool = w->np ? rn(w->np + 1) - 1 : -1;
+        if (rn(8) == 0) {
+            n->taints = &w->taint;
+            n->ntaints = 1;
+        }
+        if (rn(4) == 0) {
+            n->foreign_cpu_milli = 1000 * rn(4);
+            for (int d = 0; d < n->gpus; d++)
+                n->foreign_gpu_milli[d] = (uint16_t)(rn(4) == 0 ? 250 * rn(5) : 0);
+        }
+        int nl = 0;
+        w->labels[i][nl++] = (struct sched_label){"kubernetes.io/hostname", w->names[i]};
+        if (rn(6))
+            w->labels[i][nl++] = (struct sched_label){"topology.gangq.io/rack", racks[rn(4)]};
+        if (rn(6))
+            w->labels[i][nl++] = (struct sched_label){"topology.kubernetes.io/zone", zones[rn(2)]};
+        n->labels = w->labels[i];
+        n->nlabels = nl;
+    }
+    w->nt = rn(4);
+    for (int t = 0; t < w->nt; t++) {
+        static const char *const tn[3] = {"a", "b", "c"};
+        int nq = rn(3);
+        for (int e = 0; e < nq; e++) {
+            w->quota[t][e].gpu_type = e == 0 ? "*" : prods[rn(3)];
+            w->quota[t][e].gpus = rn(20);
+            w->quota[t][e].borrowing_limit = rn(3) ? -1 : rn(8);
+            w->quota[t][e].lending_limit = rn(3) ? -1 : rn(8);
+        }
+        w->teams[t] = (struct sched_team){tn[t], rn(2) ? "co" : NULL, 1 + rn(3), w->quota[t],
+                                          nq, (double)rn(100000)};
+    }
+}
+
+static void add_jobs(struct world *w, int k)
+{
+    for (int x = 0; x < k && w->nj < PJ; x++) {
+        int j = w->nj++;
+        struct sched_job *jb = &w->jobs[j];
+        memset(jb, 0, sizeof(*jb));
+        snprintf(w->ids[j], sizeof(w->ids[j]), "j%d", w->next_id++);
+        jb->id = w->ids[j];
+        jb->team = w->nt ? rn(w->nt + 1) - 1 : -1;
+        jb->cls = (enum sched_class)rn(3);
+        jb->priority = rn(4) * 10;
+        jb->preemptible = rn(4) != 0;
+        jb->gang = jb->cls == SCHED_INFERENCE ? rn(3) == 0 : 1;
+        jb->replicas = 1 + rn(PR);
+        int kind = rn(6);
+        if (kind == 0)
+            jb->req.gpu_milli = 100 * (1 + rn(9));
+        else if (kind != 1)
+            jb->req.gpus = 1 << rn(4);
+        jb->req.cpu_milli = 500 * (1 + rn(8));
+        jb->req.mem_bytes = (int64_t)(1 + rn(8)) << 30;
+        if (rn(3) == 0) {
+            jb->req.types[0] = prods[rn(3)];
+            jb->req.ntypes = 1;
+            if (rn(2))
+                jb->req.types[jb->req.ntypes++] = prods[rn(3)];
+        }
+        jb->req.min_gpu_mem_gib = rn(6) == 0 ? 40 : 0;
+        if (rn(8) == 0) {
+            jb->tols = &w->tol;
+            jb->ntols = 1;
+        }
+        jb->topo_required = rn(3) == 0 ? 1 + rn(3) : -1; /* block, rack or node */
+        jb->topo_preferred = rn(5) == 0 ? 2 : -1;
+        jb->topo_spread = rn(6) == 0 ? 3 - rn(2) : -1;
+        jb->pool = (w->np && rn(6) == 0) ? rn(w->np) : -1;
+        jb->enqueue_time = w->now - rn(1000);
+        jb->state = SCHED_JOB_WAITING;
+    }
+}
+
+static void snap_of(struct world *w, struct sched_snapshot *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->config = &w->cfg;
+    s->now = w->now;
+    s->nodes = w->nodes;
+    s->nnodes = w->nn;
+    s->pools = w->pools;
+    s->npools = w->np;
+    s->teams = w->teams;
+    s->nteams = w->nt;
+    s->jobs = w->jobs;
+    s->njobs = w->nj;
+}
+
+static const char *label(const struct sched_node *n, const char *key)
+{
+    for (int i = 0; i < n->nlabels; i++)
+        if (!strcmp(n->labels[i].key, key))
+            return n->labels[i].value;
+    return NULL;
+}
+
+/* same domain at level l (missing label: the node alone) */
+static int same_dom(const struct world *w, int a, int b, int l)
+{
+    if (a == b)
+        return 1;
+    const char *x = label(&w->nodes[a], w->cfg.levels[l].label_key);
+    const char *y = label(&w->nodes[b], w->cfg.levels[l].label_key);
+    return x && y && !strcmp(x, y);
+}
+
+static int64_t milli_of(const struct sched_request *r)
+{
+    return r->gpus > 0 ? (int64_t)r->gpus * 1000 : r->gpu_milli;
+}
+
+static int fails;
+#define CHECK(c, ...)                                                                  \
+    do {                                                                               \
+        if (!(c)) {                                                                    \
+            fprintf(stderr, "seed %llu cycle %d: ", (unsigned long long)seed, cyc);     \
+            fprintf(stderr, __VA_ARGS__);                                              \
+            fprintf(stderr, "\n");                                                     \
+            fails++;                                                                   \
+        }                                                                              \
+    } while (0)
+
+static void check_capacity(struct world *w, uint64_t seed, int cyc)
+{
+    for (int i = 0; i < w->nn; i++) {
+        const struct sched_node *n = &w->nodes[i];
+        int64_t cpu = n->foreign_cpu_milli, mem = n->foreign_mem_bytes;
+        int dev[32];
+        for (int d = 0; d < 32; d++)
+            dev[d] = n->foreign_gpu_milli[d];
+        for (int j = 0; j < w->nj; j++) {
+            const struct sched_job *jb = &w->jobs[j];
+            for (int p = 0; p < jb->nplaced; p++) {
+                if (jb->placement[p].node != i)
+                    continue;
+                cpu += jb->req.cpu_milli;
+                mem += jb->req.mem_bytes;
+                for (int d = 0; d < 32; d++)
+                    if (jb->placement[p].devs & (1u << d))
+                        dev[d] += jb->req.gpus > 0 ? 1000 : jb->req.gpu_milli;
+            }
+        }
+        CHECK(cpu <= n->cpu_milli || cpu == n->foreign_cpu_milli, "node %d cpu %lld > %lld", i,
+              (long long)cpu, (long long)n->cpu_milli);
+        CHECK(mem <= n->mem_bytes, "node %d memory over", i);
+        for (int d = 0; d < 32; d++) {
+            int foreign_over = n->foreign_gpu_milli[d] > 1000;
+            CHECK(dev[d] <= 1000 || foreign_over, "node %d device %d at %d milli", i, d, dev[d]);
+            CHECK(d < n->gpus || dev[d] == 0, "node %d device %d does not exist", i, d);
+        }
+    }
+}
+
+static void check_quota(struct world *w, uint64_t seed, int cyc)
+{
+    for (int t = 0; t < w->nt; t++) {
+        const struct sched_team *tm = &w->teams[t];
+        if (tm->nquota == 0)
+            continue;
+        int64_t used[2] = {0, 0};
+        for (int j = 0; j < w->nj; j++) {
+            const struct sched_job *jb = &w->jobs[j];
+            if (jb->team != t)
+                continue;
+            for (int p = 0; p < jb->nplaced; p++) {
+                if (milli_of(&jb->req) == 0)
+                    continue;
+                const char *prod = w->nodes[jb->placement[p].node].gpu_product;
+                int e = -1;
+                for (int q = 0; q < tm->nquota && e < 0; q++)
+                    if (prod && !strcmp(tm->quota[q].gpu_type, prod))
+                        e = q;
+                if (e < 0)
+                    for (int q = 0; q < tm->nquota && e < 0; q++)
+                        if (!strcmp(tm->quota[q].gpu_type, "*"))
+                            e = q;
+                CHECK(e >= 0, "team %d uses %s without a quota entry", t, prod ? prod : "?");
+                if (e >= 0)
+                    used[e] += milli_of(&jb->req);
+            }
+        }
+        for (int e = 0; e < tm->nquota; e++) {
+            const struct sched_quota *q = &tm->quota[e];
+            int64_t cap = q->gpus * 1000;
+            if (q->borrowing_limit >= 0)
+                CHECK(used[e] <= cap + q->borrowing_limit * 1000,
+                      "team %d entry %d used %lld > nominal+borrowing limit", t, e,
+                      (long long)used[e]);
+            int64_t lend = 0;
+            if (tm->cohort)
+                for (int o = 0; o < w->nt; o++) {
+                    if (o == t || !w->teams[o].cohort)
+                        continue;
+                    for (int f = 0; f < w->teams[o].nquota; f++) {
+                        const struct sched_quota *oq = &w->teams[o].quota[f];
+                        if (strcmp(oq->gpu_type, q->gpu_type))
+                            continue;
+                        lend += oq->lending_limit < 0 ? oq->gpus
+                                                      : GQ_MIN(oq->gpus, oq->lending_limit);
+                    }
+                }
+            CHECK(used[e] <= cap + lend * 1000, "team %d entry %d used %lld > nominal %lld + lendable %lld",
+                  t, e, (long long)used[e], (long long)cap, (long long)lend * 1000);
+        }
+    }
+}
+
+static int tolerated(const struct sched_node *n, const struct sched_job *jb)
+{
+    if (n->ntaints == 0)
+        return 1;
+    return jb->ntols > 0;
+}
+
+static void check_and_apply(struct world *w, struct sched_result *r, uint64_t seed, int cyc)
+{
+    int preempted[PJ] = {0};
+    for (int x = 0; x < r->n; x++) {
+        const struct sched_decision *d = &r->d[x];
+        CHECK(d->job >= 0 && d->job < w->nj, "decision job out of range");
+        if (d->kind != SCHED_PREEMPT)
+            continue;
+        const struct sched_job *v = &w->jobs[d->job], *f = &w->jobs[d->for_job];
+        CHECK(v->state == SCHED_JOB_RUNNING && v->nplaced > 0, "victim %s not running", v->id);
+        CHECK(v->preemptible, "victim %s not preemptible", v->id);
+        CHECK(!(v->cls == SCHED_INFERENCE && f->cls != SCHED_INFERENCE),
+              "Inference %s preempted for non-Inference %s", v->id, f->id);
+        CHECK(w->now - v->admitted_at >= w->cfg.min_runtime_s, "victim %s younger than min runtime",
+              v->id);
+        CHECK(d->message && strstr(d->message, f->id), "victim reason lacks the preemptor");
+        preempted[d->job] = 1;
+    }
+    for (int x = 0; x < r->n; x++) {
+        const struct sched_decision *d = &r->d[x];
+        if (d->kind == SCHED_WAIT) {
+            CHECK(d->message && d->message[0], "wait without explanation");
+            CHECK(d->position >= 1, "wait without position");
+            continue;
+        }
+        if (d->kind != SCHED_ADMIT)
+            continue;
+        struct sched_job *jb = &w->jobs[d->job];
+        int have = jb->state == SCHED_JOB_RUNNING ? jb->nplaced : 0;
+        CHECK(!jb->gang || (have == 0 && d->nrep == jb->replicas), "partial gang %s: %d of %d",
+              jb->id, d->nrep, jb->replicas);
+        CHECK(have + d->nrep <= jb->replicas, "too many replicas for %s", jb->id);
+        for (int p = 0; p < d->nrep; p++) {
+            int ni = d->rep[p].node;
+            const struct sched_node *n = &w->nodes[ni];
+            CHECK(n->ready && !n->unschedulable, "%s on unusable node %d", jb->id, ni);
+            CHECK(tolerated(n, jb), "%s on tainted node %d", jb->id, ni);
+            int bits = __builtin_popcount(d->rep[p].devs);
+            CHECK(jb->req.gpus > 0 ? bits == jb->req.gpus : bits == (jb->req.gpu_milli > 0),
+                  "%s wrong device count", jb->id);
+            if (milli_of(&jb->req) > 0 && jb->req.ntypes > 0) {
+                int ok = 0;
+                for (int t = 0; t < jb->req.ntypes; t++)
+                    ok |= n->gpu_product && !strcmp(n->gpu_product, jb->req.types[t]);
+                CHECK(ok, "%s on wrong product", jb->id);
+            }
+            if (milli_of(&jb->req) > 0 && jb->req.min_gpu_mem_gib)
+                CHECK(n->gpu_mem_mib >= jb->req.min_gpu_mem_gib * 1024LL, "%s GPU memory", jb->id);
+            if (jb->pool >= 0)
+                CHECK(n->pool == jb->pool, "%s outside its pool", jb->id);
+        }
+        int all = have + d->nrep;
+        struct sched_replica tmp[PR];
+        for (int p = 0; p < have; p++)
+            tmp[p] = jb->placement[p];
+        for (int p = 0; p < d->nrep; p++)
+            tmp[have + p] = d->rep[p];
+        if (jb->topo_required >= 0)
+            for (int p = 1; p < all; p++)
+                CHECK(same_dom(w, tmp[0].node, tmp[p].node, jb->topo_required),
+                      "%s breaks required level %d", jb->id, jb->topo_required);
+        if (jb->topo_spread >= 0)
+            for (int p = 0; p < all; p++)
+                for (int q = p + 1; q < all; q++)
+                    CHECK(!same_dom(w, tmp[p].node, tmp[q].node, jb->topo_spread),
+                          "%s breaks spread level %d", jb->id, jb->topo_spread);
+        /* apply */
+        for (int p = 0; p < d->nrep && jb->nplaced < PR; p++)
+            w->place[d->job][jb->nplaced++] = d->rep[p];
+        jb->placement = w->place[d->job];
+        if (jb->state != SCHED_JOB_RUNNING)
+            jb->admitted_at = w->now;
+        jb->state = SCHED_JOB_RUNNING;
+    }
+    /* admissions happen while victims still run: capacity must hold now */
+    check_capacity(w, seed, cyc);
+    check_quota(w, seed, cyc);
+    /* victims stop */
+    for (int j = 0; j < w->nj; j++)
+        if (preempted[j]) {
+            w->jobs[j].state = SCHED_JOB_WAITING;
+            w->jobs[j].nplaced = 0;
+        }
+}
+
+static int same_result(const struct sched_result *a, const struct sched_result *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++) {
+        const struct sched_decision *x = &a->d[i], *y = &b->d[i];
+        if (x->kind != y->kind || x->job != y->job || x->for_job != y->for_job ||
+            x->position != y->position || x->nrep != y->nrep || strcmp(x->message, y->message))
+            return 0;
+        for (int r = 0; r < x->nrep; r++)
+            if (x->rep[r].node != y->rep[r].node || x->rep[r].devs != y->rep[r].devs)
+                return 0;
+    }
+    return 1;
+}
+
+static void test_properties(void **st)
+{
+    (void)st;
+    int cases = 3000, cycles = 6;
+    const char *env = getenv("SCHED_PROP_CASES");
+    int64_t v;
+    if (env && gq_parse_i64(env, (size_t)-1, &v) == 0 && v > 0)
+        cases = (int)v;
+    struct sched *ctx = sched_new();
+    assert_non_null(ctx);
+    static struct world w;
+    int admitted = 0, preempts = 0;
+    for (int c = 0; c < cases && fails < 20; c++) {
+        uint64_t seed = 1000 + (uint64_t)c;
+        rs = seed;
+        make_world(&w);
+        add_jobs(&w, 4 + rn(16));
+        for (int cyc = 0; cyc < cycles; cyc++) {
+            struct sched_snapshot s;
+            snap_of(&w, &s);
+            struct sched_result *r = NULL, *r2 = NULL;
+            char err[256];
+            int rc = sched_cycle(ctx, &s, &r, err, sizeof(err));
+            CHECK(rc == 0, "cycle failed: %s", err);
+            if (rc)
+                break;
+            if (cyc == 0) {
+                rc = sched_cycle(NULL, &s, &r2, err, sizeof(err));
+                CHECK(rc == 0 && same_result(r, r2), "non-deterministic decisions");
+                sched_result_free(r2);
+            }
+            admitted += r->stats.admitted;
+            preempts += r->stats.preempted;
+            check_and_apply(&w, r, seed, cyc);
+            sched_result_free(r);
+            /* time passes: some running jobs finish, new ones arrive */
+            w.now += rn(900);
+            for (int j = 0; j < w.nj; j++) {
+                if (w.jobs[j].state == SCHED_JOB_RUNNING && rn(4) == 0) {
+                    w.jobs[j] = w.jobs[w.nj - 1];
+                    memcpy(w.place[j], w.place[w.nj - 1], sizeof(w.place[j]));
+                    memcpy(w.ids[j], w.ids[w.nj - 1], sizeof(w.ids[j]));
+                    w.jobs[j].id = w.ids[j];
+                    if (w.jobs[j].nplaced)
+                        w.jobs[j].placement = w.place[j];
+                    w.nj--;
+                    j--;
+                }
+            }
+            add_jobs(&w, rn(6));
+        }
+    }
+    sched_free(ctx);
+    fprintf(stderr, "property test: %d cases, %d admissions, %d preemptions\n", cases, admitted,
+            preempts);
+    assert_true(admitted > cases); /* the generator produces real work */
+    assert_true(preempts > 0);
+    assert_int_equal(fails, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_properties),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
