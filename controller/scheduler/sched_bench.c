@@ -94,7 +94,7 @@ int bench_sched(int argc, char **argv)
     int N = (int)nnodes, M = (int)nwait, K = (int)ncycles;
     struct sched_node *nodes = calloc((size_t)N, sizeof(*nodes));
     struct sched_label *labels = calloc((size_t)N * 3, sizeof(*labels));
-    char *names = calloc((size_t)N, 48);
+    char *names = calloc((size_t)N, 72);
     struct sched_job *jobs = calloc((size_t)M, sizeof(*jobs));
     char *ids = calloc((size_t)M, 24);
     double *times = calloc((size_t)K * 2, sizeof(double));
@@ -105,14 +105,14 @@ int bench_sched(int argc, char **argv)
         goto out;
     }
     for (int i = 0; i < N; i++) {
-        char *nm = names + (size_t)i * 48;
-        snprintf(nm, 16, "node-%05d", i);
-        snprintf(nm + 16, 16, "rack-%04d", i / 8);
-        snprintf(nm + 32, 16, "zone-%d", i / 1000);
+        char *nm = names + (size_t)i * 72;
+        snprintf(nm, 24, "node-%05d", i);
+        snprintf(nm + 24, 24, "rack-%04d", i / 8);
+        snprintf(nm + 48, 24, "zone-%d", i / 1000);
         struct sched_label *l = labels + (size_t)i * 3;
         l[0] = (struct sched_label){"kubernetes.io/hostname", nm};
-        l[1] = (struct sched_label){"topology.gangq.io/rack", nm + 16};
-        l[2] = (struct sched_label){"topology.kubernetes.io/zone", nm + 32};
+        l[1] = (struct sched_label){"topology.gangq.io/rack", nm + 24};
+        l[2] = (struct sched_label){"topology.kubernetes.io/zone", nm + 48};
         struct sched_node *n = &nodes[i];
         n->name = nm;
         n->labels = l;

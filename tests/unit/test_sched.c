@@ -305,6 +305,7 @@ static void test_inference_preempts_experiment(void **st)
     assert_null(dec(&f, prod, SCHED_ADMIT));
 
     /* reverse: the inference job runs (even marked preemptible), the experiment waits */
+    fx_done(&f);
     fx_init(&f);
     add_node(&f, 8, "H100", 64000, NULL);
     prod = add_job(&f, "prod/serve", 8, 1, SCHED_INFERENCE, 5);
@@ -354,6 +355,7 @@ static void test_protected_pool_borrow_reclaim(void **st)
     assert_null(dec(&f, tr, SCHED_PREEMPT));
 
     /* with reserveGPUs covering the pool, batch cannot borrow at all */
+    fx_done(&f);
     fx_init(&f);
     f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 8};
     f.np = 1;

@@ -29,7 +29,7 @@ struct world {
     struct sched_config cfg;
     struct sched_node nodes[PN];
     struct sched_label labels[PN][3];
-    char names[PN][8];
+    char names[PN][16];
     struct sched_taint taint;
     struct sched_toleration tol;
     int nn;
