@@ -8,6 +8,14 @@ OUT="$CACHE/kube-apiserver-$VER"
 if [ -x "$OUT" ]; then echo "$OUT"; exit 0; fi
 mkdir -p "$CACHE"
 log() { echo "build-apiserver: $*" >&2; }
+# One build at a time per cache (two `make test` runs must not clobber each other's tree):
+# the second waits for the first and then finds the binary.
+exec 9>"$CACHE/.build.lock"
+if ! flock -n 9; then
+  log "another build is running; waiting for it"
+  flock 9
+fi
+if [ -x "$OUT" ]; then echo "$OUT"; exit 0; fi
 need_root() { [ "$(id -u)" = 0 ] || { log "not root: run as root or install: $*"; exit 1; }; }
 
 # deb-src entry, reusing the mirror URI apt already uses (no host written here).

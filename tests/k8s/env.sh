@@ -34,11 +34,12 @@ pick_port() {
   return 1
 }
 
-# Is PID alive and running the program named $2 (guards against recycled PIDs)?
+# Is PID alive with $2 in its command line (guards against recycled PIDs: callers pass a
+# path inside their ENV_DIR, which only the processes of that environment carry)?
 pid_is() {
   local pid="$1" name="$2"
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$name"
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$name"
 }
 
 # Stop PID (running program $2): SIGTERM, wait up to $3 s, then SIGKILL.
@@ -50,10 +51,10 @@ stop_pid() {
     pid_is "$pid" "$name" || return 0
     sleep 0.1
   done
-  [ "$wait_s" -eq 0 ] || log "$name (pid $pid) still running after ${wait_s}s, SIGKILL"
+  [ "$wait_s" -eq 0 ] || log "pid $pid ($name) still running after ${wait_s}s, SIGKILL"
   kill -KILL "$pid" 2>/dev/null || true
   for i in $(seq 1 50); do pid_is "$pid" "$name" || return 0; sleep 0.1; done
-  log "$name (pid $pid) did not exit"
+  log "pid $pid ($name) did not exit"
   return 1
 }
 
@@ -102,7 +103,7 @@ start_etcd() {
       sleep 0.1
     done
     log "etcd did not come up on $cp/$pp (try $try)"
-    stop_pid "$pid" etcd 5 || true
+    stop_pid "$pid" "$dir/etcd-data" 5 || true
     rm -rf "$dir/etcd-data"
   done
   tail -20 "$dir/etcd.log" >&2 || true
@@ -146,7 +147,7 @@ start_apiserver() {
       sleep 0.2
     done
     if kill -0 "$pid" 2>/dev/null; then
-      stop_pid "$pid" kube-apiserver 5 || true
+      stop_pid "$pid" "$dir/pki/server.crt" 5 || true
       tail -30 "$dir/apiserver.log" >&2 || true
       die "kube-apiserver not ready after ${tmo}s"
     fi
@@ -232,8 +233,8 @@ cmd_up() {
 
 cmd_stop_all() {
   local dir="$1" rc=0
-  stop_pid "$(cat "$dir/apiserver.pid" 2>/dev/null || true)" kube-apiserver "$APISERVER_WAIT" || rc=1
-  stop_pid "$(cat "$dir/etcd.pid" 2>/dev/null || true)" etcd 10 || rc=1
+  stop_pid "$(cat "$dir/apiserver.pid" 2>/dev/null || true)" "$dir/pki/server.crt" "$APISERVER_WAIT" || rc=1
+  stop_pid "$(cat "$dir/etcd.pid" 2>/dev/null || true)" "$dir/etcd-data" 10 || rc=1
   return $rc
 }
 
@@ -250,15 +251,15 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down "${2:-}" ;;
   kubeconfig) d=$(env_dir "${2:-}"); echo "$d/kubeconfig" ;;
-  stop-apiserver) d=$(env_dir "${2:-}"); stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver "$APISERVER_WAIT" ;;
+  stop-apiserver) d=$(env_dir "${2:-}"); stop_pid "$(cat "$d/apiserver.pid")" "$d/pki/server.crt" "$APISERVER_WAIT" ;;
   start-apiserver) d=$(env_dir "${2:-}"); start_apiserver "$d" ;;
   restart-apiserver)
     d=$(env_dir "${2:-}")
-    stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver "$APISERVER_WAIT"
+    stop_pid "$(cat "$d/apiserver.pid")" "$d/pki/server.crt" "$APISERVER_WAIT"
     start_apiserver "$d" ;;
   crash-apiserver)   # SIGKILL, no graceful shutdown, then start again
     d=$(env_dir "${2:-}")
-    stop_pid "$(cat "$d/apiserver.pid")" kube-apiserver 0
+    stop_pid "$(cat "$d/apiserver.pid")" "$d/pki/server.crt" 0
     start_apiserver "$d" ;;
   apply-crds) d=$(env_dir "${2:-}"); apply_crds "$d" ;;
   *) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;

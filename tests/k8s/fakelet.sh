@@ -223,9 +223,9 @@ pod_status_body() {
                                      containerID: ("fakelet://" + $id + "/" + .name)}} end)}]}}' <<<"$1"
 }
 
-set_pod_phase() {
-  local ns="$1" name="$2" phase="$3" code="${4:-1}" pod
-  pod=$(api GET "/api/v1/namespaces/$ns/pods/$name") || return 1
+set_pod_phase() { # NS NAME PHASE [EXITCODE [POD_JSON (saves a GET)]]
+  local ns="$1" name="$2" phase="$3" code="${4:-1}" pod="${5:-}"
+  [ -n "$pod" ] || pod=$(api GET "/api/v1/namespaces/$ns/pods/$name") || return 1
   if [ "$(jq -r '.spec.nodeName // ""' <<<"$pod")" = "" ]; then
     log "pod $ns/$name is not bound to a node; a kubelet would not run it"; return 1
   fi
@@ -273,11 +273,10 @@ cmd_auto_run() {
   ready=$(api GET /api/v1/nodes | jq -c '[.items[] | select(any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .metadata.name]')
   while IFS= read -r p; do
     [ -n "$p" ] || continue
-    set_pod_phase "${p%%/*}" "${p#*/}" Running || true
-  done < <(api GET "$(pods_path "$ns")" | jq -r --argjson ready "$ready" '.items[]
+    set_pod_phase "$(jq -r .metadata.namespace <<<"$p")" "$(jq -r .metadata.name <<<"$p")" Running 1 "$p" || true
+  done < <(api GET "$(pods_path "$ns")" | jq -c --argjson ready "$ready" '.items[]
       | select(.metadata.deletionTimestamp == null and (.status.phase // "Pending") == "Pending"
-               and (.spec.nodeName // "") != "" and (.spec.nodeName as $n | $ready | index($n)))
-      | .metadata.namespace + "/" + .metadata.name')
+               and (.spec.nodeName // "") != "" and (.spec.nodeName as $n | $ready | index($n)))')
 }
 
 cmd_loop() {
