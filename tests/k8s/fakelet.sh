@@ -195,8 +195,14 @@ pod_names() {
 }
 
 # pod_status_body POD_JSON PHASE EXITCODE — the status a kubelet would report.
-pod_status_body() {
-  jq -c --arg phase "$2" --arg t "$(now)" --argjson code "${3:-0}" '
+pod_status_body() { pod_status_jq "$2" "${3:-0}" <<<"$1"; }
+# pod_status_body_stream PHASE — pods on stdin, "NS/NAME<TAB>BODY" lines out.
+pod_status_body_stream() {
+  pod_status_jq "$1" 0 '(.metadata.namespace + "/" + .metadata.name) as $key | ' ' | $key + "\t" + tojson' -r
+}
+# pod_status_jq PHASE EXITCODE [PREFIX SUFFIX FLAG] — jq filter over pod objects on stdin.
+pod_status_jq() {
+  jq -c ${5:-} --arg phase "$1" --arg t "$(now)" --argjson code "$2" "${3:-}"'
     (.spec.nodeName) as $node
     | (.metadata.namespace + "/" + .metadata.name) as $id
     | ($phase == "Running") as $run
@@ -220,7 +226,7 @@ pod_status_body() {
                   else {terminated: {exitCode: (if $phase == "Succeeded" then 0 else $code end),
                                      reason: (if $phase == "Succeeded" then "Completed" else "Error" end),
                                      startedAt: $t, finishedAt: $t,
-                                     containerID: ("fakelet://" + $id + "/" + .name)}} end)}]}}' <<<"$1"
+                                     containerID: ("fakelet://" + $id + "/" + .name)}} end)}]}}'"${4:-}"
 }
 
 set_pod_phase() { # NS NAME PHASE [EXITCODE [POD_JSON (saves a GET)]]
@@ -271,12 +277,16 @@ cmd_finish_deletes() {
 cmd_auto_run() {
   local ns="${1:-}" ready p
   ready=$(api GET /api/v1/nodes | jq -c '[.items[] | select(any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .metadata.name]')
-  while IFS= read -r p; do
+  # One jq pass computes every status body; then one PATCH per pod.
+  while IFS=$'\t' read -r p body; do
     [ -n "$p" ] || continue
-    set_pod_phase "$(jq -r .metadata.namespace <<<"$p")" "$(jq -r .metadata.name <<<"$p")" Running 1 "$p" || true
+    if api PATCH "/api/v1/namespaces/${p%%/*}/pods/${p#*/}/status" "$body" "$MERGE" >/dev/null; then
+      log "pod $p Running"
+    fi
   done < <(api GET "$(pods_path "$ns")" | jq -c --argjson ready "$ready" '.items[]
       | select(.metadata.deletionTimestamp == null and (.status.phase // "Pending") == "Pending"
-               and (.spec.nodeName // "") != "" and (.spec.nodeName as $n | $ready | index($n)))')
+               and (.spec.nodeName // "") != "" and (.spec.nodeName as $n | $ready | index($n)))' \
+    | pod_status_body_stream Running)
 }
 
 cmd_loop() {
