@@ -22,6 +22,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
+.SECONDARY:
 .PHONY: all deps run test unit asan integration fuzz bench clean
 all: deps $(BUILD)/gangq $(UNIT_BIN) $(TOOL_BIN)
 
