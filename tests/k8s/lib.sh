@@ -113,6 +113,9 @@ gq_cleanup() {
   exit $rc
 }
 trap gq_cleanup EXIT
+# Turn signals (run.sh's timeout sends SIGTERM) into an exit, so gq_cleanup runs.
+trap 'echo "  FAIL: interrupted (signal)" >&2; exit 143' TERM
+trap 'exit 130' INT
 
 wait_for() {
   local timeout="$1" desc="$2"; shift 2
