@@ -1,0 +1,1227 @@
+/*
+ * Unit tests for controller/kube: kubeconfig and in-cluster config, the watch
+ * line cutter, backoff, watch event decoding, the cache relist diff, paths,
+ * time formats, Event building — and the curl-multi/libev plumbing against a
+ * scripted loopback HTTP server (a forked process on 127.0.0.1): a paginated
+ * list, watch events split across chunks, a 410 ERROR event mid-watch, 429
+ * with Retry-After, a stalled stream, an HTTP 410, writers' methods and
+ * content types, 409 -> GQ_ECONFLICT, and Lease election.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ev.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube.h"
+#include "kube_int.h"
+#include "log.h"
+
+/* ------------------------------------------------------------ fixtures */
+
+static char tmpdir[256];
+
+static void write_file(const char *name, const char *text)
+{
+    char p[512];
+    FILE *f;
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup_tmp(void **st)
+{
+    (void)st;
+    gq_strlcpy(tmpdir, "/tmp/gq-kube-test-XXXXXX", sizeof tmpdir);
+    if (!mkdtemp(tmpdir))
+        return -1;
+    return 0;
+}
+
+static int teardown_tmp(void **st)
+{
+    char cmd[300];
+    (void)st;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* "-----BEGIN CERTIFICATE-----\nAAA\n" base64 */
+#define PEM_TEXT "-----BEGIN CERTIFICATE-----\nAAA\n"
+#define PEM_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkFBQQo="
+
+static const char *KC_INLINE =
+    "apiVersion: v1\n"
+    "kind: Config\n"
+    "current-context: dev\n"
+    "clusters:\n"
+    "- name: c1\n"
+    "  cluster:\n"
+    "    server: https://127.0.0.1:6443/\n"
+    "    certificate-authority-data: " PEM_B64 "\n"
+    "- name: c2\n"
+    "  cluster:\n"
+    "    server: https://10.0.0.1:443\n"
+    "    certificate-authority: ca.crt\n"
+    "contexts:\n"
+    "- name: dev\n"
+    "  context: {cluster: c1, user: u1, namespace: team-a}\n"
+    "- name: prod\n"
+    "  context: {cluster: c2, user: u2}\n"
+    "users:\n"
+    "- name: u1\n"
+    "  user:\n"
+    "    token: abc123\n"
+    "    client-certificate-data: " PEM_B64 "\n"
+    "    client-key-data: " PEM_B64 "\n"
+    "- name: u2\n"
+    "  user:\n"
+    "    tokenFile: tok\n"
+    "    client-certificate: /abs/cert.pem\n"
+    "    client-key: keys/key.pem\n";
+
+static void test_kubeconfig_inline(void **st)
+{
+    struct kube_config cfg;
+    char err[256];
+    (void)st;
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, KC_INLINE, strlen(KC_INLINE), "kc",
+                                                  "/base", NULL, err, sizeof err),
+                     0);
+    assert_string_equal(cfg.server, "https://127.0.0.1:6443"); /* trailing slash cut */
+    assert_string_equal(cfg.context, "dev");
+    assert_string_equal(cfg.namespace_, "team-a");
+    assert_string_equal(cfg.token, "abc123");
+    assert_null(cfg.ca_file);
+    assert_int_equal(cfg.ca_data_len, strlen(PEM_TEXT));
+    assert_memory_equal(cfg.ca_data, PEM_TEXT, cfg.ca_data_len);
+    assert_memory_equal(cfg.cert_data, PEM_TEXT, cfg.cert_data_len);
+    assert_memory_equal(cfg.key_data, PEM_TEXT, cfg.key_data_len);
+    assert_null(cfg.cert_file);
+    kube_config_release(&cfg);
+}
+
+static void test_kubeconfig_files(void **st)
+{
+    struct kube_config cfg;
+    char err[256], path[512];
+    (void)st;
+    write_file("kubeconfig", KC_INLINE);
+    write_file("tok", "tok-from-file\n");
+    snprintf(path, sizeof path, "%s/kubeconfig", tmpdir);
+    assert_int_equal(kube_config_load_kubeconfig(&cfg, path, "prod", err, sizeof err), 0);
+    assert_string_equal(cfg.server, "https://10.0.0.1:443");
+    assert_string_equal(cfg.namespace_, "default");
+    assert_string_equal(cfg.token, "tok-from-file"); /* newline trimmed */
+    {
+        char want[512];
+        snprintf(want, sizeof want, "%s/ca.crt", tmpdir);
+        assert_string_equal(cfg.ca_file, want);
+        snprintf(want, sizeof want, "%s/tok", tmpdir);
+        assert_string_equal(cfg.token_file, want);
+        snprintf(want, sizeof want, "%s/keys/key.pem", tmpdir);
+        assert_string_equal(cfg.key_file, want);
+    }
+    assert_string_equal(cfg.cert_file, "/abs/cert.pem");
+    assert_null(cfg.ca_data);
+    kube_config_release(&cfg);
+
+    /* unknown context */
+    assert_int_equal(kube_config_load_kubeconfig(&cfg, path, "nope", err, sizeof err),
+                     GQ_EINVAL);
+    assert_non_null(strstr(err, "nope"));
+    assert_non_null(strstr(err, path));
+    /* missing file */
+    assert_int_equal(kube_config_load_kubeconfig(&cfg, "/nonexistent/kc", NULL, err, sizeof err),
+                     GQ_ENOTFOUND);
+    assert_non_null(strstr(err, "/nonexistent/kc"));
+}
+
+static void test_kubeconfig_errors(void **st)
+{
+    struct kube_config cfg;
+    char err[256];
+    static const char *no_server = "current-context: a\n"
+                                   "contexts: [{name: a, context: {cluster: c}}]\n"
+                                   "clusters: [{name: c, cluster: {certificate-authority: x}}]\n";
+    static const char *no_ca = "current-context: a\n"
+                               "contexts: [{name: a, context: {cluster: c}}]\n"
+                               "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n";
+    static const char *no_cur = "contexts: []\n";
+    static const char *half_cert =
+        "current-context: a\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+        "clusters: [{name: c, cluster: {server: 'http://h:1'}}]\n"
+        "users: [{name: u, user: {client-certificate-data: " PEM_B64 "}}]\n";
+    static const char *bad_yaml = "a: [1, 2\n";
+    (void)st;
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, no_server, strlen(no_server), "f1.yaml",
+                                                  NULL, NULL, err, sizeof err),
+                     GQ_EINVAL);
+    assert_non_null(strstr(err, "f1.yaml"));
+    assert_non_null(strstr(err, "server"));
+    assert_null(cfg.server); /* released */
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, no_ca, strlen(no_ca), "f2", NULL, NULL,
+                                                  err, sizeof err),
+                     GQ_EINVAL);
+    assert_non_null(strstr(err, "certificate-authority"));
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, no_cur, strlen(no_cur), "f3", NULL, NULL,
+                                                  err, sizeof err),
+                     GQ_EINVAL);
+    assert_non_null(strstr(err, "current-context"));
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, half_cert, strlen(half_cert), "f4", NULL,
+                                                  NULL, err, sizeof err),
+                     GQ_EINVAL);
+    assert_non_null(strstr(err, "client key"));
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, bad_yaml, strlen(bad_yaml), "f5", NULL,
+                                                  NULL, err, sizeof err),
+                     GQ_EPARSE);
+    assert_non_null(strstr(err, "f5"));
+}
+
+static void test_incluster(void **st)
+{
+    struct kube_config cfg;
+    struct kube_incluster_paths p = {0};
+    char err[256], tok[512], ca[512], ns[512];
+    (void)st;
+    write_file("sa-token", "sa-tok\n");
+    write_file("sa-ca", PEM_TEXT);
+    write_file("sa-ns", "gangq-system\n");
+    snprintf(tok, sizeof tok, "%s/sa-token", tmpdir);
+    snprintf(ca, sizeof ca, "%s/sa-ca", tmpdir);
+    snprintf(ns, sizeof ns, "%s/sa-ns", tmpdir);
+    p.host = "10.96.0.1";
+    p.port = "443";
+    p.token_file = tok;
+    p.ca_file = ca;
+    p.namespace_file = ns;
+    assert_int_equal(kube_config_load_incluster(&cfg, &p, err, sizeof err), 0);
+    assert_string_equal(cfg.server, "https://10.96.0.1:443");
+    assert_string_equal(cfg.token, "sa-tok");
+    assert_string_equal(cfg.token_file, tok);
+    assert_string_equal(cfg.namespace_, "gangq-system");
+    kube_config_release(&cfg);
+    p.host = "fd00::1";
+    assert_int_equal(kube_config_load_incluster(&cfg, &p, err, sizeof err), 0);
+    assert_string_equal(cfg.server, "https://[fd00::1]:443");
+    kube_config_release(&cfg);
+    /* no host: error */
+    p.host = "";
+    assert_int_equal(kube_config_load_incluster(&cfg, &p, err, sizeof err), GQ_ENOTFOUND);
+    assert_non_null(strstr(err, "KUBERNETES_SERVICE_HOST"));
+    /* missing token */
+    p.host = "h";
+    p.token_file = "/nonexistent/token";
+    assert_int_equal(kube_config_load_incluster(&cfg, &p, err, sizeof err), GQ_ENOTFOUND);
+    assert_non_null(strstr(err, "/nonexistent/token"));
+}
+
+/* ---------------------------------------------------------- line cutter */
+
+struct linelog {
+    char lines[16][64];
+    int n;
+    int stop_at; /* return 7 on this line index (-1 never) */
+};
+
+static int line_cb(const char *line, size_t len, void *ud)
+{
+    struct linelog *l = ud;
+    assert_true(l->n < 16);
+    assert_true(len < 64);
+    memcpy(l->lines[l->n], line, len);
+    l->lines[l->n][len] = '\0';
+    return l->n++ == l->stop_at ? 7 : 0;
+}
+
+static void test_lines(void **st)
+{
+    struct kube_lines lc;
+    struct linelog log = {.stop_at = -1};
+    (void)st;
+    kube_lines_init(&lc, 10);
+    /* partial chunks */
+    assert_int_equal(kube_lines_feed(&lc, "ab", 2, line_cb, &log), 0);
+    assert_int_equal(log.n, 0);
+    assert_int_equal(kube_lines_feed(&lc, "c\nde", 4, line_cb, &log), 0);
+    assert_int_equal(log.n, 1);
+    assert_string_equal(log.lines[0], "abc");
+    /* several lines in one chunk, CRLF, empty line skipped */
+    assert_int_equal(kube_lines_feed(&lc, "f\r\n\nghi\njk", 10, line_cb, &log), 0);
+    assert_int_equal(log.n, 3);
+    assert_string_equal(log.lines[1], "def");
+    assert_string_equal(log.lines[2], "ghi");
+    /* exactly max (10) is fine: "jk" + 8 */
+    assert_int_equal(kube_lines_feed(&lc, "12345678\n", 9, line_cb, &log), 0);
+    assert_string_equal(log.lines[3], "jk12345678");
+    /* one over the maximum: in one chunk, and across chunks */
+    assert_int_equal(kube_lines_feed(&lc, "12345678901\n", 12, line_cb, &log), GQ_ELIMIT);
+    assert_int_equal(kube_lines_feed(&lc, "123456", 6, line_cb, &log), 0);
+    assert_int_equal(kube_lines_feed(&lc, "78901", 5, line_cb, &log), GQ_ELIMIT);
+    assert_int_equal(log.n, 4);
+    /* buffer was reset: a fresh line works */
+    assert_int_equal(kube_lines_feed(&lc, "ok\n", 3, line_cb, &log), 0);
+    assert_string_equal(log.lines[4], "ok");
+    /* callback stop code propagates and stops further lines */
+    log.stop_at = 5;
+    assert_int_equal(kube_lines_feed(&lc, "x\ny\n", 4, line_cb, &log), 7);
+    assert_int_equal(log.n, 6);
+    assert_string_equal(log.lines[5], "x");
+    kube_lines_release(&lc);
+}
+
+/* --------------------------------------------------------------- backoff */
+
+static void test_backoff(void **st)
+{
+    struct kube_backoff b;
+    double want = 0.5;
+    (void)st;
+    kube_backoff_init(&b, 0.5, 8, 12345);
+    for (int i = 0; i < 10; i++) {
+        double d = kube_backoff_next(&b, -1);
+        double lo = GQ_MIN(want, 8), hi = GQ_MIN(want * 1.5, 8);
+        assert_true(d >= lo - 1e-9);
+        assert_true(d <= hi + 1e-9);
+        want *= 2;
+    }
+    /* jitter actually varies */
+    {
+        double seen_lo = 1e9, seen_hi = 0;
+        for (int i = 0; i < 200; i++) {
+            kube_backoff_reset(&b);
+            double d = kube_backoff_next(&b, -1);
+            seen_lo = GQ_MIN(seen_lo, d);
+            seen_hi = GQ_MAX(seen_hi, d);
+        }
+        assert_true(seen_lo < 0.55);
+        assert_true(seen_hi > 0.7);
+    }
+    /* Retry-After wins when longer, even over the cap */
+    kube_backoff_reset(&b);
+    assert_true(kube_backoff_next(&b, 3) >= 3.0);
+    assert_true(kube_backoff_next(&b, 30) >= 30.0);
+    kube_backoff_reset(&b);
+    assert_true(kube_backoff_next(&b, 0) <= 0.75 + 1e-9);
+    /* header parsing */
+    assert_true(kube_parse_retry_after(" 7\r\n") == 7.0);
+    assert_true(kube_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") < 0);
+    assert_true(kube_parse_retry_after(NULL) < 0);
+}
+
+/* ---------------------------------------------------------- watch events */
+
+static void test_watch_events(void **st)
+{
+    struct kube_watch_event ev;
+    char err[200];
+    const char *l;
+    (void)st;
+    l = "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+        "\"namespace\":\"n\",\"resourceVersion\":\"17\"}}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), 0);
+    assert_int_equal(ev.type, KUBE_EV_ADDED);
+    assert_string_equal(ev.resource_version, "17");
+    assert_string_equal(cJSON_GetObjectItem(ev.object, "kind")->valuestring, "Pod");
+    kube_watch_event_release(&ev);
+    l = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"p\",\"resourceVersion\":"
+        "\"18\"}}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), 0);
+    assert_int_equal(ev.type, KUBE_EV_MODIFIED);
+    kube_watch_event_release(&ev);
+    l = "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"p\",\"resourceVersion\":"
+        "\"19\"}}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), 0);
+    assert_int_equal(ev.type, KUBE_EV_DELETED);
+    kube_watch_event_release(&ev);
+    l = "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":"
+        "\"250\"}}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), 0);
+    assert_int_equal(ev.type, KUBE_EV_BOOKMARK);
+    assert_string_equal(ev.resource_version, "250");
+    kube_watch_event_release(&ev);
+    l = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+        "\"too old resource version: 1 (5)\",\"reason\":\"Expired\",\"code\":410}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), 0);
+    assert_int_equal(ev.type, KUBE_EV_ERROR);
+    assert_int_equal(ev.code, 410);
+    kube_watch_event_release(&ev);
+    /* errors */
+    l = "{\"type\":\"BOOKMARK\",\"object\":{}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), GQ_EPARSE);
+    assert_non_null(strstr(err, "resourceVersion"));
+    l = "{\"type\":\"WHAT\",\"object\":{}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), GQ_EPARSE);
+    l = "{\"type\":\"ADDED\"}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), GQ_EPARSE);
+    assert_non_null(strstr(err, "object"));
+    l = "{\"type\":\"ADDED\",\"object\":{}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), GQ_EPARSE);
+    assert_null(ev.object);
+}
+
+/* ----------------------------------------------------------------- cache */
+
+struct evlog {
+    char s[64][80];
+    int n;
+};
+
+static void evlog_cb(enum kube_event_type t, const cJSON *old_obj, const cJSON *new_obj, void *ud)
+{
+    struct evlog *l = ud;
+    char ko[24] = "-", kn[24] = "-";
+    const cJSON *md;
+    if (old_obj)
+        kube_object_key(old_obj, ko, sizeof ko);
+    if (new_obj)
+        kube_object_key(new_obj, kn, sizeof kn);
+    md = cJSON_GetObjectItem(new_obj ? new_obj : old_obj, "metadata");
+    assert_true(l->n < 64);
+    snprintf(l->s[l->n++], sizeof l->s[0], "%.10s %.23s %.23s rv=%.10s", kube_event_type_name(t), ko, kn,
+             cJSON_GetObjectItem(md, "resourceVersion")
+                 ? cJSON_GetObjectItem(md, "resourceVersion")->valuestring
+                 : "?");
+}
+
+static cJSON *obj(const char *ns, const char *name, const char *rv)
+{
+    cJSON *o = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(o, "metadata");
+    if (ns)
+        cJSON_AddStringToObject(md, "namespace", ns);
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "resourceVersion", rv);
+    return o;
+}
+
+static int evlog_has(const struct evlog *l, const char *s)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->s[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_cache_relist_diff(void **st)
+{
+    struct kube_cache *c = kube_cache_new();
+    struct evlog log = {0};
+    cJSON *items;
+    (void)st;
+    assert_non_null(c);
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_ADDED, obj("ns", "a", "1"), evlog_cb, &log), 0);
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_ADDED, obj("ns", "b", "2"), evlog_cb, &log), 0);
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_ADDED, obj(NULL, "node1", "3"), evlog_cb, &log),
+                     0);
+    assert_int_equal(kube_cache_count(c), 3);
+    assert_string_equal(log.s[2], "ADDED - node1 rv=3");
+    /* MODIFIED of a known key, ADDED of a known key (reported as MODIFIED) */
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_MODIFIED, obj("ns", "a", "4"), evlog_cb, &log),
+                     0);
+    assert_string_equal(log.s[3], "MODIFIED ns/a ns/a rv=4");
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_ADDED, obj("ns", "a", "5"), evlog_cb, &log), 0);
+    assert_string_equal(log.s[4], "MODIFIED ns/a ns/a rv=5");
+    /* DELETED of an unknown key: silent */
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_DELETED, obj("ns", "zz", "6"), evlog_cb, &log),
+                     0);
+    assert_int_equal(log.n, 5);
+    assert_non_null(kube_cache_get(c, "ns", "b"));
+    assert_non_null(kube_cache_get(c, NULL, "node1"));
+    assert_null(kube_cache_get(c, "other", "b"));
+
+    /* relist: a unchanged (rv 5), b changed, node1 gone, c new */
+    log.n = 0;
+    items = cJSON_CreateArray();
+    cJSON_AddItemToArray(items, obj("ns", "a", "5"));
+    cJSON_AddItemToArray(items, obj("ns", "b", "9"));
+    cJSON_AddItemToArray(items, obj("ns", "c", "10"));
+    assert_int_equal(kube_cache_replace(c, items, evlog_cb, &log), 0);
+    assert_int_equal(log.n, 3);
+    assert_true(evlog_has(&log, "MODIFIED ns/b ns/b rv=9"));
+    assert_true(evlog_has(&log, "ADDED - ns/c rv=10"));
+    assert_true(evlog_has(&log, "DELETED node1 node1 rv=3"));
+    assert_int_equal(kube_cache_count(c), 3);
+    assert_null(kube_cache_get(c, NULL, "node1"));
+    /* many objects: table growth keeps everything reachable */
+    items = cJSON_CreateArray();
+    for (int i = 0; i < 1000; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "o%d", i);
+        cJSON_AddItemToArray(items, obj("big", n, "1"));
+    }
+    assert_int_equal(kube_cache_replace(c, items, NULL, NULL), 0);
+    assert_int_equal(kube_cache_count(c), 1000);
+    assert_non_null(kube_cache_get(c, "big", "o777"));
+    assert_null(kube_cache_get(c, "ns", "a"));
+    /* an object without a name is refused */
+    assert_int_equal(kube_cache_apply(c, KUBE_EV_ADDED, cJSON_CreateObject(), NULL, NULL),
+                     GQ_EINVAL);
+    kube_cache_free(c);
+    kube_cache_free(NULL);
+}
+
+/* ------------------------------------------------------ paths, time, event */
+
+static void test_path_time_event(void **st)
+{
+    char p[128], ts[40];
+    double w;
+    cJSON *ev;
+    struct kube_objref ref = {"gangq.io/v1alpha1", "GPUJob", "team-a", "job1", "uid-1", "42"};
+    (void)st;
+    assert_int_equal(kube_path(p, sizeof p, "/apis/gangq.io/v1alpha1", "team-a", "gpujobs",
+                               "job1", "status"),
+                     0);
+    assert_string_equal(p, "/apis/gangq.io/v1alpha1/namespaces/team-a/gpujobs/job1/status");
+    assert_int_equal(kube_path(p, sizeof p, "/api/v1", NULL, "nodes", NULL, NULL), 0);
+    assert_string_equal(p, "/api/v1/nodes");
+    assert_int_equal(kube_path(p, sizeof p, "/api/v1", "a/b", "pods", NULL, NULL), GQ_EINVAL);
+    assert_int_equal(kube_path(p, sizeof p, "/api/v1", "ns", "pods", "x?y", NULL), GQ_EINVAL);
+    assert_int_equal(kube_path(p, 10, "/api/v1", "ns", "pods", NULL, NULL), GQ_ELIMIT);
+
+    assert_int_equal(kube_time_format_micro(1136214245.5, ts, sizeof ts), 0);
+    assert_string_equal(ts, "2006-01-02T15:04:05.500000Z");
+    assert_int_equal(kube_time_parse("2006-01-02T15:04:05.500000Z", &w), 0);
+    assert_true(w > 1136214245.49 && w < 1136214245.51);
+    assert_int_equal(kube_time_parse("2006-01-02T17:04:05+02:00", &w), 0);
+    assert_true(w == 1136214245.0);
+    assert_int_equal(kube_time_parse("2006-01-02 15:04:05", &w), GQ_EINVAL);
+
+    ev = kube_event_build(&ref, "Warning", "Preempted", "made room for team-b/big", "ctl-0",
+                          1136214245.0);
+    assert_non_null(ev);
+    assert_string_equal(cJSON_GetObjectItem(ev, "reason")->valuestring, "Preempted");
+    assert_string_equal(cJSON_GetObjectItem(ev, "type")->valuestring, "Warning");
+    assert_string_equal(cJSON_GetObjectItem(ev, "reportingComponent")->valuestring,
+                        "gangq.io/controller");
+    assert_string_equal(cJSON_GetObjectItem(ev, "eventTime")->valuestring,
+                        "2006-01-02T15:04:05.000000Z");
+    assert_string_equal(cJSON_GetObjectItem(ev, "firstTimestamp")->valuestring,
+                        "2006-01-02T15:04:05Z");
+    {
+        cJSON *io = cJSON_GetObjectItem(ev, "involvedObject");
+        cJSON *md = cJSON_GetObjectItem(ev, "metadata");
+        assert_string_equal(cJSON_GetObjectItem(io, "uid")->valuestring, "uid-1");
+        assert_string_equal(cJSON_GetObjectItem(io, "kind")->valuestring, "GPUJob");
+        assert_string_equal(cJSON_GetObjectItem(md, "namespace")->valuestring, "team-a");
+        assert_true(strncmp(cJSON_GetObjectItem(md, "name")->valuestring, "job1.", 5) == 0);
+    }
+    cJSON_Delete(ev);
+}
+
+/* ------------------------------------------- scripted loopback HTTP server */
+
+struct step {
+    int status;
+    const char *headers;   /* extra header lines, each ending in \r\n */
+    const char *chunks[6]; /* body pieces, written with a pause between */
+    int pause_ms;          /* between chunks */
+    int hold_ms;           /* keep the connection open after the body */
+};
+
+struct server {
+    pid_t pid;
+    int port;
+    char log[512];
+};
+
+static void msleep(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static const char *find_header(const char *req, const char *name, char *out, size_t outlen)
+{
+    const char *p = strcasestr(req, name);
+    size_t n = 0;
+    out[0] = '\0';
+    if (!p)
+        return out;
+    p += strlen(name);
+    while (*p == ' ')
+        p++;
+    while (p[n] && p[n] != '\r' && n + 1 < outlen)
+        n++;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* Handle connection i per steps[i]: log "i t METHOD PATH|ctype|auth|body". */
+static void serve_conn(int fd, int i, const struct step *s, const char *logpath)
+{
+    char req[65536], ct[128], auth[128], line[2048];
+    size_t n = 0;
+    long clen = 0;
+    char *hend = NULL;
+    FILE *lf;
+    struct timespec now;
+    while (n + 1 < sizeof req) {
+        ssize_t r = read(fd, req + n, sizeof req - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        req[n] = '\0';
+        if (!hend && (hend = strstr(req, "\r\n\r\n")) != NULL) {
+            char cl[32];
+            find_header(req, "Content-Length:", cl, sizeof cl);
+            clen = cl[0] ? strtol(cl, NULL, 10) : 0;
+        }
+        if (hend && (long)(n - (size_t)(hend + 4 - req)) >= clen)
+            break;
+    }
+    req[n] = '\0';
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    find_header(req, "Content-Type:", ct, sizeof ct);
+    find_header(req, "Authorization:", auth, sizeof auth);
+    {
+        char *sp = strstr(req, " HTTP/");
+        if (sp)
+            *sp = '\0';
+    }
+    lf = fopen(logpath, "a");
+    if (lf) {
+        /* one write per record: the log is shared by concurrent handlers */
+        setvbuf(lf, NULL, _IOFBF, 1 << 17);
+        fprintf(lf, "%d %.3f %s|%s|%s|%s\n", i, (double)now.tv_sec + now.tv_nsec / 1e9, req,
+                ct, auth, hend ? hend + 4 : "");
+        fclose(lf);
+    }
+    if (!s) {
+        static const char nf[] = "HTTP/1.1 503 No Script\r\nContent-Length: 0\r\nConnection: "
+                                 "close\r\n\r\n";
+        write_all(fd, nf, sizeof nf - 1);
+        return;
+    }
+    snprintf(line, sizeof line,
+             "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nConnection: close\r\n%s\r\n",
+             s->status, s->headers ? s->headers : "");
+    write_all(fd, line, strlen(line));
+    for (int k = 0; k < 6 && s->chunks[k]; k++) {
+        if (k > 0 && s->pause_ms)
+            msleep(s->pause_ms);
+        write_all(fd, s->chunks[k], strlen(s->chunks[k]));
+    }
+    if (s->hold_ms)
+        msleep(s->hold_ms);
+}
+
+static void server_start(struct server *srv, const struct step *steps, int nsteps)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    assert_true(lfd >= 0);
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(lfd, 16), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+    srv->port = ntohs(a.sin_port);
+    snprintf(srv->log, sizeof srv->log, "%s/server-%d.log", tmpdir, srv->port);
+    fflush(NULL);
+    srv->pid = fork();
+    assert_true(srv->pid >= 0);
+    if (srv->pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        /* die with the test process, and never hold its stdout/stderr pipes */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(0);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+            close(devnull);
+        }
+        signal(SIGCHLD, SIG_IGN); /* reap connection handlers automatically */
+        for (int i = 0;; i++) {
+            int fd = accept(lfd, NULL, NULL);
+            pid_t h;
+            if (fd < 0)
+                _exit(0);
+            h = fork();
+            if (h == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(lfd);
+                serve_conn(fd, i, i < nsteps ? &steps[i] : NULL, srv->log);
+                close(fd);
+                _exit(0);
+            }
+            close(fd);
+        }
+    }
+    close(lfd);
+}
+
+static void server_stop(struct server *srv)
+{
+    if (srv->pid > 0) {
+        kill(srv->pid, SIGKILL);
+        waitpid(srv->pid, NULL, 0);
+        srv->pid = 0;
+    }
+}
+
+/* Line i of the server log ("" when absent); returns its timestamp. */
+static double server_req(const struct server *srv, int i, char *out, size_t outlen)
+{
+    FILE *f = fopen(srv->log, "r");
+    char line[4096];
+    double t = -1;
+    out[0] = '\0';
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        int k;
+        double tt;
+        int off = 0;
+        if (sscanf(line, "%d %lf %n", &k, &tt, &off) >= 2 && k == i) {
+            size_t n = strlen(line + off);
+            if (n && line[off + n - 1] == '\n')
+                line[off + n - 1] = '\0';
+            gq_strlcpy(out, line + off, outlen);
+            t = tt;
+            break;
+        }
+    }
+    fclose(f);
+    return t;
+}
+
+static struct kube_client *client_for(struct ev_loop *loop, const struct server *srv,
+                                      const char *token)
+{
+    struct kube_config cfg;
+    struct kube_client_opts o = {0};
+    struct kube_client *c;
+    char url[64], err[200];
+    kube_config_init(&cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv->port);
+    cfg.server = url;
+    cfg.token = (char *)token;
+    o.log_level = GQ_LOG_ERROR + 1; /* quiet */
+    o.request_timeout_ms = 5000;
+    c = kube_client_new(loop, &cfg, &o, err, sizeof err);
+    assert_non_null(c);
+    return c;
+}
+
+/* Run the loop until *flag, cond(ud) or the deadline (seconds). */
+struct waiter {
+    int *flag;
+    int (*cond)(void *);
+    void *ud;
+};
+static void poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct waiter *wt = w->data;
+    (void)revents;
+    if ((wt->flag && *wt->flag) || (wt->cond && wt->cond(wt->ud)))
+        ev_break(loop, EVBREAK_ALL);
+}
+static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)w;
+    (void)revents;
+    ev_break(loop, EVBREAK_ALL);
+}
+static void run_until(struct ev_loop *loop, int *flag, int (*cond)(void *), void *ud,
+                      double deadline)
+{
+    struct waiter wt = {flag, cond, ud};
+    ev_timer poll, dl;
+    ev_now_update(loop);
+    ev_timer_init(&poll, poll_cb, 0.01, 0.01);
+    poll.data = &wt;
+    ev_timer_start(loop, &poll);
+    ev_timer_init(&dl, deadline_cb, deadline, 0.);
+    ev_timer_start(loop, &dl);
+    ev_run(loop, 0);
+    ev_timer_stop(loop, &poll);
+    ev_timer_stop(loop, &dl);
+}
+
+/* ------------------------------------------------------- writers / client */
+
+struct result {
+    int done;
+    int rc;
+    long status;
+    double retry_after;
+    char body[512];
+};
+
+static void result_cb(const struct kube_response *r, void *ud)
+{
+    struct result *res = ud;
+    res->done = 1;
+    res->rc = r->rc;
+    res->status = r->status;
+    res->retry_after = r->retry_after;
+    gq_strlcpy(res->body, r->body, sizeof res->body);
+}
+
+static void test_client_writers(void **st)
+{
+    static const struct step steps[] = {
+        {201, NULL, {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\"}}"}, 0, 0},
+        {409, NULL, {"{\"kind\":\"Status\",\"code\":409,\"message\":\"the object has been modified\"}"}, 0, 0},
+        {200, NULL, {"{}"}, 0, 0},
+        {200, NULL, {"{}"}, 0, 0},
+        {200, NULL, {"{}"}, 0, 0},
+        {429, "Retry-After: 3\r\n", {"{}"}, 0, 0},
+        {404, NULL, {"{}"}, 0, 0},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct result r[7];
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"p1\"}}");
+    cJSON *ops = cJSON_Parse("[{\"op\":\"replace\",\"path\":\"/spec/x\",\"value\":1}]");
+    char line[4096];
+    (void)st;
+    memset(r, 0, sizeof r);
+    server_start(&srv, steps, 7);
+    c = client_for(loop, &srv, "sekret");
+    /* one at a time so the server's connection order matches */
+    assert_int_equal(kube_create(c, "/api/v1/namespaces/ns/pods", o, result_cb, &r[0]), 0);
+    run_until(loop, &r[0].done, NULL, NULL, 5);
+    assert_int_equal(kube_patch_merge(c, "/api/v1/namespaces/ns/pods/p1", o, result_cb, &r[1]),
+                     0);
+    run_until(loop, &r[1].done, NULL, NULL, 5);
+    assert_int_equal(kube_patch_json(c, "/api/v1/namespaces/ns/pods/p1", ops, result_cb, &r[2]),
+                     0);
+    run_until(loop, &r[2].done, NULL, NULL, 5);
+    assert_int_equal(kube_patch_status(c, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j", o,
+                                       result_cb, &r[3]),
+                     0);
+    run_until(loop, &r[3].done, NULL, NULL, 5);
+    assert_int_equal(kube_delete(c, "/api/v1/namespaces/ns/pods/p1", 30, "uid-9", result_cb, &r[4]),
+                     0);
+    run_until(loop, &r[4].done, NULL, NULL, 5);
+    assert_int_equal(kube_get(c, "/api/v1/nodes", result_cb, &r[5]), 0);
+    run_until(loop, &r[5].done, NULL, NULL, 5);
+    assert_int_equal(kube_get(c, "/api/v1/nodes/x", result_cb, &r[6]), 0);
+    run_until(loop, &r[6].done, NULL, NULL, 5);
+    for (int i = 0; i < 7; i++)
+        assert_true(r[i].done);
+    assert_int_equal(r[0].rc, 0);
+    assert_int_equal(r[0].status, 201);
+    assert_non_null(strstr(r[0].body, "p1"));
+    assert_int_equal(r[1].rc, GQ_ECONFLICT);
+    assert_int_equal(r[2].rc, 0);
+    assert_int_equal(r[5].rc, GQ_EBUSY);
+    assert_true(r[5].retry_after == 3.0);
+    assert_int_equal(r[6].rc, GQ_ENOTFOUND);
+    /* what went over the wire */
+    server_req(&srv, 0, line, sizeof line);
+    assert_non_null(strstr(line, "POST /api/v1/namespaces/ns/pods|application/json|Bearer sekret|"));
+    server_req(&srv, 1, line, sizeof line);
+    assert_non_null(strstr(line, "PATCH /api/v1/namespaces/ns/pods/p1|application/merge-patch+json|"));
+    server_req(&srv, 2, line, sizeof line);
+    assert_non_null(strstr(line, "PATCH /api/v1/namespaces/ns/pods/p1|application/json-patch+json|"));
+    assert_non_null(strstr(line, "\"op\":\"replace\""));
+    server_req(&srv, 3, line, sizeof line);
+    assert_non_null(
+        strstr(line, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j/status|application/merge-patch+json|"));
+    server_req(&srv, 4, line, sizeof line);
+    assert_non_null(strstr(line, "DELETE /api/v1/namespaces/ns/pods/p1|"));
+    assert_non_null(strstr(line, "\"gracePeriodSeconds\":30"));
+    assert_non_null(strstr(line, "\"preconditions\":{\"uid\":\"uid-9\"}"));
+    server_req(&srv, 5, line, sizeof line);
+    assert_non_null(strstr(line, "GET /api/v1/nodes|"));
+    assert_int_equal(kube_client_pending(c), 0);
+    cJSON_Delete(o);
+    cJSON_Delete(ops);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* A transport failure and cancellation from inside the callback. */
+static void cancel_self_cb(const struct kube_response *r, void *ud)
+{
+    struct kube_req **h = ud;
+    (void)r;
+    kube_req_cancel(*h); /* must be harmless: the request is finishing */
+    *h = NULL;
+}
+
+static void test_client_transport(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv = {0};
+    struct kube_client *c;
+    struct result r = {0};
+    struct kube_req *h = NULL;
+    int sock;
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    (void)st;
+    /* a port nobody listens on */
+    sock = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(sock, (struct sockaddr *)&a, sizeof a), 0);
+    getsockname(sock, (struct sockaddr *)&a, &al);
+    srv.port = ntohs(a.sin_port);
+    close(sock);
+    c = client_for(loop, &srv, NULL);
+    assert_int_equal(kube_get(c, "/api/v1/nodes", result_cb, &r), 0);
+    run_until(loop, &r.done, NULL, NULL, 5);
+    assert_true(r.done);
+    assert_int_equal(r.rc, GQ_EIO);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(kube_request_h(c, "GET", "/x", NULL, NULL, cancel_self_cb, &h, &h), 0);
+    assert_non_null(h);
+    run_until(loop, NULL, NULL, NULL, 0.5);
+    assert_null(h);
+    /* cancel before it runs: callback never called */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(kube_request_h(c, "GET", "/y", NULL, NULL, result_cb, &r, &h), 0);
+    kube_req_cancel(h);
+    run_until(loop, NULL, NULL, NULL, 0.3);
+    assert_false(r.done);
+    assert_int_equal(kube_client_pending(c), 0);
+    assert_int_equal(kube_request(c, "GET", "no-slash", NULL, NULL, result_cb, &r), GQ_EINVAL);
+    kube_client_free(c);
+    ev_loop_destroy(loop);
+}
+
+/* -------------------------------------------------------------- informer */
+
+#define POD(name, rv) "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}}"
+#define WEV(type, o) "{\"type\":\"" type "\",\"object\":" o "}\n"
+
+struct inf_ctx {
+    struct evlog log;
+    int synced;
+    struct kube_informer *inf;
+};
+
+static void inf_event(enum kube_event_type t, const cJSON *o, const cJSON *n, void *ud)
+{
+    struct inf_ctx *x = ud;
+    evlog_cb(t, o, n, &x->log);
+}
+
+static void inf_synced(void *ud)
+{
+    struct inf_ctx *x = ud;
+    x->synced++;
+}
+
+static int server_saw_10(void *ud)
+{
+    char line[4096];
+    return server_req(ud, 9, line, sizeof line) > 0;
+}
+
+static void test_informer_flow(void **st)
+{
+    static const struct step steps[] = {
+        /* 0: list page 1 */
+        {200, NULL,
+         {"{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"c1\",\"resourceVersion\":\"99\"},"
+          "\"items\":[" POD("a", "1") "," POD("b", "2") "]}"},
+         0, 0},
+        /* 1: list page 2 */
+        {200, NULL,
+         {"{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[" POD("c", "3") "]}"},
+         0, 0},
+        /* 2: watch: ADDED d split mid-line; MODIFIED a + BOOKMARK in one chunk; ERROR 410 */
+        {200, NULL,
+         {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"namespace\":\"ns\",",
+          "\"name\":\"d\",\"resourceVersion\":\"101\"}}}\n",
+          WEV("MODIFIED", POD("a", "102")) "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"105\"}}}\n",
+          "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}\n"},
+         50, 3000},
+        /* 3: relist: a unchanged, c unchanged, e new; b and d gone */
+        {200, NULL,
+         {"{\"metadata\":{\"resourceVersion\":\"200\"},\"items\":[" POD("a", "102") "," POD("c", "3") "," POD("e", "150") "]}"},
+         0, 0},
+        /* 4: watch: 429 Retry-After 1 */
+        {429, "Retry-After: 1\r\n", {"{\"kind\":\"Status\",\"code\":429}"}, 0, 0},
+        /* 5: watch: stalls (headers, then nothing) */
+        {200, NULL, {""}, 0, 4000},
+        /* 6: watch: HTTP 410 */
+        {410, NULL, {"{\"kind\":\"Status\",\"code\":410}"}, 0, 0},
+        /* 7: list */
+        {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[" POD("a", "102") "," POD("e", "150") "]}"}, 0, 0},
+        /* 8: watch: DELETED e, then the server closes normally */
+        {200, NULL, {WEV("DELETED", POD("e", "301"))}, 0, 1200},
+        /* 9: watch resumes from 301 and idles */
+        {200, NULL, {""}, 0, 3000},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct inf_ctx x;
+    struct kube_informer_opts o = {0};
+    struct kube_informer_stats s;
+    char err[200], line[4096];
+    double t4, t5;
+    (void)st;
+    memset(&x, 0, sizeof x);
+    server_start(&srv, steps, 10);
+    c = client_for(loop, &srv, "t");
+    o.path = "/api/v1/pods";
+    o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    o.list_limit = 2;
+    o.watch_timeout_min_s = 5;
+    o.watch_timeout_max_s = 9;
+    o.stall_s = 0.6;
+    o.backoff_base_s = 0.05;
+    o.backoff_max_s = 0.2;
+    o.seed = 42;
+    o.on_event = inf_event;
+    o.on_synced = inf_synced;
+    o.ud = &x;
+    x.inf = kube_informer_new(c, &o, err, sizeof err);
+    assert_non_null(x.inf);
+    assert_false(kube_informer_synced(x.inf));
+    assert_int_equal(kube_informer_start(x.inf), 0);
+    run_until(loop, NULL, server_saw_10, &srv, 12);
+    kube_informer_get_stats(x.inf, &s);
+    /* request sequence */
+    server_req(&srv, 0, line, sizeof line);
+    assert_non_null(strstr(line, "GET /api/v1/pods?limit=2&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed|"));
+    server_req(&srv, 1, line, sizeof line);
+    assert_non_null(strstr(line, "limit=2&continue=c1&"));
+    server_req(&srv, 2, line, sizeof line);
+    assert_non_null(strstr(line, "watch=1&allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds="));
+    server_req(&srv, 3, line, sizeof line);
+    assert_non_null(strstr(line, "GET /api/v1/pods?limit=2&field")); /* relist after ERROR 410 */
+    t4 = server_req(&srv, 4, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=200&"));
+    t5 = server_req(&srv, 5, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=200&")); /* after 429: same RV */
+    assert_true(t5 - t4 >= 0.95);                          /* honoured Retry-After: 1 */
+    server_req(&srv, 6, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=200&")); /* after the stall: same RV */
+    server_req(&srv, 7, line, sizeof line);
+    assert_non_null(strstr(line, "GET /api/v1/pods?limit=2&")); /* HTTP 410 -> relist */
+    server_req(&srv, 8, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=300&"));
+    server_req(&srv, 9, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=301&")); /* resumed from the last event */
+    {
+        const char *to = strstr(line, "timeoutSeconds=");
+        long v;
+        assert_non_null(to);
+        v = strtol(to + 15, NULL, 10);
+        assert_true(v >= 5 && v <= 9);
+    }
+    /* events seen by the owner */
+    assert_true(evlog_has(&x.log, "ADDED - ns/a rv=1"));
+    assert_true(evlog_has(&x.log, "ADDED - ns/b rv=2"));
+    assert_true(evlog_has(&x.log, "ADDED - ns/c rv=3"));
+    assert_true(evlog_has(&x.log, "ADDED - ns/d rv=101"));
+    assert_true(evlog_has(&x.log, "MODIFIED ns/a ns/a rv=102"));
+    assert_true(evlog_has(&x.log, "DELETED ns/b ns/b rv=2"));   /* synthetic, relist */
+    assert_true(evlog_has(&x.log, "DELETED ns/d ns/d rv=101")); /* synthetic, relist */
+    assert_true(evlog_has(&x.log, "ADDED - ns/e rv=150"));
+    assert_true(evlog_has(&x.log, "DELETED ns/e ns/e rv=301")); /* the watch carries the final state */
+    assert_true(evlog_has(&x.log, "DELETED ns/c ns/c rv=3")); /* synthetic, 2nd relist */
+    assert_int_equal(x.log.n, 10); /* and nothing else (no event for unchanged a, c) */
+    assert_true(kube_informer_synced(x.inf));
+    assert_int_equal(x.synced, 3);
+    assert_int_equal(s.relists_410, 2);
+    assert_true(s.stalls >= 1);
+    assert_int_equal(s.throttled, 1);
+    assert_int_equal(s.bookmarks, 1);
+    assert_string_equal(kube_informer_resource_version(x.inf), "301");
+    assert_non_null(kube_informer_get(x.inf, "ns", "a"));
+    assert_null(kube_informer_get(x.inf, "ns", "e"));
+    assert_int_equal(kube_cache_count(kube_informer_cache(x.inf)), 1); /* only a is left */
+    kube_informer_free(x.inf);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* An over-long event line forces a relist; freeing from the handler is safe. */
+static void free_in_handler(enum kube_event_type t, const cJSON *o, const cJSON *n, void *ud)
+{
+    struct inf_ctx *x = ud;
+    evlog_cb(t, o, n, &x->log);
+    if (strstr(x->log.s[x->log.n - 1], "ns/z")) {
+        kube_informer_free(x->inf);
+        x->inf = NULL;
+        x->synced = 100;
+    }
+}
+
+static void test_informer_long_line_and_free(void **st)
+{
+    static char big[400];
+    static struct step steps[] = {
+        {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[]}"}, 0, 0},
+        {200, NULL, {big, "\n"}, 0, 2000},
+        {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" POD("y", "20") "]}"}, 0, 0},
+        {200, NULL, {WEV("ADDED", POD("z", "21")) WEV("ADDED", POD("zz", "22"))}, 0, 2000},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct inf_ctx x;
+    struct kube_informer_opts o = {0};
+    char err[200], line[4096];
+    (void)st;
+    memset(big, 'x', sizeof big - 1);
+    big[0] = '{';
+    memset(&x, 0, sizeof x);
+    server_start(&srv, steps, 4);
+    c = client_for(loop, &srv, NULL);
+    o.path = "/apis/gangq.io/v1alpha1/gpujobs";
+    o.max_event_line = 200;
+    o.backoff_base_s = 0.05;
+    o.on_event = free_in_handler;
+    o.ud = &x;
+    x.inf = kube_informer_new(c, &o, err, sizeof err);
+    assert_non_null(x.inf);
+    kube_informer_start(x.inf);
+    run_until(loop, &x.synced, NULL, NULL, 8);
+    assert_int_equal(x.synced, 100);
+    assert_null(x.inf);
+    server_req(&srv, 2, line, sizeof line);
+    assert_non_null(strstr(line, "GET /apis/gangq.io/v1alpha1/gpujobs?limit=500|"));
+    assert_true(evlog_has(&x.log, "ADDED - ns/y rv=20"));
+    assert_true(evlog_has(&x.log, "ADDED - ns/z rv=21"));
+    assert_false(evlog_has(&x.log, "ADDED - ns/zz rv=22")); /* freed before it */
+    run_until(loop, NULL, NULL, NULL, 0.2);                /* deferred removal runs */
+    assert_int_equal(kube_client_pending(c), 0);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* ---------------------------------------------------------------- leader */
+
+struct lctx {
+    int started, stopped;
+};
+static void l_started(void *ud) { ((struct lctx *)ud)->started++; }
+static void l_stopped(void *ud) { ((struct lctx *)ud)->stopped++; }
+
+static void test_leader(void **st)
+{
+    /* 0: GET 404 -> 1: POST 201 (leader) -> 2: GET ours -> 3: PUT 409 ->
+     * 4..: 503: renewals fail until the renew deadline passes */
+    static const struct step steps[] = {
+        {404, NULL, {"{\"kind\":\"Status\",\"code\":404}"}, 0, 0},
+        {201, NULL, {"{\"metadata\":{\"name\":\"gangq\",\"namespace\":\"kube-system\",\"resourceVersion\":\"5\"},\"spec\":{\"holderIdentity\":\"me\",\"leaseDurationSeconds\":3}}"}, 0, 0},
+        {200, NULL, {"{\"metadata\":{\"name\":\"gangq\",\"namespace\":\"kube-system\",\"resourceVersion\":\"5\"},\"spec\":{\"holderIdentity\":\"me\",\"leaseDurationSeconds\":3,\"leaseTransitions\":0}}"}, 0, 0},
+        {409, NULL, {"{\"kind\":\"Status\",\"code\":409}"}, 0, 0},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_leader *l;
+    struct kube_leader_opts o = {0};
+    struct lctx x = {0};
+    char err[200], line[4096];
+    (void)st;
+    server_start(&srv, steps, 4);
+    c = client_for(loop, &srv, NULL);
+    o.namespace_ = "kube-system";
+    o.name = "gangq";
+    o.identity = "me";
+    o.lease_duration_s = 3;
+    o.renew_deadline_s = 1.0;
+    o.retry_period_s = 0.2;
+    o.on_started = l_started;
+    o.on_stopped = l_stopped;
+    o.ud = &x;
+    /* bad timing is refused */
+    o.retry_period_s = 2;
+    assert_null(kube_leader_new(c, &o, err, sizeof err));
+    assert_non_null(strstr(err, "renew deadline"));
+    o.retry_period_s = 0.2;
+    l = kube_leader_new(c, &o, err, sizeof err);
+    assert_non_null(l);
+    kube_leader_start(l);
+    run_until(loop, &x.started, NULL, NULL, 3);
+    assert_int_equal(x.started, 1);
+    assert_true(kube_leader_is_leader(l));
+    assert_string_equal(kube_leader_holder(l), "me");
+    run_until(loop, &x.stopped, NULL, NULL, 4);
+    assert_int_equal(x.stopped, 1); /* renewals failed past the deadline */
+    assert_false(kube_leader_is_leader(l));
+    server_req(&srv, 0, line, sizeof line);
+    assert_non_null(strstr(line, "GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gangq|"));
+    server_req(&srv, 1, line, sizeof line);
+    assert_non_null(strstr(line, "POST /apis/coordination.k8s.io/v1/namespaces/kube-system/leases|"));
+    assert_non_null(strstr(line, "\"holderIdentity\":\"me\""));
+    assert_non_null(strstr(line, "\"leaseDurationSeconds\":3"));
+    server_req(&srv, 3, line, sizeof line);
+    assert_non_null(strstr(line, "PUT /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gangq|"));
+    assert_non_null(strstr(line, "\"resourceVersion\":\"5\"")); /* guarded update */
+    kube_leader_free(l);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kubeconfig_inline),
+        cmocka_unit_test(test_kubeconfig_files),
+        cmocka_unit_test(test_kubeconfig_errors),
+        cmocka_unit_test(test_incluster),
+        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_watch_events),
+        cmocka_unit_test(test_cache_relist_diff),
+        cmocka_unit_test(test_path_time_event),
+        cmocka_unit_test(test_client_writers),
+        cmocka_unit_test(test_client_transport),
+        cmocka_unit_test(test_informer_flow),
+        cmocka_unit_test(test_informer_long_line_and_free),
+        cmocka_unit_test(test_leader),
+    };
+    int rc;
+    signal(SIGPIPE, SIG_IGN);
+    kube_global_init();
+    rc = cmocka_run_group_tests_name("kube", tests, setup_tmp, teardown_tmp);
+    kube_global_cleanup();
+    return rc;
+}
