@@ -475,7 +475,7 @@ int store_open(const char *path, const struct store_opts *opts, struct store **o
         }
     }
     ret = exec_sql(st, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
-                       " PRAGMA wal_autocheckpoint=4096;",
+                       " PRAGMA wal_autocheckpoint=4096; PRAGMA journal_size_limit=33554432;",
                    "cannot configure the connection", err, errlen);
     if (ret)
         goto fail;

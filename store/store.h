@@ -251,7 +251,8 @@ typedef int (*store_usage_cb)(void *ctx, const char *team, double decayed_gpu_se
 /* Decayed usage of every team with history, ordered by team. */
 int store_usage_decayed_all(struct store *st, int64_t now_ms, double half_life_s,
                             store_usage_cb cb, void *ctx, char *err, size_t errlen);
-/* Drop buckets that ended before before_ms. */
+/* Drop buckets that ended before before_ms. Reads cost one row per bucket, so
+ * callers prune what has decayed away (e.g. older than 10 half-lives: < 0.1%). */
 int store_usage_prune(struct store *st, int64_t before_ms, char *err, size_t errlen);
 
 /* ---- audit log ---- */
