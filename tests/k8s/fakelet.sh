@@ -17,9 +17,12 @@
 #   fakelet.sh run|succeed NS (NAME...|-l SELECTOR)
 #   fakelet.sh fail NS (NAME...|-l SELECTOR) [--exit-code N]
 #   fakelet.sh finish-deletes [NS]       delete with grace 0 every pod marked for deletion
-#   fakelet.sh loop [--interval S] [--auto-run] [--ns NS]
+#   fakelet.sh auto-run [NS]             once: bound Pending pods on Ready nodes -> Running
+#   fakelet.sh heartbeat                 once: refresh the Ready heartbeat of Ready nodes
+#   fakelet.sh loop [--interval S] [--auto-run] [--ns NS] [--heartbeat S]
 #                                        forever: finish deletes; with --auto-run also move
-#                                        bound Pending pods on Ready nodes to Running
+#                                        bound Pending pods on Ready nodes to Running; with
+#                                        --heartbeat, refresh Ready heartbeats every S seconds
 set -euo pipefail
 log() { echo "fakelet: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -289,13 +292,27 @@ cmd_auto_run() {
     | pod_status_body_stream Running)
 }
 
+# Refresh lastHeartbeatTime of the Ready condition on every Ready node (strategic merge
+# patch: conditions merge by type), as a kubelet's periodic status update would.
+cmd_heartbeat() {
+  local n t
+  t=$(now)
+  for n in $(api GET /api/v1/nodes | jq -r '.items[]
+      | select(any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .metadata.name'); do
+    api PATCH "/api/v1/nodes/$n/status" \
+      "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"lastHeartbeatTime\":\"$t\"}]}}" \
+      application/strategic-merge-patch+json >/dev/null || true
+  done
+}
+
 cmd_loop() {
-  local interval=1 auto="" ns=""
+  local interval=1 auto="" ns="" hb=0 last_hb=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --interval) interval="$2"; shift 2 ;;
       --auto-run) auto=1; shift ;;
       --ns) ns="$2"; shift 2 ;;
+      --heartbeat) hb="$2"; shift 2 ;;
       *) die "loop: unknown option $1" ;;
     esac
   done
@@ -303,6 +320,10 @@ cmd_loop() {
   while :; do
     cmd_finish_deletes "$ns" || true
     [ -z "$auto" ] || cmd_auto_run "$ns" || true
+    if [ "$hb" -gt 0 ] && [ $(( $(date +%s) - last_hb )) -ge "$hb" ]; then
+      cmd_heartbeat || true
+      last_hb=$(date +%s)
+    fi
     sleep "$interval"
   done
 }
@@ -319,6 +340,7 @@ case "${1:-}" in
   fail) shift; cmd_pods Failed "$@" ;;
   finish-deletes) shift; cmd_finish_deletes "$@" ;;
   auto-run) shift; cmd_auto_run "$@" ;;
+  heartbeat) shift; cmd_heartbeat ;;
   loop) shift; cmd_loop "$@" ;;
   *) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

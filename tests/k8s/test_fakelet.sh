@@ -110,6 +110,17 @@ k -n "$ns" delete pod p-auto --wait=false >/dev/null
 wait_for 10 "p-auto deleted by the loop" bash -c "! kubectl -n $ns get pod p-auto"
 pass "background loop runs bound pods and finishes graceful deletes"
 
+# --- heartbeat: lastHeartbeatTime advances, the transition time and the other conditions stay
+hb0=$(k get node gpu-a2 -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}')
+tr0=$(k get node gpu-a2 -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
+sleep 1.1
+fakelet heartbeat >/dev/null 2>&1 || fail "heartbeat"
+hb1=$(k get node gpu-a2 -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}')
+assert_ne "$hb0" "$hb1" "Ready heartbeat refreshed"
+assert_eq "$tr0" "$(k get node gpu-a2 -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')" "transition time kept"
+assert_eq "MemoryPressure DiskPressure PIDPressure Ready" "$(k get node gpu-a2 -o jsonpath='{.status.conditions[*].type}')" "conditions kept"
+pass "heartbeat refreshes the Ready condition only"
+
 # --- node NotReady, Ready again, deleted
 fakelet notready gpu-a1 >/dev/null 2>&1 || fail "notready"
 assert_eq False "$(k get node gpu-a1 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" "gpu-a1 NotReady"
