@@ -110,46 +110,66 @@ static int build_labels(const char *const *labels, char *out, size_t outmax,
                         char *err, size_t errlen)
 {
     size_t len = 0, n = 0, i, j;
+    int rc = GQ_OK;
     out[0] = '\0';
-    if (!labels)
-        return GQ_OK;
-    for (i = 0; labels[i]; i += 2) {
+    for (i = 0; labels && !rc && labels[i]; i += 2) {
         const char *k = labels[i], *v = labels[i + 1];
         if (!v) {
             gq_errf(err, errlen, "label %s has no value (odd label array)", k);
-            return GQ_EINVAL;
-        }
-        if (++n > GQ_METRICS_MAX_LABELS) {
+            rc = GQ_EINVAL;
+        } else if (++n > GQ_METRICS_MAX_LABELS) {
             gq_errf(err, errlen, "more than %d label pairs", GQ_METRICS_MAX_LABELS);
-            return GQ_ELIMIT;
-        }
-        if (!valid_name(k, 0) || strlen(k) > GQ_METRICS_NAME_MAX) {
+            rc = GQ_ELIMIT;
+        } else if (!valid_name(k, 0) || strlen(k) > GQ_METRICS_NAME_MAX) {
             gq_errf(err, errlen, "bad label name \"%.64s\"", k);
-            return GQ_EINVAL;
-        }
-        if (strncmp(k, "__", 2) == 0 || strcmp(k, "le") == 0) {
+            rc = GQ_EINVAL;
+        } else if (strncmp(k, "__", 2) == 0 || strcmp(k, "le") == 0) {
             gq_errf(err, errlen, "label name \"%s\" is reserved", k);
-            return GQ_EINVAL;
-        }
-        for (j = 0; j < i; j += 2) {
-            if (strcmp(labels[j], k) == 0) {
-                gq_errf(err, errlen, "label \"%s\" given twice", k);
-                return GQ_EINVAL;
-            }
-        }
-        if (strlen(v) > GQ_METRICS_LABEL_MAX) {
+            rc = GQ_EINVAL;
+        } else if (strlen(v) > GQ_METRICS_LABEL_MAX) {
             gq_errf(err, errlen, "label %s value longer than %d bytes", k,
                     GQ_METRICS_LABEL_MAX);
-            return GQ_ELIMIT;
+            rc = GQ_ELIMIT;
         }
-        if ((i && put(out, &len, outmax, ",")) || put(out, &len, outmax, k) ||
-            put(out, &len, outmax, "=\"") || esc_label(out, &len, outmax, v) ||
-            put(out, &len, outmax, "\"")) {
+        for (j = 0; j < i && !rc; j += 2) {
+            if (strcmp(labels[j], k) == 0) {
+                gq_errf(err, errlen, "label \"%s\" given twice", k);
+                rc = GQ_EINVAL;
+            }
+        }
+        if (!rc && ((i && put(out, &len, outmax, ",")) || put(out, &len, outmax, k) ||
+                    put(out, &len, outmax, "=\"") || esc_label(out, &len, outmax, v) ||
+                    put(out, &len, outmax, "\""))) {
             gq_errf(err, errlen, "labels too long");
-            return GQ_ELIMIT;
+            rc = GQ_ELIMIT;
         }
     }
-    return GQ_OK;
+    return rc;
+}
+
+/* Check the name, help and bounds of a registration. */
+static int check_reg(enum gq_metric_type type, const char *name, const char *help,
+                     const double *bounds, size_t nbounds, char *err, size_t errlen)
+{
+    size_t i;
+    int rc = GQ_OK;
+    if (!valid_name(name, 1) || strlen(name) > GQ_METRICS_NAME_MAX) {
+        gq_errf(err, errlen, "bad metric name \"%.64s\"", name ? name : "(null)");
+        rc = GQ_EINVAL;
+    } else if (strlen(help) > GQ_METRICS_HELP_MAX) {
+        gq_errf(err, errlen, "%s: help longer than %d bytes", name, GQ_METRICS_HELP_MAX);
+        rc = GQ_ELIMIT;
+    } else if (type == GQ_METRIC_HISTOGRAM && nbounds > GQ_METRICS_MAX_BUCKETS) {
+        gq_errf(err, errlen, "%s: more than %d buckets", name, GQ_METRICS_MAX_BUCKETS);
+        rc = GQ_ELIMIT;
+    }
+    for (i = 0; type == GQ_METRIC_HISTOGRAM && i < nbounds && !rc; i++) {
+        if (!isfinite(bounds[i]) || (i && !(bounds[i] > bounds[i - 1]))) {
+            gq_errf(err, errlen, "%s: bucket bounds must be finite and increasing", name);
+            rc = GQ_EINVAL;
+        }
+    }
+    return rc;
 }
 
 static int reg(struct gq_metrics *m, enum gq_metric_type type, const char *name,
@@ -157,8 +177,8 @@ static int reg(struct gq_metrics *m, enum gq_metric_type type, const char *name,
                size_t nbounds, struct gq_metric **out, char *err, size_t errlen)
 {
     char lbl[LABELS_TEXT_MAX];
-    struct family *fam = NULL;
-    struct gq_metric *s;
+    struct family *fam = NULL, *newfam = NULL;
+    struct gq_metric *s = NULL;
     size_t i;
     int rc;
 
@@ -166,92 +186,77 @@ static int reg(struct gq_metrics *m, enum gq_metric_type type, const char *name,
         *out = NULL;
     if (!m || !out) {
         gq_errf(err, errlen, "metrics: NULL registry or out");
-        return GQ_EINVAL;
-    }
-    if (!valid_name(name, 1) || strlen(name) > GQ_METRICS_NAME_MAX) {
-        gq_errf(err, errlen, "bad metric name \"%.64s\"", name ? name : "(null)");
-        return GQ_EINVAL;
+        rc = GQ_EINVAL;
+        goto out;
     }
     if (!help)
         help = "";
-    if (strlen(help) > GQ_METRICS_HELP_MAX) {
-        gq_errf(err, errlen, "%s: help longer than %d bytes", name, GQ_METRICS_HELP_MAX);
-        return GQ_ELIMIT;
-    }
-    if (type == GQ_METRIC_HISTOGRAM) {
-        if (!bounds || nbounds == 0) {
-            bounds = gq_metrics_default_bounds;
-            nbounds = gq_metrics_default_nbounds;
-        }
-        if (nbounds > GQ_METRICS_MAX_BUCKETS) {
-            gq_errf(err, errlen, "%s: more than %d buckets", name, GQ_METRICS_MAX_BUCKETS);
-            return GQ_ELIMIT;
-        }
-        for (i = 0; i < nbounds; i++) {
-            if (!isfinite(bounds[i]) || (i && !(bounds[i] > bounds[i - 1]))) {
-                gq_errf(err, errlen, "%s: bucket bounds must be finite and increasing", name);
-                return GQ_EINVAL;
-            }
-        }
-    } else {
+    if (type != GQ_METRIC_HISTOGRAM) {
+        bounds = NULL;
         nbounds = 0;
+    } else if (!bounds || nbounds == 0) {
+        bounds = gq_metrics_default_bounds;
+        nbounds = gq_metrics_default_nbounds;
     }
+    rc = check_reg(type, name, help, bounds, nbounds, err, errlen);
+    if (rc)
+        goto out;
     rc = build_labels(labels, lbl, sizeof lbl, err, errlen);
     if (rc)
-        return rc;
+        goto out;
 
-    for (i = 0; i < m->nfams; i++) {
-        if (strcmp(m->fams[i]->name, name) == 0) {
+    for (i = 0; i < m->nfams && !fam; i++)
+        if (strcmp(m->fams[i]->name, name) == 0)
             fam = m->fams[i];
-            break;
-        }
+    if (fam && (fam->type != type || fam->nbounds != nbounds ||
+                (nbounds && memcmp(fam->bounds, bounds, nbounds * sizeof(double)) != 0))) {
+        gq_errf(err, errlen, "%s: registered before with another type or buckets", name);
+        rc = GQ_EINVAL;
+        goto out;
     }
-    if (fam) {
-        if (fam->type != type || fam->nbounds != nbounds ||
-            (nbounds && memcmp(fam->bounds, bounds, nbounds * sizeof(double)) != 0)) {
-            gq_errf(err, errlen, "%s: registered before with another type or buckets", name);
-            return GQ_EINVAL;
-        }
-        for (i = 0; i < m->nseries; i++) {
-            if (m->series[i]->fam == fam && strcmp(m->series[i]->labels, lbl) == 0) {
-                *out = m->series[i];
-                return GQ_OK;
-            }
+    for (i = 0; fam && i < m->nseries; i++) {
+        if (m->series[i]->fam == fam && strcmp(m->series[i]->labels, lbl) == 0) {
+            *out = m->series[i]; /* same name + labels: same handle */
+            goto out;
         }
     }
     if (m->nseries >= GQ_METRICS_MAX_SERIES) {
         gq_errf(err, errlen, "%s: more than %d series", name, GQ_METRICS_MAX_SERIES);
-        return GQ_ELIMIT;
+        rc = GQ_ELIMIT;
+        goto out;
     }
     if (!fam && m->nfams >= GQ_METRICS_MAX_FAMILIES) {
         gq_errf(err, errlen, "%s: more than %d metric names", name, GQ_METRICS_MAX_FAMILIES);
-        return GQ_ELIMIT;
+        rc = GQ_ELIMIT;
+        goto out;
     }
     s = calloc(1, sizeof *s);
-    if (!s) {
+    if (!fam)
+        fam = newfam = calloc(1, sizeof *fam);
+    if (!s || !fam) {
         gq_errf(err, errlen, "%s: out of memory", name);
-        return GQ_ENOMEM;
+        rc = GQ_ENOMEM;
+        goto out;
     }
-    if (!fam) {
-        fam = calloc(1, sizeof *fam);
-        if (!fam) {
-            free(s);
-            gq_errf(err, errlen, "%s: out of memory", name);
-            return GQ_ENOMEM;
-        }
-        gq_strlcpy(fam->name, name, sizeof fam->name);
-        gq_strlcpy(fam->help, help, sizeof fam->help);
-        fam->type = type;
-        fam->nbounds = nbounds;
+    if (newfam) {
+        gq_strlcpy(newfam->name, name, sizeof newfam->name);
+        gq_strlcpy(newfam->help, help, sizeof newfam->help);
+        newfam->type = type;
+        newfam->nbounds = nbounds;
         if (nbounds)
-            memcpy(fam->bounds, bounds, nbounds * sizeof(double));
-        m->fams[m->nfams++] = fam;
+            memcpy(newfam->bounds, bounds, nbounds * sizeof(double));
+        m->fams[m->nfams++] = newfam;
+        newfam = NULL;
     }
     s->fam = fam;
     gq_strlcpy(s->labels, lbl, sizeof s->labels);
     m->series[m->nseries++] = s;
     *out = s;
-    return GQ_OK;
+    s = NULL;
+out:
+    free(s);
+    free(newfam);
+    return rc;
 }
 
 int gq_metrics_counter(struct gq_metrics *m, const char *name, const char *help,
@@ -406,11 +411,15 @@ int gq_metrics_render(const struct gq_metrics *m, struct gq_buf *b)
         return GQ_EINVAL;
     for (fi = 0; fi < m->nfams && !rc; fi++) {
         const struct family *f = m->fams[fi];
-        rc = gq_buf_printf(b, "# HELP %s ", f->name);
+        if (f->help[0]) { /* like the Go client: no HELP line without help text */
+            rc = gq_buf_printf(b, "# HELP %s ", f->name);
+            if (!rc)
+                rc = put_help(b, f->help);
+            if (!rc)
+                rc = gq_buf_puts(b, "\n");
+        }
         if (!rc)
-            rc = put_help(b, f->help);
-        if (!rc)
-            rc = gq_buf_printf(b, "\n# TYPE %s %s\n", f->name, type_name(f->type));
+            rc = gq_buf_printf(b, "# TYPE %s %s\n", f->name, type_name(f->type));
         for (si = 0; si < m->nseries && !rc; si++) {
             const struct gq_metric *s = m->series[si];
             if (s->fam != f)

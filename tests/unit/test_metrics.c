@@ -210,6 +210,12 @@ static void test_validation_and_limits(void **st)
     /* 3 series registered before the loop, so the loop added MAX-3 */
     assert_int_equal(i - 1, GQ_METRICS_MAX_SERIES - 3);
 
+    /* no help text: no HELP line */
+    gq_buf_init(&b, 1 << 20);
+    render(m, &b);
+    assert_non_null(strstr(b.p, "# TYPE ok:name_1 counter\nok:name_1 0\n# TYPE x counter\n"));
+    assert_null(strstr(b.p, "# HELP ok:name_1"));
+    gq_buf_release(&b);
     /* render into a too-small buffer reports the limit */
     gq_buf_init(&b, 100);
     assert_int_equal(gq_metrics_render(m, &b), GQ_ELIMIT);
