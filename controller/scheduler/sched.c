@@ -68,6 +68,7 @@ void sched_config_default(struct sched_config *c)
     c->preemption = 1;
     c->max_reservations = 1;
     c->policy = SCHED_POLICY_GANGQ;
+    c->fgd_tie_milli = 15;
 }
 
 int sched_config_level(const struct sched_config *c, const char *name)
@@ -734,7 +735,7 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             if (have && percount && percount[x] != percount[bestx])
                 cmp = percount[x] < percount[bestx] ? -1 : 1;
             else if (have)
-                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy);
+                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy, cy->cfg->fgd_tie_milli);
             if (!have || cmp < 0) {
                 best = c;
                 bestx = x;
@@ -1410,6 +1411,7 @@ static int build(struct cy *cy)
     }
     for (int y = 0; y < cy->nsh; y++)
         cy->sh[y].w /= wsum;
+    sc_shapes_sort(cy->sh, cy->nsh);
     memset(cy->pool_free, 0, (size_t)(s->npools + 1) * sizeof(int64_t));
     for (int i = 0; i < cy->nn; i++) {
         cy->n[i].frag = cy->nsh > 0 ? sc_frag(&cy->n[i].c, cy->sh, cy->nsh) : 0;

@@ -14,7 +14,7 @@
 #include "gq.h"
 #include "sched_int.h"
 
-#define IX_WAYS 4
+#define IX_WAYS 64
 #define IX_MAX_REQS (1 << 16)
 
 struct ix_cache {
@@ -26,6 +26,7 @@ struct ix_cache {
 
 struct sched_index {
     enum sched_policy pol;
+    double tie;
     int nnodes;
     struct sc_node *n;
     double *frag;
@@ -114,6 +115,7 @@ struct sched_index *sched_index_new(const struct sched_config *cfg,
         goto bad;
     }
     ix->pol = cfg->policy;
+    ix->tie = cfg->fgd_tie_milli;
     ix->nnodes = nnodes;
     size_t nn = nnodes > 0 ? (size_t)nnodes : 1;
     int ntaint = 0;
@@ -244,6 +246,7 @@ int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *sha
     }
     for (int i = 0; i < k; i++)
         sh[i].w /= sum;
+    sc_shapes_sort(sh, k);
     free(ix->sh);
     ix->sh = sh;
     ix->nsh = k;
@@ -320,7 +323,7 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
             continue;
         struct ix_cache *e = NULL;
         if (rid >= 0) {
-            e = &ix->cache[(size_t)i * IX_WAYS + (size_t)(rid % IX_WAYS)];
+            e = &ix->cache[(size_t)i * IX_WAYS + (size_t)(rid & (IX_WAYS - 1))];
             if (e->rid == (uint32_t)rid + 1 && e->ver == ix->ver[i]) {
                 c.delta = e->delta;
                 c.devs = e->devs;
@@ -338,7 +341,7 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         c.node = i;
         c.free_after = n->free_milli - (r.gpus > 0 ? (int64_t)r.gpus * 1000 : r.milli);
         c.cpu_after = n->cpu_free - r.cpu;
-        if (!have || sc_cand_cmp(&c, &best, ix->pol) < 0) {
+        if (!have || sc_cand_cmp(&c, &best, ix->pol, ix->tie) < 0) {
             best = c;
             have = 1;
             if (ix->pol == SCHED_POLICY_FIRSTFIT)

@@ -64,6 +64,8 @@ int sc_fit(const struct sc_node *n, const struct sc_req *r);
 int sc_fit_count(const struct sc_node *n, const struct sc_req *r, int cap);
 /* Allocate (sign +1) or release (sign -1) one replica on devs. */
 void sc_apply(struct sc_node *n, const struct sc_req *r, uint32_t devs, int sign);
+/* Order shapes by GPU class so sc_frag evaluates each class's GPU part once. */
+void sc_shapes_sort(struct sc_shape *sh, int nsh);
 /* Expected fragmentation of the node's free GPU milli under the shapes (FGD). */
 double sc_frag(const struct sc_node *n, const struct sc_shape *sh, int nsh);
 /* Choose devices for one replica (node must fit). With shapes and an FGD
@@ -83,7 +85,8 @@ struct sc_cand {
     int32_t node;
     uint32_t devs;
 };
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol);
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
+                double tie);
 
 /* String interner: maps string content to dense ids 0..n-1 in insertion order. */
 struct sc_strtab {

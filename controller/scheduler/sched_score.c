@@ -101,20 +101,14 @@ void sc_apply(struct sc_node *n, const struct sc_req *r, uint32_t devs, int sign
     sc_recount(n);
 }
 
-static double frag_one(const struct sc_node *n, const struct sc_req *r)
+/* The GPU-dependent part of F_n(m) for a class of shapes (same GPU demand,
+ * types and memory): fm when m cannot use the node's GPUs at all. */
+static int32_t class_gpu_frag(const struct sc_node *n, const struct sc_req *r, int32_t fm)
 {
-    int32_t fm = n->free_milli;
-    if (fm <= 0)
-        return 0;
-    if (!sc_is_gpu(r))
-        return fm; /* a task that uses no GPU can use none of it */
-    if (!sc_static_ok(n, r) || n->cpu_free < r->cpu || n->mem_free < r->mem)
-        return fm;
-    if (r->gpus > 0) {
-        if (n->full_free < r->gpus)
-            return fm;
-        return fm - (int32_t)n->full_free * 1000; /* partially used devices */
-    }
+    if (!sc_is_gpu(r) || !sc_static_ok(n, r))
+        return fm; /* a task that uses no GPU (or not these) can use none of it */
+    if (r->gpus > 0)
+        return n->full_free < r->gpus ? fm : fm - (int32_t)n->full_free * 1000;
     int any = 0;
     int32_t small = 0;
     for (int d = 0; d < n->ndev; d++) {
@@ -127,14 +121,58 @@ static double frag_one(const struct sc_node *n, const struct sc_req *r)
     return any ? small : fm;
 }
 
+static int same_class(const struct sc_req *a, const struct sc_req *b)
+{
+    return a->gpus == b->gpus && a->milli == b->milli && a->types == b->types &&
+           a->min_mem_mib == b->min_mem_mib;
+}
+
 double sc_frag(const struct sc_node *n, const struct sc_shape *sh, int nsh)
 {
-    if (n->free_milli <= 0)
+    int32_t fm = n->free_milli;
+    if (fm <= 0)
         return 0;
     double f = 0;
-    for (int i = 0; i < nsh; i++)
-        f += sh[i].w * frag_one(n, &sh[i].r);
+    const struct sc_req *cls = NULL;
+    int32_t g = fm;
+    for (int i = 0; i < nsh; i++) {
+        const struct sc_req *r = &sh[i].r;
+        if (!cls || !same_class(cls, r)) {
+            cls = r;
+            g = class_gpu_frag(n, r, fm);
+        }
+        if (g != fm && (n->cpu_free < r->cpu || n->mem_free < r->mem))
+            f += sh[i].w * fm; /* the task cannot run here at all */
+        else
+            f += sh[i].w * g;
+    }
     return f;
+}
+
+static int shape_cmp(const void *pa, const void *pb)
+{
+    const struct sc_req *a = &((const struct sc_shape *)pa)->r;
+    const struct sc_req *b = &((const struct sc_shape *)pb)->r;
+    if (a->gpus != b->gpus)
+        return a->gpus < b->gpus ? -1 : 1;
+    if (a->milli != b->milli)
+        return a->milli < b->milli ? -1 : 1;
+    if (a->types != b->types)
+        return a->types < b->types ? -1 : 1;
+    if (a->min_mem_mib != b->min_mem_mib)
+        return a->min_mem_mib < b->min_mem_mib ? -1 : 1;
+    if (a->cpu != b->cpu)
+        return a->cpu < b->cpu ? -1 : 1;
+    if (a->mem != b->mem)
+        return a->mem < b->mem ? -1 : 1;
+    double x = ((const struct sc_shape *)pa)->w, y = ((const struct sc_shape *)pb)->w;
+    return (x > y) - (x < y);
+}
+
+void sc_shapes_sort(struct sc_shape *sh, int nsh)
+{
+    if (nsh > 1)
+        qsort(sh, (size_t)nsh, sizeof(*sh), shape_cmp);
 }
 
 static int uses_fgd(enum sched_policy p)
@@ -179,6 +217,13 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
         int f = sc_dev_free(n, d);
         if (f < r->milli)
             continue;
+        /* devices with equal free capacity give the same node state: the
+         * first of them already stands for all (ties keep the lower index) */
+        int seen = 0;
+        for (int e = 0; e < d && !seen; e++)
+            seen = sc_dev_free(n, e) == f;
+        if (seen)
+            continue;
         double dd = 0;
         if (nsh > 0 && uses_fgd(pol)) {
             struct sc_node t = *n;
@@ -204,12 +249,16 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
     return (uint32_t)1 << best;
 }
 
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol)
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
+                double tie)
 {
     switch (pol) {
     case SCHED_POLICY_GANGQ:
-        if (a->delta != b->delta)
-            return a->delta < b->delta ? -1 : 1;
+        /* fragmentation increases within `tie` milli-GPU count as equal */
+        if (a->delta < b->delta - tie)
+            return -1;
+        if (a->delta > b->delta + tie)
+            return 1;
         __attribute__((fallthrough)); /* best-fit tie-breaks */
     case SCHED_POLICY_BESTFIT:
         if (a->free_after != b->free_after)
