@@ -226,16 +226,12 @@ static const struct route *find_route(const struct gq_httpd *h, const char *path
     return NULL;
 }
 
-/* The head is complete in c->in (NUL-terminated). */
-static void handle(struct conn *c)
+/* Parse the request line in place. Returns 0 with method/path/query set, or
+ * the error status to answer (400, 405, 414). */
+static int parse_request_line(char *line, struct gq_httpd_req *req)
 {
-    struct gq_httpd *h = c->h;
-    char *line = c->in, *eol, *sp1, *sp2, *q;
-    const struct route *r;
-    struct gq_httpd_req req;
-    struct gq_httpd_resp resp;
-    struct gq_buf body;
-    int head_only, rc;
+    char *eol, *sp1, *sp2, *q;
+    int status = 0;
 
     eol = strchr(line, '\n');
     if (eol) {
@@ -247,35 +243,47 @@ static void handle(struct conn *c)
     sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     if (!sp1 || !sp2 || sp1 == line || sp2 == sp1 + 1 || strchr(sp2 + 1, ' ') ||
         strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || sp1[1] != '/') {
-        respond_text(c, 400, NULL, 0);
-        return;
+        status = 400;
+        goto out;
     }
     *sp1 = '\0';
     *sp2 = '\0';
-    req.method = line;
-    req.path = sp1 + 1;
-    head_only = strcmp(req.method, "HEAD") == 0;
-    if (!head_only && strcmp(req.method, "GET") != 0) {
-        respond_text(c, 405, "Allow: GET, HEAD\r\n", 0);
-        return;
-    }
+    req->method = line;
+    req->path = sp1 + 1;
     q = strchr(sp1 + 1, '?');
-    if (q) {
+    if (q)
         *q = '\0';
-        req.query = q + 1;
-    } else {
-        req.query = "";
-    }
-    if (strlen(req.path) >= GQ_HTTPD_PATH_MAX) {
-        respond_text(c, 414, NULL, head_only);
-        return;
-    }
-    r = find_route(h, req.path);
-    if (!r) {
-        respond_text(c, 404, NULL, head_only);
-        return;
-    }
+    req->query = q ? q + 1 : "";
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+        status = 405;
+    else if (strlen(req->path) >= GQ_HTTPD_PATH_MAX)
+        status = 414;
+out:
+    return status;
+}
+
+/* The head is complete in c->in (NUL-terminated): answer it. */
+static void handle(struct conn *c)
+{
+    struct gq_httpd *h = c->h;
+    const struct route *r = NULL;
+    struct gq_httpd_req req = {"", "", ""};
+    struct gq_httpd_resp resp;
+    struct gq_buf body;
+    int head_only, status, rc;
+
     gq_buf_init(&body, h->o.max_body);
+    status = parse_request_line(c->in, &req);
+    head_only = strcmp(req.method, "HEAD") == 0;
+    if (!status) {
+        r = find_route(h, req.path);
+        if (!r)
+            status = 404;
+    }
+    if (status) {
+        respond_text(c, status, status == 405 ? "Allow: GET, HEAD\r\n" : NULL, head_only);
+        goto out;
+    }
     resp.status = 200;
     gq_strlcpy(resp.content_type, "text/plain; charset=utf-8", sizeof resp.content_type);
     resp.body = &body;
@@ -288,6 +296,7 @@ static void handle(struct conn *c)
     } else {
         respond(c, resp.status, resp.content_type, NULL, &body, head_only);
     }
+out:
     gq_buf_release(&body);
 }
 
@@ -441,25 +450,25 @@ static int split_listen(const char *s, char *host, size_t hostlen, char *port,
                         size_t portlen, char *err, size_t errlen)
 {
     const char *colon = s ? strrchr(s, ':') : NULL;
-    const char *hb, *he;
-    int64_t pv;
+    const char *hb = s, *he = colon;
+    int64_t pv = -1;
+    int rc = GQ_EINVAL;
+
     if (!colon) {
         gq_errf(err, errlen, "listen address \"%s\" is not ADDR:PORT", s ? s : "(null)");
-        return GQ_EINVAL;
+        goto out;
     }
     if (gq_parse_i64(colon + 1, (size_t)-1, &pv) || pv < 0 || pv > 65535) {
         gq_errf(err, errlen, "listen address \"%s\": bad port", s);
-        return GQ_EINVAL;
+        goto out;
     }
-    hb = s;
-    he = colon;
     if (he > hb && *hb == '[' && he[-1] == ']') {
         hb++;
         he--;
     }
     if ((size_t)(he - hb) >= hostlen) {
         gq_errf(err, errlen, "listen address \"%s\": host too long", s);
-        return GQ_EINVAL;
+        goto out;
     }
     if (he == hb) {
         gq_strlcpy(host, "0.0.0.0", hostlen);
@@ -468,7 +477,9 @@ static int split_listen(const char *s, char *host, size_t hostlen, char *port,
         host[he - hb] = '\0';
     }
     snprintf(port, portlen, "%d", (int)pv);
-    return GQ_OK;
+    rc = GQ_OK;
+out:
+    return rc;
 }
 
 static int open_listener(const char *listen_s, int *fd_out, int *port_out, char *err,

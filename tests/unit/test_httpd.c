@@ -304,6 +304,12 @@ static void client_routes(struct fx *f)
     exchange(f, 7, S("BROKEN\r\n\r\n"));
     exchange(f, 8, S("GET /metrics HTTP/1.1\n\n")); /* bare LF heads are accepted */
     exchange(f, 9, S("GET /metrics SPDY/3\r\n\r\n"));
+    {
+        char req[512];
+        int n = snprintf(req, sizeof req, "GET /%0300d HTTP/1.1\r\n\r\n", 7);
+        exchange(f, 10, req, (size_t)n); /* path longer than GQ_HTTPD_PATH_MAX */
+    }
+    exchange(f, 11, S("HEAD /nope HTTP/1.1\r\n\r\n"));
 }
 
 static void test_routes_and_statuses(void **st)
@@ -347,11 +353,15 @@ static void test_routes_and_statuses(void **st)
     assert_int_equal(status_of(f.resp[8]), 200);
     assert_string_equal(body_of(f.resp[8]), want.p);
     assert_int_equal(status_of(f.resp[9]), 400);
+    assert_int_equal(status_of(f.resp[10]), 414);
+    assert_int_equal(status_of(f.resp[11]), 404);
+    assert_non_null(strstr(f.resp[11], "\r\nContent-Length: 14\r\n")); /* "404 Not Found\n" */
+    assert_string_equal(body_of(f.resp[11]), "");
 
     gq_httpd_stats(f.h, &s);
-    assert_int_equal(s.accepted, 10);
-    assert_int_equal(s.responses, 10);
-    assert_int_equal(s.rejected, 6); /* 404 405 503 500 400 400 */
+    assert_int_equal(s.accepted, 12);
+    assert_int_equal(s.responses, 12);
+    assert_int_equal(s.rejected, 8); /* 404 405 503 500 400 400 414 404 */
     assert_int_equal(s.timeouts, 0);
     assert_int_equal(gq_httpd_nconns(f.h), 0);
     gq_buf_release(&want);
