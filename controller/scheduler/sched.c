@@ -144,6 +144,9 @@ struct cy_team {
     int unlimited;
     int *queue;     /* waiting job indices, team order */
     int nqueue, head;
+    int32_t hprio;     /* head job's priority, enqueue time and id (cached) */
+    int64_t henq;
+    const char *hid;
     const char *name;
 };
 
@@ -197,7 +200,7 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT
 };
 
 struct cy {
@@ -1437,22 +1440,57 @@ static int job_cmp_team(const struct sched_snapshot *s, int a, int b)
     return (a > b) - (a < b);
 }
 
-/* merge sort (stable, no global state) of job indices by team order */
-static void sort_jobs(const struct sched_snapshot *s, int *v, int *tmp, int n)
+struct sort_key {
+    int64_t enq;
+    int32_t prio;
+    int32_t idx;
+};
+
+static int key_before(const struct sched_snapshot *s, const struct sort_key *a,
+                      const struct sort_key *b)
+{
+    if (a->prio != b->prio)
+        return a->prio > b->prio;
+    if (a->enq != b->enq)
+        return a->enq < b->enq;
+    return job_cmp_team(s, a->idx, b->idx) <= 0;
+}
+
+static void msort(const struct sched_snapshot *s, struct sort_key *v, struct sort_key *tmp, int n)
 {
     if (n < 2)
         return;
     int h = n / 2;
-    sort_jobs(s, v, tmp, h);
-    sort_jobs(s, v + h, tmp, n - h);
+    msort(s, v, tmp, h);
+    msort(s, v + h, tmp, n - h);
     int i = 0, j = h, k = 0;
     while (i < h && j < n)
-        tmp[k++] = job_cmp_team(s, v[i], v[j]) <= 0 ? v[i++] : v[j++];
+        tmp[k++] = key_before(s, &v[i], &v[j]) ? v[i++] : v[j++];
     while (i < h)
         tmp[k++] = v[i++];
     while (j < n)
         tmp[k++] = v[j++];
-    memcpy(v, tmp, (size_t)n * sizeof(int));
+    memcpy(v, tmp, (size_t)n * sizeof(*v));
+}
+
+/* Sort job indices by team order (stable merge sort on packed keys). */
+static int sort_jobs(struct cy *cy, int *v, int n)
+{
+    if (n < 2)
+        return 0;
+    struct sort_key *k = slot(cy->ctx, SL_SORT, (size_t)n * 2 * sizeof(*k));
+    if (!k)
+        return GQ_ENOMEM;
+    for (int x = 0; x < n; x++) {
+        const struct sched_job *jb = &cy->s->jobs[v[x]];
+        k[x].enq = jb->enqueue_time;
+        k[x].prio = jb->priority;
+        k[x].idx = v[x];
+    }
+    msort(cy->s, k, k + n, n);
+    for (int x = 0; x < n; x++)
+        v[x] = k[x].idx;
+    return 0;
 }
 
 static void team_share_update(struct cy_team *ct)
@@ -1463,6 +1501,17 @@ static void team_share_update(struct cy_team *ct)
 static double team_share(const struct cy *cy, int t)
 {
     return cy->t[t].share;
+}
+
+static void team_head(struct cy *cy, int t)
+{
+    struct cy_team *ct = &cy->t[t];
+    if (ct->head >= ct->nqueue)
+        return;
+    const struct sched_job *jb = &cy->s->jobs[ct->queue[ct->head]];
+    ct->hprio = jb->priority;
+    ct->henq = jb->enqueue_time;
+    ct->hid = jb->id;
 }
 
 /* next team whose head goes first: priority, share, enqueue, id */
@@ -1479,18 +1528,17 @@ static int next_team(const struct cy *cy)
             bs = team_share(cy, t);
             continue;
         }
-        const struct sched_job *a = &cy->s->jobs[ct->queue[ct->head]];
-        const struct sched_job *b = &cy->s->jobs[cy->t[best].queue[cy->t[best].head]];
+        const struct cy_team *b = &cy->t[best];
         int better;
         double sh = team_share(cy, t);
-        if (a->priority != b->priority)
-            better = a->priority > b->priority;
+        if (ct->hprio != b->hprio)
+            better = ct->hprio > b->hprio;
         else if (sh != bs)
             better = sh < bs;
-        else if (a->enqueue_time != b->enqueue_time)
-            better = a->enqueue_time < b->enqueue_time;
+        else if (ct->henq != b->henq)
+            better = ct->henq < b->henq;
         else
-            better = strcmp(a->id, b->id) < 0;
+            better = strcmp(ct->hid, b->hid) < 0;
         if (better) {
             best = t;
             bs = sh;
@@ -1886,6 +1934,10 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
 static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked,
                     const char *extra)
 {
+    if (!extra && !quota_blocked && nodes_part) {
+        cy->j[jx].msg = nodes_part; /* shared per shape key, result-owned */
+        return 0;
+    }
     struct gq_buf b;
     gq_buf_init(&b, SCHED_MSG_MAX);
     if (extra)
@@ -1926,7 +1978,10 @@ static int run(struct cy *cy)
             if (cy->j[x].want > 0 && cy->j[x].team == t)
                 all[fill++] = x;
         cy->t[t].nqueue = (int)(all + fill - cy->t[t].queue);
-        sort_jobs(s, cy->t[t].queue, tmp, cy->t[t].nqueue);
+        rc = sort_jobs(cy, cy->t[t].queue, cy->t[t].nqueue);
+        if (rc)
+            return rc;
+        team_head(cy, t);
     }
     cy->res->stats.waiting = nw;
     int *order = tmp; /* reuse: global order */
@@ -1943,6 +1998,7 @@ static int run(struct cy *cy)
         if (t < 0)
             break;
         int jx = cy->t[t].queue[cy->t[t].head++];
+        team_head(cy, t);
         order[no++] = jx;
         struct cy_job *cj = &cy->j[jx];
         const struct sched_job *jb = &s->jobs[jx];
