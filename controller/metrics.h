@@ -17,6 +17,7 @@
  * - Series that share a name form one family: same type, same help (the first
  *   help wins), and for histograms the same bucket bounds. They are rendered
  *   together, families in registration order, series in registration order.
+ *   A family with empty help text gets no "# HELP" line.
  * - Registering the exact same name + label set again returns the same handle.
  * - Not thread-safe: update and render from the one loop thread.
  *
