@@ -200,7 +200,7 @@ apply_crds() {
   kubectl wait --for=condition=Established crd --all --timeout=60s >&2 \
     || die "CRDs not Established"
   # Discovery of new resources can lag Established by a moment.
-  for i in $(seq 1 50); do
+  for _ in $(seq 1 50); do
     kubectl api-resources --api-group=gangq.io -o name 2>/dev/null | grep -q . && return 0
     sleep 0.2
   done

@@ -1,4 +1,5 @@
 # lib.sh — helpers sourced by tests/k8s/test_*.sh (bash). Not executable on its own.
+# shellcheck shell=bash
 #
 # A test is run by run.sh with a fresh environment already up and these exported:
 #   KUBECONFIG, GQ_ENV_DIR, GQ_SERVER, GQ_TOKEN, GQ_CA   (see env.sh)
@@ -48,7 +49,8 @@ k() { kubectl "$@"; }
 fakelet() { "$GQ_K8S/fakelet.sh" "$@"; }
 
 fresh_ns() {
-  local ns="${1:-t}-$(date +%s%N | tail -c 7)-$RANDOM"
+  local ns
+  ns="${1:-t}-$(date +%s%N | tail -c 7)-$RANDOM"
   kubectl create namespace "$ns" >/dev/null || fail "could not create namespace $ns"
   echo "$ns"
 }

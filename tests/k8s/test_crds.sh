@@ -48,7 +48,7 @@ done
 header() { k get "$@" 2>&1 | head -1; }
 has_cols() { # DESC HEADER COL...
   local desc="$1" h="$2"; shift 2
-  for c in "$@"; do [[ " $h " =~ [[:space:]]$c[[:space:]] ]] || fail "$desc: column $c missing from header: $h"; done
+  for c in "$@"; do [[ " $h " =~ [[:space:]]${c}[[:space:]] ]] || fail "$desc: column $c missing from header: $h"; done
 }
 for r in gpujobs gpujob gj; do
   has_cols "kubectl get $r -A" "$(header "$r" -A)" NAMESPACE NAME TEAM CLASS PRIORITY GPUS STATE POSITION AGE
