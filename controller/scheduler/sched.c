@@ -134,6 +134,12 @@ struct cy_group {
     int64_t over_sum;
 };
 
+struct sort_key {
+    int64_t enq;
+    int32_t prio;
+    int32_t idx;
+};
+
 struct cy_team {
     double weight;
     double hist;    /* usage_gpu_s / usage_norm_s */
@@ -144,9 +150,10 @@ struct cy_team {
     int unlimited;
     int *queue;     /* waiting job indices, team order */
     int nqueue, head;
-    int32_t hprio;     /* head job's priority, enqueue time and id (cached) */
+    int32_t hprio;     /* head job's priority and enqueue time (cached) */
     int64_t henq;
-    const char *hid;
+    int hjob;
+    struct sort_key *keys; /* queue's sort keys, same order */
     const char *name;
 };
 
@@ -1440,12 +1447,6 @@ static int job_cmp_team(const struct sched_snapshot *s, int a, int b)
     return (a > b) - (a < b);
 }
 
-struct sort_key {
-    int64_t enq;
-    int32_t prio;
-    int32_t idx;
-};
-
 static int key_before(const struct sched_snapshot *s, const struct sort_key *a,
                       const struct sort_key *b)
 {
@@ -1473,14 +1474,10 @@ static void msort(const struct sched_snapshot *s, struct sort_key *v, struct sor
     memcpy(v, tmp, (size_t)n * sizeof(*v));
 }
 
-/* Sort job indices by team order (stable merge sort on packed keys). */
-static int sort_jobs(struct cy *cy, int *v, int n)
+/* Sort job indices by team order (stable merge sort on packed keys); k has
+ * room for 2n keys and keeps the sorted keys in its first n. */
+static int sort_jobs(struct cy *cy, int *v, int n, struct sort_key *k)
 {
-    if (n < 2)
-        return 0;
-    struct sort_key *k = slot(cy->ctx, SL_SORT, (size_t)n * 2 * sizeof(*k));
-    if (!k)
-        return GQ_ENOMEM;
     for (int x = 0; x < n; x++) {
         const struct sched_job *jb = &cy->s->jobs[v[x]];
         k[x].enq = jb->enqueue_time;
@@ -1508,10 +1505,16 @@ static void team_head(struct cy *cy, int t)
     struct cy_team *ct = &cy->t[t];
     if (ct->head >= ct->nqueue)
         return;
-    const struct sched_job *jb = &cy->s->jobs[ct->queue[ct->head]];
-    ct->hprio = jb->priority;
-    ct->henq = jb->enqueue_time;
-    ct->hid = jb->id;
+    ct->hprio = ct->keys[ct->head].prio;
+    ct->henq = ct->keys[ct->head].enq;
+    ct->hjob = ct->keys[ct->head].idx;
+    /* the queue visits jobs in an order unrelated to memory: fetch ahead */
+    if (ct->head + 4 < ct->nqueue) {
+        int nx = ct->keys[ct->head + 4].idx;
+        __builtin_prefetch(&cy->s->jobs[nx]);
+        __builtin_prefetch((const char *)&cy->s->jobs[nx] + 64);
+        __builtin_prefetch(&cy->j[nx]);
+    }
 }
 
 /* next team whose head goes first: priority, share, enqueue, id */
@@ -1538,7 +1541,7 @@ static int next_team(const struct cy *cy)
         else if (ct->henq != b->henq)
             better = ct->henq < b->henq;
         else
-            better = strcmp(ct->hid, b->hid) < 0;
+            better = strcmp(cy->s->jobs[ct->hjob].id, cy->s->jobs[b->hjob].id) < 0;
         if (better) {
             best = t;
             bs = sh;
@@ -1971,6 +1974,9 @@ static int run(struct cy *cy)
     if (!all)
         return GQ_ENOMEM;
     int *tmp = all + nw + 1;
+    struct sort_key *keys = slot(cy->ctx, SL_SORT, (size_t)(nw + 1) * 2 * sizeof(*keys));
+    if (!keys)
+        return GQ_ENOMEM;
     int fill = 0;
     for (int t = 0; t < cy->nt; t++) {
         cy->t[t].queue = all + fill;
@@ -1978,7 +1984,8 @@ static int run(struct cy *cy)
             if (cy->j[x].want > 0 && cy->j[x].team == t)
                 all[fill++] = x;
         cy->t[t].nqueue = (int)(all + fill - cy->t[t].queue);
-        rc = sort_jobs(cy, cy->t[t].queue, cy->t[t].nqueue);
+        cy->t[t].keys = keys + (cy->t[t].queue - all);
+        rc = sort_jobs(cy, cy->t[t].queue, cy->t[t].nqueue, cy->t[t].keys);
         if (rc)
             return rc;
         team_head(cy, t);
