@@ -4,8 +4,8 @@
 CC      ?= cc
 PKGS    := libcurl libcjson sqlite3 yaml-0.1 cmocka
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 -g -MMD -MP \
-               -I. -Icommon -Iapi -Icontroller -Icontroller/scheduler -Icontroller/kube \
-               -Icontroller/sim -Istore
+               -iquote . -iquote common -iquote api -iquote controller -iquote controller/scheduler \
+               -iquote controller/kube -iquote controller/sim -iquote store
 OPT     ?= -O2
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 2>/dev/null) -lev -lm

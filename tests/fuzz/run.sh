@@ -31,8 +31,8 @@ fi
 PKG_CFLAGS=$(pkg-config --cflags libcjson yaml-0.1 2>/dev/null || echo "-I/usr/include/cjson")
 PKG_LIBS=$(pkg-config --libs libcjson yaml-0.1 2>/dev/null || echo "-lcjson -lyaml")
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=all -I. -Icommon -Iapi -Icontroller -Icontroller/scheduler \
-  -Icontroller/kube -Icontroller/sim -Istore $PKG_CFLAGS"
+  -fno-sanitize-recover=all -iquote . -iquote common -iquote api -iquote controller -iquote controller/scheduler \
+  -iquote controller/kube -iquote controller/sim -iquote store $PKG_CFLAGS"
 mkdir -p "$B/bin" "$B/corpus" "$B/artifacts" "$B/logs"
 
 if [ $# -gt 0 ]; then
