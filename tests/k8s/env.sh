@@ -13,7 +13,8 @@
 # ENV_DIR defaults to $GQ_ENV_DIR. `. ENV_DIR/env` exports KUBECONFIG, GQ_ENV_DIR,
 # GQ_SERVER (https://127.0.0.1:PORT), GQ_TOKEN, GQ_CA for tests (curl with the token).
 # Everything lives in ENV_DIR under ${TMPDIR:-/tmp}; ports are chosen free at runtime,
-# so two environments can run in parallel. Logs: ENV_DIR/etcd.log, ENV_DIR/apiserver.log.
+# so two environments can run in parallel. Logs: ENV_DIR/etcd.log, ENV_DIR/apiserver.log,
+# ENV_DIR/audit.log (API server audit, JSON lines: every finished request, at Metadata level).
 #
 # Knobs (environment): GQ_APISERVER_BIN (binary; default: tests/k8s/build-apiserver.sh),
 # GQ_CRDS_DIR (default: crds/ of this repo; missing/empty = no CRDs), GQ_AUTHZ
@@ -133,6 +134,8 @@ start_apiserver() {
       --service-account-signing-key-file="$dir/pki/sa.key" \
       --disable-admission-plugins=ServiceAccount \
       --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
+      --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
+      --audit-log-format=json --audit-log-mode=blocking \
       --v=1 </dev/null >>"$dir/apiserver.log" 2>&1 &
     pid=$!
     echo "$pid" > "$dir/apiserver.pid"
@@ -220,6 +223,10 @@ cmd_up() {
   openssl rand -hex 24 > "$dir/token"
   printf '%s,admin,admin-uid,"system:masters"\n' "$(cat "$dir/token")" > "$dir/tokens.csv"
   chmod 600 "$dir/token" "$dir/tokens.csv"
+  # Audit log: one JSON line per finished request (verb, resource, user agent, code), so tests
+  # can count what a client did, e.g. how many LISTs a controller made across a restart.
+  printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n' \
+    > "$dir/audit-policy.yaml"
   start_etcd "$dir"
   write_config "$dir" 0   # placeholder until the port is known
   start_apiserver "$dir"

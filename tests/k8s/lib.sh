@@ -21,6 +21,9 @@
 #   gq_ctl_alive                      is the controller still running
 #   gq_apiserver_restart              restart the API server only (same etcd and port)
 #   gq_apiserver_crash                the same, SIGKILL instead of SIGTERM
+#   gq_api_requests VERB RESOURCE [USER_AGENT_PREFIX]
+#                                     how many finished requests the API server's audit log
+#                                     holds (e.g. `list gpujobs gangq` to spot a relist loop)
 #   wait_for TIMEOUT_S DESC CMD...    poll CMD (0.25 s) until it succeeds; fail with DESC
 #   wait_jsonpath TIMEOUT_S EXPECTED kubectl-get-args... -o jsonpath=EXPR
 #                                     poll until the jsonpath output equals EXPECTED
@@ -103,6 +106,12 @@ gq_ctl_kill() {
 
 gq_apiserver_restart() { "$GQ_K8S/env.sh" restart-apiserver "$GQ_ENV_DIR" >&2; }
 gq_apiserver_crash() { "$GQ_K8S/env.sh" crash-apiserver "$GQ_ENV_DIR" >&2; }
+
+gq_api_requests() {
+  jq -c --arg v "$1" --arg r "$2" --arg ua "${3:-}" \
+    'select(.verb == $v and .objectRef.resource == $r and (.userAgent // "" | startswith($ua)))' \
+    "$GQ_ENV_DIR/audit.log" 2>/dev/null | wc -l
+}
 
 gq_cleanup() {
   local rc=$? p

@@ -40,6 +40,12 @@ old_pid=$(cat "$GQ_ENV_DIR/apiserver.pid")
 gq_apiserver_crash 2>/dev/null
 assert_ne "$old_pid" "$(cat "$GQ_ENV_DIR/apiserver.pid")" "a new API server process after the crash"
 assert_eq v "$(k -n "$ns" get configmap before -o jsonpath='{.data.k}')" "data survives the crash"
+# The audit log (kept across restarts) counts requests by verb, resource and user agent.
+lists=$(gq_api_requests list configmaps kubectl)
+k -n "$ns" get configmaps >/dev/null
+k -n "$ns" get configmaps >/dev/null
+assert_eq $((lists + 2)) "$(gq_api_requests list configmaps kubectl)" "two kubectl LISTs audited"
+assert_eq 0 "$(gq_api_requests list configmaps gangq)" "no LISTs by a gangq user agent"
 pass "API server restarted in ${ms} ms on the same port and etcd; data kept; watch resumable"
 
 # --- lib.sh controller helpers, with a stand-in binary
