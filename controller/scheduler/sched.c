@@ -207,7 +207,7 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK
 };
 
 struct cy {
@@ -240,6 +240,7 @@ struct cy {
     /* FGD request ids */
     struct sc_req *rq;
     int nrq, caprq;
+    uint32_t stamp; /* node marks for preemption relevance */
     int *running; /* running jobs holding capacity */
     int nrunning;
     int nocache;
@@ -1629,13 +1630,29 @@ static int fits_now(struct cy *cy, struct place_ctx *pc, struct sched_replica *r
  * Plan victims for blocked job jx. Returns number of victims (> 0) with the
  * preemptor's nodes reserved, 0 when no victim set works, < 0 on error.
  */
-static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
+static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+                        int quota_blocked)
 {
     const struct sched_job *J = pc->jb;
     const struct cy_job *cJ = &cy->j[pc->jx];
+    if (cy->nrunning == 0)
+        return 0;
     struct victim *vs = slot(cy->ctx, SL_VICT, CY_MAX_VICTIM_CANDS * sizeof(*vs));
-    if (!vs)
+    uint32_t *mark = slot(cy->ctx, SL_MARK, (size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(*mark));
+    if (!vs || !mark)
         return GQ_ENOMEM;
+    if (cy->stamp == 0) {
+        memset(mark, 0, (size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(*mark));
+    }
+    cy->stamp++;
+    {
+        /* nodes the job could use with any acceptable type */
+        int sk = skey_get(cy, pc->jx, &cy->j[pc->jx].r);
+        if (sk < 0)
+            return sk;
+        for (int x = 0; x < cy->sk[sk].nnodes; x++)
+            mark[cy->sk[sk].nodes[x]] = cy->stamp;
+    }
     int nv = 0;
     int jcoh = cy->t[cJ->team].cohort;
     for (int rx = 0; rx < cy->nrunning && nv < CY_MAX_VICTIM_CANDS; rx++) {
@@ -1647,6 +1664,13 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
         if (cy->s->now - V->admitted_at < cy->cfg->min_runtime_s)
+            continue;
+        /* relevant: holds a node the job could use, or quota the job needs */
+        int rel = quota_blocked && (cV->team == cJ->team ||
+                                    (jcoh >= 0 && cy->t[cV->team].cohort == jcoh));
+        for (int p = 0; p < V->nplaced && !rel; p++)
+            rel = mark[V->placement[p].node] == cy->stamp;
+        if (!rel)
             continue;
         struct victim w = {v, 0, 0, 0};
         /* protected pool borrower whose pool is home to the preemptor */
@@ -2020,7 +2044,7 @@ static int run(struct cy *cy)
             int got = 0;
             if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
                 cy->preempt_tries++;
-                got = plan_preempt(cy, &pc, reps);
+                got = plan_preempt(cy, &pc, reps, 1);
                 if (got < 0) {
                     rc = got;
                     goto out;
@@ -2074,7 +2098,7 @@ static int run(struct cy *cy)
         if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
             /* worth trying only when some running job could be a victim */
             cy->preempt_tries++;
-            pre = plan_preempt(cy, &pc, reps);
+            pre = plan_preempt(cy, &pc, reps, 0);
             if (pre < 0) {
                 rc = pre;
                 goto out;

@@ -11,7 +11,9 @@
  * the costliest case: thousands of admissions before the queue is blocked.
  *
  * One full cycle is timed K times (default 3) with a reused context; the table
- * gives the median. bytes_per_job counts the job structs and id strings, the
+ * gives the median. --steady first runs one untimed cycle whose admissions
+ * become running work, raises 1 % of the waiting jobs to priority 10 (so the
+ * timed cycles plan preemptions), then times the busy cluster's cycle. bytes_per_job counts the job structs and id strings, the
  * core's scratch and the result, divided by the waiting jobs.
  * Targets (issue 3): cycle <= 200 ms, <= 2 KiB per waiting job.
  * This file prints; it is not part of the pure core.
@@ -66,10 +68,13 @@ static int cmp_double(const void *a, const void *b)
 int bench_sched(int argc, char **argv)
 {
     int64_t nnodes = 10000, nwait = 100000, ncycles = 3, seed = 1;
-    int json = 0, rc = 1;
+    int json = 0, rc = 1, steady = 0;
+    struct sched_replica *held = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--steady")) {
+            steady = 1;
         } else if (!strcmp(argv[i], "--nodes")) {
             if (parse_pos("--nodes", i + 1 < argc ? argv[++i] : NULL, &nnodes))
                 return 2;
@@ -84,7 +89,7 @@ int bench_sched(int argc, char **argv)
                 return 2;
         } else {
             fprintf(stderr, "usage: gangq bench sched [--json] [--nodes N] [--waiting M] "
-                            "[--cycles K] [--seed S]\n");
+                            "[--cycles K] [--seed S] [--steady]\n");
             return 2;
         }
     }
@@ -169,6 +174,44 @@ int bench_sched(int argc, char **argv)
     snap.jobs = jobs;
     snap.njobs = M;
     char err[256];
+    int nrunning = 0;
+    if (steady) {
+        /* one untimed cycle; its admissions become running work (2 h old, so
+         * preemptible), the rest keeps waiting: a busy cluster's cycle */
+        if (sched_cycle(ctx, &snap, &res, err, sizeof(err))) {
+            fprintf(stderr, "gangq bench sched: %s\n", err);
+            goto out;
+        }
+        size_t nrep = 0;
+        for (int i = 0; i < res->n; i++)
+            if (res->d[i].kind == SCHED_ADMIT)
+                nrep += (size_t)res->d[i].nrep;
+        held = calloc(nrep + 1, sizeof(*held));
+        if (!held) {
+            fprintf(stderr, "gangq bench sched: out of memory\n");
+            goto out;
+        }
+        size_t off = 0;
+        for (int i = 0; i < res->n; i++) {
+            const struct sched_decision *d = &res->d[i];
+            if (d->kind != SCHED_ADMIT)
+                continue;
+            struct sched_job *jb = &jobs[d->job];
+            memcpy(held + off, d->rep, (size_t)d->nrep * sizeof(*held));
+            jb->state = SCHED_JOB_RUNNING;
+            jb->placement = held + off;
+            jb->nplaced = d->nrep;
+            jb->admitted_at = snap.now - 7200;
+            off += (size_t)d->nrep;
+            nrunning++;
+        }
+        sched_result_free(res);
+        res = NULL;
+        /* urgent arrivals: 1 % of the waiting jobs now outrank everything */
+        for (int j = 0; j < M; j += 100)
+            if (jobs[j].state == SCHED_JOB_WAITING)
+                jobs[j].priority = 10;
+    }
     for (int k = 0; k < K; k++) {
         sched_result_free(res);
         res = NULL;
@@ -190,7 +233,8 @@ int bench_sched(int argc, char **argv)
         idbytes += strlen(jobs[j].id) + 1;
     size_t total = (size_t)M * sizeof(struct sched_job) + idbytes + sched_mem_bytes(ctx) +
                    sched_result_bytes(res);
-    double bytes_per_job = M ? (double)total / M : 0;
+    int nwaiting = M - nrunning;
+    double bytes_per_job = nwaiting ? (double)total / nwaiting : 0;
     int ndec = res->n;
     double dps = cycle_ms > 0 ? ndec / (cycle_ms / 1000.0) : 0;
     struct rusage ru;
@@ -203,16 +247,21 @@ int bench_sched(int argc, char **argv)
         printf("{\"nodes\":%d,\"gpus\":%lld,\"waiting\":%d,\"cycle_ms\":%.2f,"
                "\"cycle_cpu_ms\":%.2f,\"cycle_ms_min\":%.2f,\"cycle_ms_max\":%.2f,\"decisions\":%d,"
                "\"decisions_per_s\":%.0f,\"admitted\":%d,\"gpus_admitted\":%lld,"
-               "\"bytes_per_job\":%.0f,\"maxrss_kb\":%ld,\"cycles\":%d}\n",
-               N, (long long)N * 8, M, cycle_ms, cpu_cycle_ms, times[0], times[K - 1], ndec, dps,
-               res->stats.admitted, (long long)gpus_admitted, bytes_per_job, ru.ru_maxrss, K);
+               "\"bytes_per_job\":%.0f,\"maxrss_kb\":%ld,\"cycles\":%d,\"running\":%d,"
+               "\"preempted\":%d}\n",
+               N, (long long)N * 8, nwaiting, cycle_ms, cpu_cycle_ms, times[0], times[K - 1], ndec, dps,
+               res->stats.admitted, (long long)gpus_admitted, bytes_per_job, ru.ru_maxrss, K,
+               nrunning, res->stats.preempted);
     } else {
         printf("%-8s %-8s %-8s %-9s %-9s %-15s %-13s %-9s %-13s %-10s\n", "nodes", "gpus",
                "waiting", "cycle_ms", "cpu_ms", "decisions_per_s", "bytes_per_job", "admitted", "gpus_admitted",
                "maxrss_kb");
         printf("%-8d %-8lld %-8d %-9.1f %-9.1f %-15.0f %-13.0f %-9d %-13lld %-10ld\n", N,
-               (long long)N * 8, M, cycle_ms, cpu_cycle_ms, dps, bytes_per_job, res->stats.admitted,
+               (long long)N * 8, nwaiting, cycle_ms, cpu_cycle_ms, dps, bytes_per_job, res->stats.admitted,
                (long long)gpus_admitted, ru.ru_maxrss);
+        if (steady)
+            printf("steady state: %d jobs already running, %d preemptions planned\n", nrunning,
+                   res->stats.preempted);
         printf("(median of %d cycles, wall clock; cpu_ms is process CPU time: min %.1f ms, "
                "max %.1f ms wall; %d decisions; targets: "
                "cycle <= 200 ms, <= 2048 bytes/job)\n",
@@ -228,5 +277,6 @@ out:
     free(jobs);
     free(ids);
     free(times);
+    free(held);
     return rc;
 }
