@@ -28,5 +28,36 @@ if [ -z "${GQ_ENV_DIR:-}" ]; then
 fi
 . "$GQ_ENV_DIR/env"
 export GQ_ENV_DIR
-timeout -k 5 180 "$TOOL" --kubeconfig "$KUBECONFIG" \
-  --restart-cmd "'$HERE/env.sh' restart-apiserver '$GQ_ENV_DIR' >/dev/null 2>&1"
+
+# A second kubeconfig that authenticates with a client certificate (signed by the
+# environment's CA, which the API server trusts as --client-ca-file), all inline (*-data).
+work=$(mktemp -d "${TMPDIR:-/tmp}/gangq-kube-smoke.XXXXXX")
+trap 'cleanup; rm -rf "$work"' EXIT
+pki="$GQ_ENV_DIR/pki"
+openssl req -newkey rsa:2048 -nodes -keyout "$work/client.key" -out "$work/client.csr" \
+  -subj "/CN=kube-smoke/O=system:masters" 2>/dev/null &&
+printf 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n' > "$work/client.ext" &&
+openssl x509 -req -in "$work/client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+  -CAserial "$work/ca.srl" -out "$work/client.crt" -days 1 -extfile "$work/client.ext" 2>/dev/null || {
+  echo "kube smoke: could not make a client certificate"; echo "kube smoke: 0 passed, 1 failed"; exit 1; }
+cat > "$work/kubeconfig-cert" <<KC
+apiVersion: v1
+kind: Config
+current-context: cert
+clusters:
+- name: local
+  cluster:
+    server: $GQ_SERVER
+    certificate-authority-data: $(base64 -w0 < "$pki/ca.crt")
+contexts:
+- name: cert
+  context: {cluster: local, user: cert-user, namespace: kube-smoke}
+users:
+- name: cert-user
+  user:
+    client-certificate-data: $(base64 -w0 < "$work/client.crt")
+    client-key-data: $(base64 -w0 < "$work/client.key")
+KC
+
+timeout -k 5 180 "$TOOL" --kubeconfig "$KUBECONFIG" --cert-kubeconfig "$work/kubeconfig-cert" \
+  --restart-cmd "'$HERE/env.sh' restart-apiserver '$GQ_ENV_DIR' >'$work/restart.log' 2>&1 || { cat '$work/restart.log' >&2; exit 1; }"

@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     struct smoke s = {0};
     struct kube_config cfg;
     struct kube_client_opts co = {0};
-    const char *kc = getenv("KUBECONFIG"), *restart_cmd = NULL;
+    const char *kc = getenv("KUBECONFIG"), *restart_cmd = NULL, *cert_kc = NULL;
     char err[512];
     const char *ns = "kube-smoke";
     struct res r = {0};
@@ -253,12 +253,15 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--kubeconfig") == 0 && i + 1 < argc)
             kc = argv[++i];
+        else if (strcmp(argv[i], "--cert-kubeconfig") == 0 && i + 1 < argc)
+            cert_kc = argv[++i];
         else if (strcmp(argv[i], "--restart-cmd") == 0 && i + 1 < argc)
             restart_cmd = argv[++i];
         else if (strcmp(argv[i], "-v") == 0)
             s.loglevel = GQ_LOG_DEBUG;
         else {
-            fprintf(stderr, "usage: kube_smoke [--kubeconfig PATH] [--restart-cmd CMD] [-v]\n");
+            fprintf(stderr, "usage: kube_smoke [--kubeconfig PATH] [--cert-kubeconfig PATH] "
+                            "[--restart-cmd CMD] [-v]\n");
             return 2;
         }
     }
@@ -287,6 +290,30 @@ int main(int argc, char **argv)
     check(&s, r.rc == 0 && strncmp(jstr(r.json, "gitVersion", NULL), "v1.", 3) == 0,
           "GET /version over TLS verified with the cluster CA and the bearer token");
     res_clear(&r);
+
+    /* 1b. client certificate + key given inline (kubeconfig *-data) */
+    if (cert_kc) {
+        struct kube_config cc;
+        struct kube_client *c2 = NULL;
+        int ok = kube_config_load_kubeconfig(&cc, cert_kc, NULL, err, sizeof err) == 0;
+        check(&s, ok && cc.cert_data && cc.key_data && cc.ca_data && !cc.token,
+              "client-certificate kubeconfig loaded (inline data, no token)");
+        if (ok) {
+            c2 = kube_client_new(s.loop, &cc, &co, err, sizeof err);
+            kube_config_release(&cc);
+        }
+        if (c2) {
+            wait_res(&s, &r, kube_get(c2, "/api/v1/namespaces/default", res_cb, &r));
+            check(&s, r.rc == 0 && strcmp(jstr(cJSON_GetObjectItem(r.json, "metadata"), "name",
+                                               NULL),
+                                          "default") == 0,
+                  "GET with the client certificate (CURLOPT_SSLCERT_BLOB/SSLKEY_BLOB)");
+            res_clear(&r);
+            kube_client_free(c2);
+        } else {
+            check(&s, 0, "client for the certificate kubeconfig");
+        }
+    }
 
     /* namespace */
     {

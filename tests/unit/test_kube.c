@@ -925,15 +925,69 @@ static void test_client_transport(void **st)
     ev_loop_destroy(loop);
 }
 
+/* The token file is re-read after token_reload_s (service-account rotation). */
+static void test_token_rotation(void **st)
+{
+    static const struct step steps[] = {
+        {200, NULL, {"{}"}, 0, 0},
+        {200, NULL, {"{}"}, 0, 0},
+        {200, NULL, {"{}"}, 0, 0},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_config cfg;
+    struct kube_client_opts o = {0};
+    struct kube_client *c;
+    struct result r[3];
+    char url[64], err[200], tok[512], line[4096];
+    (void)st;
+    memset(r, 0, sizeof r);
+    server_start(&srv, steps, 3);
+    write_file("rot-token", "first\n");
+    snprintf(tok, sizeof tok, "%s/rot-token", tmpdir);
+    kube_config_init(&cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
+    cfg.server = url;
+    cfg.token = "first";
+    cfg.token_file = tok;
+    o.log_level = GQ_LOG_ERROR + 1;
+    o.token_reload_s = 0.3;
+    c = kube_client_new(loop, &cfg, &o, err, sizeof err);
+    assert_non_null(c);
+    write_file("rot-token", "second\n");
+    assert_int_equal(kube_get(c, "/a", result_cb, &r[0]), 0); /* too soon: old token */
+    run_until(loop, &r[0].done, NULL, NULL, 5);
+    run_until(loop, NULL, NULL, NULL, 0.4);
+    assert_int_equal(kube_get(c, "/b", result_cb, &r[1]), 0);
+    run_until(loop, &r[1].done, NULL, NULL, 5);
+    server_req(&srv, 0, line, sizeof line);
+    assert_non_null(strstr(line, "GET /a||Bearer first|"));
+    server_req(&srv, 1, line, sizeof line);
+    assert_non_null(strstr(line, "GET /b||Bearer second|"));
+    /* an unreadable file keeps the last good token */
+    unlink(tok);
+    run_until(loop, NULL, NULL, NULL, 0.4);
+    assert_int_equal(kube_get(c, "/c", result_cb, &r[2]), 0);
+    run_until(loop, &r[2].done, NULL, NULL, 5);
+    server_req(&srv, 2, line, sizeof line);
+    assert_non_null(strstr(line, "GET /c||Bearer second|"));
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 /* -------------------------------------------------------------- informer */
 
 #define POD(name, rv) "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}}"
 #define WEV(type, o) "{\"type\":\"" type "\",\"object\":" o "}\n"
 
+struct result;
 struct inf_ctx {
     struct evlog log;
     int synced;
     struct kube_informer *inf;
+    struct kube_client *c;
+    struct result *side;
 };
 
 static void inf_event(enum kube_event_type t, const cJSON *o, const cJSON *n, void *ud)
@@ -1083,6 +1137,8 @@ static void free_in_handler(enum kube_event_type t, const cJSON *o, const cJSON 
     struct inf_ctx *x = ud;
     evlog_cb(t, o, n, &x->log);
     if (strstr(x->log.s[x->log.n - 1], "ns/z")) {
+        /* we are inside curl's write callback: the new request must be deferred */
+        assert_int_equal(kube_get(x->c, "/side", result_cb, x->side), 0);
         kube_informer_free(x->inf);
         x->inf = NULL;
         x->synced = 100;
@@ -1097,7 +1153,9 @@ static void test_informer_long_line_and_free(void **st)
         {200, NULL, {big, "\n"}, 0, 2000},
         {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" POD("y", "20") "]}"}, 0, 0},
         {200, NULL, {WEV("ADDED", POD("z", "21")) WEV("ADDED", POD("zz", "22"))}, 0, 2000},
+        {200, NULL, {"{\"side\":true}"}, 0, 0},
     };
+    struct result side = {0};
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     struct server srv;
     struct kube_client *c;
@@ -1108,8 +1166,10 @@ static void test_informer_long_line_and_free(void **st)
     memset(big, 'x', sizeof big - 1);
     big[0] = '{';
     memset(&x, 0, sizeof x);
-    server_start(&srv, steps, 4);
+    server_start(&srv, steps, 5);
     c = client_for(loop, &srv, NULL);
+    x.c = c;
+    x.side = &side;
     o.path = "/apis/gangq.io/v1alpha1/gpujobs";
     o.max_event_line = 200;
     o.backoff_base_s = 0.05;
@@ -1126,7 +1186,12 @@ static void test_informer_long_line_and_free(void **st)
     assert_true(evlog_has(&x.log, "ADDED - ns/y rv=20"));
     assert_true(evlog_has(&x.log, "ADDED - ns/z rv=21"));
     assert_false(evlog_has(&x.log, "ADDED - ns/zz rv=22")); /* freed before it */
-    run_until(loop, NULL, NULL, NULL, 0.2);                /* deferred removal runs */
+    run_until(loop, &side.done, NULL, NULL, 3); /* deferred add and removal run */
+    assert_true(side.done);
+    assert_int_equal(side.rc, 0);
+    assert_string_equal(side.body, "{\"side\":true}");
+    server_req(&srv, 4, line, sizeof line);
+    assert_non_null(strstr(line, "GET /side|"));
     assert_int_equal(kube_client_pending(c), 0);
     kube_client_free(c);
     server_stop(&srv);
@@ -1214,6 +1279,7 @@ int main(void)
         cmocka_unit_test(test_path_time_event),
         cmocka_unit_test(test_client_writers),
         cmocka_unit_test(test_client_transport),
+        cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_informer_flow),
         cmocka_unit_test(test_informer_long_line_and_free),
         cmocka_unit_test(test_leader),
