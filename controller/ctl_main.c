@@ -1,10 +1,743 @@
-/* PLACEHOLDER: replaced when this module lands. */
+/*
+ * ctl_main.c — `gangq controller`: options and config file, the libev loop,
+ * informers, leader election, debounce/resync timers, signals and a bounded
+ * graceful shutdown; the per-object memo table.
+ */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cmd.h"
+#include "ctl_int.h"
+#include "yamljson.h"
+
+/* ------------------------------------------------------------ config */
+
+void ctl_config_default(struct ctl_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->log_level = GQ_LOG_INFO;
+    c->leader_elect = 1;
+    gq_strlcpy(c->lease_name, "gangq-controller", sizeof(c->lease_name));
+    c->min_runtime_s = 300;
+    api_config_default(&c->levels);
+    gq_strlcpy(c->gpu_product_label, "nvidia.com/gpu.product", sizeof(c->gpu_product_label));
+    gq_strlcpy(c->gpu_memory_label, "nvidia.com/gpu.memory", sizeof(c->gpu_memory_label));
+    c->node_lost_grace_s = 40;
+    c->max_retries = 3;
+    c->usage_half_life_s = 86400;
+    c->cycle_interval_s = 2;
+    c->debounce_s = 0.05;
+    c->shutdown_wait_s = 5;
+}
+
+int ctl_duration_parse(const char *s, double *out)
+{
+    double total = 0;
+    int any = 0;
+    if (!s || !*s)
+        return GQ_EINVAL;
+    while (*s) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno || v < 0)
+            return GQ_EINVAL;
+        s = end;
+        double mul = 1;
+        if (!strncmp(s, "ms", 2)) {
+            mul = 0.001;
+            s += 2;
+        } else if (*s == 's') {
+            s++;
+        } else if (*s == 'm') {
+            mul = 60;
+            s++;
+        } else if (*s == 'h') {
+            mul = 3600;
+            s++;
+        } else if (*s == 'd') {
+            mul = 86400;
+            s++;
+        } else if (*s) {
+            return GQ_EINVAL;
+        } else if (any) {
+            return GQ_EINVAL; /* "1m30" */
+        }
+        total += v * mul;
+        any = 1;
+    }
+    *out = total;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no")) {
+        *out = 0;
+        return 0;
+    }
+    return GQ_EINVAL;
+}
+
+static int set_str(char *dst, size_t len, const char *key, const char *val, char *err,
+                   size_t errlen)
+{
+    if (gq_strlcpy(dst, val, len) >= len) {
+        gq_errf(err, errlen, "--%s: value too long", key);
+        return GQ_EINVAL;
+    }
+    return 0;
+}
+
+int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char *err,
+                   size_t errlen)
+{
+    double d;
+    int64_t i;
+    if (!val) {
+        gq_errf(err, errlen, "--%s needs a value", key);
+        return GQ_EINVAL;
+    }
+    if (!strcmp(key, "kubeconfig"))
+        return set_str(c->kubeconfig, sizeof(c->kubeconfig), key, val, err, errlen);
+    if (!strcmp(key, "db"))
+        return set_str(c->db, sizeof(c->db), key, val, err, errlen);
+    if (!strcmp(key, "listen"))
+        return set_str(c->listen, sizeof(c->listen), key, val, err, errlen);
+    if (!strcmp(key, "lease-namespace"))
+        return set_str(c->lease_ns, sizeof(c->lease_ns), key, val, err, errlen);
+    if (!strcmp(key, "lease-name"))
+        return set_str(c->lease_name, sizeof(c->lease_name), key, val, err, errlen);
+    if (!strcmp(key, "gpu-product-label"))
+        return set_str(c->gpu_product_label, sizeof(c->gpu_product_label), key, val, err, errlen);
+    if (!strcmp(key, "gpu-memory-label"))
+        return set_str(c->gpu_memory_label, sizeof(c->gpu_memory_label), key, val, err, errlen);
+    if (!strcmp(key, "log-level")) {
+        int l = gq_log_level_parse(val);
+        if (l < 0) {
+            gq_errf(err, errlen, "--log-level: expected debug|info|warn|error, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        c->log_level = l;
+        return 0;
+    }
+    if (!strcmp(key, "leader-elect")) {
+        if (parse_bool(val, &c->leader_elect)) {
+            gq_errf(err, errlen, "--leader-elect: expected true or false, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "max-retries")) {
+        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0 || i > 1000) {
+            gq_errf(err, errlen, "--max-retries: expected 0..1000, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        c->max_retries = (int)i;
+        return 0;
+    }
+    if (!strcmp(key, "level")) {
+        const char *eq = strchr(val, '=');
+        if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= API_LEVEL_MAX ||
+            strlen(eq + 1) >= API_LABEL_KEY_MAX) {
+            gq_errf(err, errlen, "--level: expected name=labelkey, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        if (!c->levels_set) {
+            c->levels.nlevels = 0;
+            c->levels_set = 1;
+        }
+        if (c->levels.nlevels >= SCHED_LEVELS_MAX) {
+            gq_errf(err, errlen, "--level: at most %d levels", SCHED_LEVELS_MAX);
+            return GQ_EINVAL;
+        }
+        int n = c->levels.nlevels++;
+        memcpy(c->levels.levels[n], val, (size_t)(eq - val));
+        c->levels.levels[n][eq - val] = 0;
+        gq_strlcpy(c->levels.labels[n], eq + 1, sizeof(c->levels.labels[n]));
+        return 0;
+    }
+    struct {
+        const char *k;
+        double *dst;
+        double lo;
+    } durs[] = {{"node-lost-grace", &c->node_lost_grace_s, 0},
+                {"usage-half-life", &c->usage_half_life_s, 0},
+                {"cycle-interval", &c->cycle_interval_s, 0.05}};
+    for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
+        if (!strcmp(key, durs[k].k)) {
+            if (ctl_duration_parse(val, &d) || d < durs[k].lo) {
+                gq_errf(err, errlen, "--%s: expected a duration like 40s or 5m, got \"%s\"", key, val);
+                return GQ_EINVAL;
+            }
+            *durs[k].dst = d;
+            return 0;
+        }
+    if (!strcmp(key, "min-runtime")) {
+        if (ctl_duration_parse(val, &d)) {
+            gq_errf(err, errlen, "--min-runtime: expected a duration like 5m, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        c->min_runtime_s = (int64_t)d;
+        return 0;
+    }
+    gq_errf(err, errlen, "unknown option --%s", key);
+    return GQ_EINVAL;
+}
+
+/* A scalar config value as text. */
+static int scalar_text(const cJSON *v, char *buf, size_t len)
+{
+    if (cJSON_IsString(v))
+        return gq_strlcpy(buf, v->valuestring, len) < len ? 0 : GQ_EINVAL;
+    if (cJSON_IsBool(v))
+        return gq_strlcpy(buf, cJSON_IsTrue(v) ? "true" : "false", len) < len ? 0 : GQ_EINVAL;
+    if (cJSON_IsNumber(v)) {
+        snprintf(buf, len, "%.15g", v->valuedouble);
+        return 0;
+    }
+    return GQ_EINVAL;
+}
+
+int ctl_config_load_file(struct ctl_config *c, const char *path, char *err, size_t errlen)
+{
+    cJSON *docs = NULL;
+    int rc = gq_yaml_load_file(path, &docs, err, errlen);
+    if (rc)
+        return rc;
+    const cJSON *root = cJSON_GetArrayItem(docs, 0);
+    if (cJSON_GetArraySize(docs) != 1 || !cJSON_IsObject(root)) {
+        gq_errf(err, errlen, "%s: expected one YAML mapping", path);
+        rc = GQ_EINVAL;
+        goto out;
+    }
+    const cJSON *it;
+    char val[CTL_PATH_MAX], e2[512];
+    cJSON_ArrayForEach(it, root)
+    {
+        const char *key = it->string;
+        if (!strcmp(key, "level") || !strcmp(key, "levels")) {
+            const cJSON *l;
+            if (!cJSON_IsArray(it)) {
+                gq_errf(err, errlen, "%s: %s: expected a list", path, key);
+                rc = GQ_EINVAL;
+                goto out;
+            }
+            cJSON_ArrayForEach(l, it)
+            {
+                if (cJSON_IsObject(l)) {
+                    const char *n = ctl_obj_str(l, "name", NULL), *lb = ctl_obj_str(l, "label", NULL);
+                    snprintf(val, sizeof(val), "%s=%s", n ? n : "", lb ? lb : "");
+                } else if (scalar_text(l, val, sizeof(val))) {
+                    val[0] = 0;
+                }
+                if ((rc = ctl_config_set(c, "level", val, e2, sizeof(e2)))) {
+                    gq_errf(err, errlen, "%s: %s", path, e2);
+                    goto out;
+                }
+            }
+            continue;
+        }
+        if (scalar_text(it, val, sizeof(val))) {
+            gq_errf(err, errlen, "%s: %s: expected a scalar value", path, key);
+            rc = GQ_EINVAL;
+            goto out;
+        }
+        if ((rc = ctl_config_set(c, key, val, e2, sizeof(e2)))) {
+            gq_errf(err, errlen, "%s: %s", path, e2);
+            goto out;
+        }
+    }
+out:
+    cJSON_Delete(docs);
+    return rc;
+}
+
+/* ------------------------------------------------------------ memo table */
+
+static size_t hash_str(const char *s)
+{
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static void memo_free(struct ctl_memo *m)
+{
+    if (!m)
+        return;
+    free(m->key);
+    free(m->last_status);
+    free(m->pods);
+    free(m);
+}
+
+static int memo_grow(struct ctl_memo_table *t)
+{
+    size_t nb = t->nb ? t->nb * 2 : 256;
+    struct ctl_memo **b = calloc(nb, sizeof(*b));
+    if (!b)
+        return GQ_ENOMEM;
+    for (size_t i = 0; i < t->nb; i++) {
+        struct ctl_memo *m = t->b[i], *next;
+        for (; m; m = next) {
+            next = m->next;
+            size_t h = hash_str(m->key) % nb;
+            m->next = b[h];
+            b[h] = m;
+        }
+    }
+    free(t->b);
+    t->b = b;
+    t->nb = nb;
+    return 0;
+}
+
+struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create)
+{
+    if (t->nb) {
+        for (struct ctl_memo *m = t->b[hash_str(key) % t->nb]; m; m = m->next)
+            if (!strcmp(m->key, key))
+                return m;
+    }
+    if (!create)
+        return NULL;
+    if ((t->n + 1 > t->nb * 2 || !t->nb) && memo_grow(t))
+        return NULL;
+    struct ctl_memo *m = calloc(1, sizeof(*m));
+    if (!m || !(m->key = strdup(key))) {
+        free(m);
+        return NULL;
+    }
+    size_t h = hash_str(key) % t->nb;
+    m->next = t->b[h];
+    t->b[h] = m;
+    t->n++;
+    return m;
+}
+
+void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle)
+{
+    for (size_t i = 0; i < t->nb; i++) {
+        struct ctl_memo **pp = &t->b[i];
+        while (*pp) {
+            struct ctl_memo *m = *pp;
+            if (m->seen_cycle < cycle && !m->status_inflight && !m->cleanup_inflight) {
+                *pp = m->next;
+                memo_free(m);
+                t->n--;
+            } else {
+                pp = &m->next;
+            }
+        }
+    }
+}
+
+void ctl_memo_table_release(struct ctl_memo_table *t)
+{
+    for (size_t i = 0; i < t->nb; i++) {
+        struct ctl_memo *m = t->b[i], *next;
+        for (; m; m = next) {
+            next = m->next;
+            memo_free(m);
+        }
+    }
+    free(t->b);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------------------ loop */
+
+int64_t ctl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ctl_mark_dirty(struct gq_ctl *c)
+{
+    if (c->stopping)
+        return;
+    if (!c->dirty) {
+        c->dirty = 1;
+        ev_timer_stop(c->loop, &c->debounce);
+        ev_timer_set(&c->debounce, c->cfg.debounce_s, 0.);
+        ev_timer_start(c->loop, &c->debounce);
+    }
+}
+
+static int all_synced(const struct gq_ctl *c)
+{
+    for (int i = 0; i < INF_COUNT; i++)
+        if (!kube_informer_synced(c->inf[i]))
+            return 0;
+    return 1;
+}
+
+static void maybe_reconcile(struct gq_ctl *c)
+{
+    c->dirty = 0;
+    if (c->stopping || !c->leading || !all_synced(c))
+        return;
+    ctl_reconcile(c);
+}
+
+static void debounce_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    maybe_reconcile(w->data);
+}
+
+static void log_relists(struct gq_ctl *c)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < INF_COUNT; i++) {
+        struct kube_informer_stats s;
+        kube_informer_get_stats(c->inf[i], &s);
+        total += s.lists;
+    }
+    if (total != c->last_relists) {
+        char kv[1024];
+        size_t off = 0;
+        for (int i = 0; i < INF_COUNT && off < sizeof(kv); i++) {
+            struct kube_informer_stats s;
+            kube_informer_get_stats(c->inf[i], &s);
+            int n = snprintf(kv + off, sizeof(kv) - off, "%sinf%d_lists=%llu inf%d_relists_410=%llu inf%d_watches=%llu",
+                             i ? " " : "", i, (unsigned long long)s.lists, i,
+                             (unsigned long long)s.relists_410, i, (unsigned long long)s.watches);
+            if (n < 0)
+                break;
+            off += (size_t)n;
+        }
+        gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "informer lists", " total_lists=%llu %s",
+               (unsigned long long)total, kv);
+        c->last_relists = total;
+    }
+}
+
+static void resync_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gq_ctl *c = w->data;
+    log_relists(c);
+    maybe_reconcile(c);
+}
+
+static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj, void *ud)
+{
+    struct ctl_infud *u = ud;
+    struct gq_ctl *c = u->c;
+    c->m.informer_events++;
+    if (u->idx == INF_TEAMS && type == KUBE_EV_MODIFIED && old_obj && new_obj)
+        ctl_team_changed(c, old_obj, new_obj);
+    ctl_mark_dirty(c);
+}
+
+static void inf_synced(void *ud)
+{
+    struct ctl_infud *u = ud;
+    gq_log(u->c->cfg.log_level, GQ_LOG_INFO, "ctl", "informer synced", " informer=%d", u->idx);
+    ctl_mark_dirty(u->c);
+}
+
+static void lead_started(void *ud)
+{
+    struct gq_ctl *c = ud;
+    c->leading = 1;
+    c->restart_done = 0;
+    gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "leading: cycles on", " identity=%s", c->identity);
+    ctl_mark_dirty(c);
+}
+
+static void lead_stopped(void *ud)
+{
+    struct gq_ctl *c = ud;
+    c->leading = 0;
+    gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", "lost leadership: cycles off", " identity=%s",
+           c->identity);
+}
+
+static void stop_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    struct gq_ctl *c = w->data;
+    size_t pend = kube_client_pending(c->client);
+    if (pend == 0 || ev_now(loop) >= c->stop_deadline) {
+        if (pend)
+            gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", "shutdown: giving up on writes in flight",
+                   " pending=%zu", pend);
+        ev_timer_stop(loop, w);
+        ev_break(loop, EVBREAK_ALL);
+    }
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)revents;
+    struct gq_ctl *c = w->data;
+    if (c->stopping)
+        return;
+    gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "signal: shutting down", " signal=%d", w->signum);
+    c->stopping = 1;
+    ev_timer_stop(loop, &c->debounce);
+    ev_timer_stop(loop, &c->resync);
+    for (int i = 0; i < INF_COUNT; i++)
+        kube_informer_stop(c->inf[i]);
+    if (c->leader)
+        kube_leader_stop(c->leader);
+    c->stop_deadline = ev_now(loop) + c->cfg.shutdown_wait_s;
+    ev_timer_set(&c->stop_timer, 0.02, 0.05);
+    ev_timer_start(loop, &c->stop_timer);
+}
+
+static const char *const inf_paths[INF_COUNT] = {
+    "/apis/gangq.io/v1alpha1/gpujobs", "/apis/gangq.io/v1alpha1/teams",
+    "/apis/gangq.io/v1alpha1/gpupools", "/api/v1/nodes",
+    "/api/v1/pods", "/apis/scheduling.k8s.io/v1/priorityclasses"};
+static const char *const inf_names[INF_COUNT] = {"gpujobs", "teams", "gpupools",
+                                                 "nodes", "pods", "priorityclasses"};
+
+static void ctl_scfg_init(struct gq_ctl *c)
+{
+    sched_config_default(&c->scfg);
+    c->scfg.nlevels = GQ_MIN(c->cfg.levels.nlevels, SCHED_LEVELS_MAX);
+    for (int i = 0; i < c->scfg.nlevels; i++) {
+        c->scfg.levels[i].name = c->cfg.levels.levels[i];
+        c->scfg.levels[i].label_key = c->cfg.levels.labels[i];
+    }
+    c->scfg.gpu_product_key = c->cfg.gpu_product_label;
+    c->scfg.gpu_memory_key = c->cfg.gpu_memory_label;
+    c->scfg.min_runtime_s = c->cfg.min_runtime_s;
+}
+
+int ctl_run(const struct ctl_config *cfg)
+{
+    char err[1024] = "";
+    int rc = 1;
+    struct gq_ctl *c = calloc(1, sizeof(*c));
+    if (!c) {
+        fprintf(stderr, "gangq controller: out of memory\n");
+        return 1;
+    }
+    c->cfg = *cfg;
+    int ll = c->cfg.log_level;
+    ctl_scfg_init(c);
+    kube_config_init(&c->kcfg);
+    c->loop = EV_DEFAULT;
+    char host[64] = "gangq";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(c->identity, sizeof(c->identity), "%s_%ld", host, (long)getpid());
+
+    if (kube_global_init()) {
+        gq_log(ll, GQ_LOG_ERROR, "ctl", "curl init failed", NULL);
+        goto out;
+    }
+    if (store_open(c->cfg.db, NULL, &c->st, err, sizeof(err))) {
+        gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
+        goto out;
+    }
+    int64_t npend = 0;
+    store_jobs_count(c->st, STORE_MASK_ALL, &npend, NULL, 0);
+    gq_log(ll, GQ_LOG_INFO, "ctl", "store open", " db=%s jobs=%lld", c->cfg.db, (long long)npend);
+    if (!(c->sched = sched_new())) {
+        gq_log(ll, GQ_LOG_ERROR, "ctl", "out of memory", NULL);
+        goto out;
+    }
+    if (c->cfg.kubeconfig[0])
+        rc = kube_config_load_kubeconfig(&c->kcfg, c->cfg.kubeconfig, NULL, err, sizeof(err));
+    else
+        rc = kube_config_load_incluster(&c->kcfg, NULL, err, sizeof(err));
+    if (rc) {
+        rc = 1;
+        gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
+        goto out;
+    }
+    rc = 1;
+    struct kube_client_opts co = {0};
+    co.log_level = ll;
+    if (!(c->client = kube_client_new(c->loop, &c->kcfg, &co, err, sizeof(err)))) {
+        gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
+        goto out;
+    }
+    for (int i = 0; i < INF_COUNT; i++) {
+        struct kube_informer_opts io = {0};
+        c->infud[i] = (struct ctl_infud){c, i};
+        io.path = inf_paths[i];
+        io.name = inf_names[i];
+        io.on_event = inf_event;
+        io.on_synced = inf_synced;
+        io.ud = &c->infud[i];
+        if (!(c->inf[i] = kube_informer_new(c->client, &io, err, sizeof(err)))) {
+            gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
+            goto out;
+        }
+    }
+    ev_timer_init(&c->debounce, debounce_cb, c->cfg.debounce_s, 0.);
+    c->debounce.data = c;
+    ev_timer_init(&c->resync, resync_cb, c->cfg.cycle_interval_s, c->cfg.cycle_interval_s);
+    c->resync.data = c;
+    ev_timer_init(&c->stop_timer, stop_timer_cb, 0.05, 0.05);
+    c->stop_timer.data = c;
+    ev_signal_init(&c->sigterm, signal_cb, SIGTERM);
+    c->sigterm.data = c;
+    ev_signal_init(&c->sigint, signal_cb, SIGINT);
+    c->sigint.data = c;
+    ev_signal_start(c->loop, &c->sigterm);
+    ev_signal_start(c->loop, &c->sigint);
+    ev_timer_start(c->loop, &c->resync);
+    /* metrics/health hook: controller/httpd.h and metrics.h are not in the
+     * tree yet; when they land, start the server on cfg.listen here with
+     * /readyz = all_synced(c) && c->st != NULL. */
+    if (c->cfg.listen[0])
+        gq_log(ll, GQ_LOG_WARN, "ctl", "--listen given but the HTTP server is not built yet",
+               " listen=%s", c->cfg.listen);
+
+    for (int i = 0; i < INF_COUNT; i++)
+        if (kube_informer_start(c->inf[i])) {
+            gq_log(ll, GQ_LOG_ERROR, "ctl", "informer start failed", " informer=%s", inf_names[i]);
+            goto out;
+        }
+    if (c->cfg.leader_elect) {
+        struct kube_leader_opts lo = {0};
+        lo.namespace_ = c->cfg.lease_ns[0] ? c->cfg.lease_ns
+                        : (c->kcfg.namespace_ && c->kcfg.namespace_[0]) ? c->kcfg.namespace_
+                                                                          : "default";
+        lo.name = c->cfg.lease_name;
+        lo.identity = c->identity;
+        lo.release_on_stop = 1;
+        lo.on_started = lead_started;
+        lo.on_stopped = lead_stopped;
+        lo.ud = c;
+        if (!(c->leader = kube_leader_new(c->client, &lo, err, sizeof(err))) ||
+            kube_leader_start(c->leader)) {
+            gq_log(ll, GQ_LOG_ERROR, "ctl", err[0] ? err : "leader election failed to start", NULL);
+            goto out;
+        }
+    } else {
+        c->leading = 1;
+    }
+    gq_log(ll, GQ_LOG_INFO, "ctl", "controller started",
+           " server=%s leader_elect=%d identity=%s min_runtime_s=%lld levels=%d", c->kcfg.server,
+           c->cfg.leader_elect, c->identity, (long long)c->cfg.min_runtime_s, c->scfg.nlevels);
+    ev_run(c->loop, 0);
+    rc = c->exit_code;
+    gq_log(ll, GQ_LOG_INFO, "ctl", "controller stopped", " reconciles=%lld", (long long)c->reconciles);
+out:
+    ev_timer_stop(c->loop, &c->debounce);
+    ev_timer_stop(c->loop, &c->resync);
+    ev_timer_stop(c->loop, &c->stop_timer);
+    ev_signal_stop(c->loop, &c->sigterm);
+    ev_signal_stop(c->loop, &c->sigint);
+    kube_leader_free(c->leader);
+    for (int i = 0; i < INF_COUNT; i++)
+        kube_informer_free(c->inf[i]);
+    kube_client_free(c->client);
+    kube_config_release(&c->kcfg);
+    if (c->st && store_in_cycle(c->st))
+        store_rollback_cycle(c->st);
+    store_close(c->st);
+    sched_free(c->sched);
+    ctl_memo_table_release(&c->memo);
+    free(c->inflight_intents);
+    free(c);
+    kube_global_cleanup();
+    return rc;
+}
+
+/* ------------------------------------------------------------ CLI */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gangq controller [--kubeconfig PATH] --db PATH [options]\n"
+            "\n"
+            "  --kubeconfig PATH        kubeconfig (default: in-cluster config)\n"
+            "  --db PATH                SQLite store (created if absent)\n"
+            "  --config FILE            YAML file with the same keys as the flags (flags win)\n"
+            "  --listen ADDR:PORT       /metrics /healthz /readyz\n"
+            "  --log-level L            debug|info|warn|error (info)\n"
+            "  --leader-elect=BOOL      Lease leader election (true)\n"
+            "  --lease-namespace NS     Lease namespace (config namespace, else default)\n"
+            "  --lease-name N           Lease name (gangq-controller)\n"
+            "  --min-runtime DUR        no preemption of work younger than this (5m)\n"
+            "  --level name=labelkey    topology level, widest first, repeatable\n"
+            "                           (zone, block, rack, node by default)\n"
+            "  --gpu-product-label K    (nvidia.com/gpu.product)\n"
+            "  --gpu-memory-label K     (nvidia.com/gpu.memory, MiB)\n"
+            "  --node-lost-grace DUR    NotReady this long = node lost (40s)\n"
+            "  --max-retries N          failed-gang requeues before Failed (3)\n"
+            "  --usage-half-life DUR    fair-share usage decay (24h)\n"
+            "  --cycle-interval DUR     periodic resync (2s)\n");
+}
 
 int cmd_controller(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "gangq %s: not built yet\n", argv[0]);
-    return 1;
+    struct ctl_config cfg;
+    char err[512];
+    ctl_config_default(&cfg);
+    /* pass 1: --config and --help; pass 2: flags over the file */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 1; i < argc; i++) {
+            const char *a = argv[i];
+            if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                usage(stdout);
+                return 0;
+            }
+            if (strncmp(a, "--", 2)) {
+                fprintf(stderr, "gangq controller: unexpected argument \"%s\"\n", a);
+                usage(stderr);
+                return 2;
+            }
+            char key[64];
+            const char *val = NULL;
+            const char *eq = strchr(a + 2, '=');
+            size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            if (kl >= sizeof(key)) {
+                fprintf(stderr, "gangq controller: unknown option %s\n", a);
+                return 2;
+            }
+            memcpy(key, a + 2, kl);
+            key[kl] = 0;
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            if (!strcmp(key, "config")) {
+                if (!val) {
+                    fprintf(stderr, "gangq controller: --config needs a file\n");
+                    return 2;
+                }
+                if (pass == 0 && ctl_config_load_file(&cfg, val, err, sizeof(err))) {
+                    fprintf(stderr, "gangq controller: %s\n", err);
+                    return 2;
+                }
+                continue;
+            }
+            if (pass == 1 && ctl_config_set(&cfg, key, val, err, sizeof(err))) {
+                fprintf(stderr, "gangq controller: %s\n", err);
+                return 2;
+            }
+        }
+        if (pass == 0 && cfg.levels_set)
+            cfg.levels_set = 0; /* flags' --level replace the file's list */
+    }
+    if (!cfg.db[0]) {
+        fprintf(stderr, "gangq controller: --db is required\n");
+        usage(stderr);
+        return 2;
+    }
+    return ctl_run(&cfg);
 }

@@ -1,0 +1,227 @@
+/*
+ * ctl.h — the gangq controller: wiring of informers (controller/kube), the
+ * scheduling core (controller/scheduler), the store (store/) and the API types
+ * (api/) into one reconcile loop on one libev loop.
+ *
+ * Role and data flow (DESIGN.md "Architecture"):
+ *   informers --(mark dirty)--> debounce timer --> ctl_reconcile():
+ *     decode+default+validate every GPUJob, upsert the store, lifecycle from
+ *     pod phases, snapshot (ctl_snap_build) --> sched_cycle --> decisions
+ *     written in ONE store transaction (state, ledger, intent, audit) -->
+ *     commit --> actuator (ctl_act_*): pods created/deleted per pending intent,
+ *     status patches (only when changed), Events.
+ *
+ * Invariants:
+ *  - One struct gq_ctl owns everything (loop, client, informers, leader,
+ *    store, scheduler scratch, config, per-job memory). No hidden globals.
+ *  - Nothing is acted on before the store transaction that decided it has
+ *    committed. Every side effect on pods comes from a pending store intent,
+ *    so a crash between commit and action is finished after a restart.
+ *  - Pod names are deterministic: "<job>-<attempt>-<replica>" where attempt is
+ *    recorded in the job's placement text, so repeating a create gives 409
+ *    AlreadyExists (= already done) and a gang is never admitted twice.
+ *  - Scheduling cycles run only while leading (when leader election is on),
+ *    after every informer synced, and not while gangq pods are still
+ *    terminating after a preemption (their GPUs are not free yet; bounded by
+ *    deletionTimestamp + CTL_DRAIN_SLACK_S).
+ *
+ * Ownership: the ctl_snapshot / placement / status helpers are pure (no I/O)
+ * and borrow every input for the duration of the call (snapshot strings point
+ * into the caller's cJSON objects and api structs, which must outlive the
+ * snapshot). struct ctl_snap and struct ctl_placement own their arrays
+ * (ctl_snap_release / ctl_placement_release).
+ */
+#ifndef GQ_CTL_H
+#define GQ_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "api.h"
+#include "buf.h"
+#include "gq.h"
+#include "sched.h"
+
+/* Labels and annotations written on the pods gangq creates. */
+#define CTL_LABEL_JOB "gangq.io/job"
+#define CTL_LABEL_TEAM "gangq.io/team"
+#define CTL_LABEL_REPLICA "gangq.io/replica"
+#define CTL_LABEL_ATTEMPT "gangq.io/attempt"
+#define CTL_ANN_GPU_MILLI "gangq.io/gpu-milli"
+#define CTL_ANN_GPU_DEVICES "gangq.io/gpu-devices"
+#define CTL_GPU_RESOURCE "nvidia.com/gpu"
+
+#define CTL_KEY_MAX (API_NS_MAX + API_NAME_MAX) /* "namespace/name" */
+#define CTL_PATH_MAX 1024
+#define CTL_DRAIN_SLACK_S 30      /* terminating pods past their deadline stop holding cycles */
+#define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long = deleted */
+#define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
+
+/* ------------------------------------------------------------ config */
+
+struct ctl_config {
+    char kubeconfig[CTL_PATH_MAX]; /* "" = in-cluster */
+    char db[CTL_PATH_MAX];
+    char listen[64];               /* "" = no HTTP server; "127.0.0.1:8080" */
+    int log_level;                 /* enum gq_log_level */
+    int leader_elect;              /* default 1 */
+    char lease_ns[API_NS_MAX];     /* "" = the config's namespace */
+    char lease_name[API_NAME_MAX]; /* default "gangq-controller" */
+    int64_t min_runtime_s;         /* default 300 */
+    struct api_config levels;      /* topology levels, widest first */
+    int levels_set;                /* a --level was given: the defaults were replaced */
+    char gpu_product_label[API_LABEL_KEY_MAX];
+    char gpu_memory_label[API_LABEL_KEY_MAX];
+    double node_lost_grace_s;      /* default 40 */
+    int max_retries;               /* default 3 */
+    double usage_half_life_s;      /* default 86400 */
+    double cycle_interval_s;       /* periodic resync; default 2 */
+    double debounce_s;             /* after the first dirty mark; default 0.05 */
+    double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
+};
+
+void ctl_config_default(struct ctl_config *c);
+/* Set one option by its flag name without "--" ("min-runtime", "level", ...).
+ * A "level" value is "name=labelkey"; the first one replaces the defaults. */
+int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char *err,
+                   size_t errlen);
+/* Apply a YAML config file (a mapping with the flag names as keys; "level" or
+ * "levels" may be a list of "name=label" strings or {name, label} objects). */
+int ctl_config_load_file(struct ctl_config *c, const char *path, char *err, size_t errlen);
+/* "40s", "5m", "1h30m", "250ms", "2" (seconds) -> seconds. */
+int ctl_duration_parse(const char *s, double *out);
+
+/* ------------------------------------------------------------ placement */
+
+/* The store's placement text for an admitted job: JSON
+ * {"attempt":N,"domain":"rack-1","replicas":[{"i":0,"node":"n1","devs":255},...]} */
+struct ctl_prep {
+    int replica;
+    char node[API_NAME_MAX];
+    uint32_t devs;
+};
+struct ctl_placement {
+    int attempt;
+    char domain[API_NAME_MAX];
+    int n;
+    struct ctl_prep *rep; /* owned, n entries, sorted by replica */
+};
+void ctl_placement_init(struct ctl_placement *p);
+void ctl_placement_release(struct ctl_placement *p);
+/* "" or NULL parses to an empty placement. */
+int ctl_placement_parse(const char *text, struct ctl_placement *out, char *err, size_t errlen);
+int ctl_placement_format(const struct ctl_placement *p, struct gq_buf *out);
+/* Index of replica r in p, or -1. */
+int ctl_placement_find(const struct ctl_placement *p, int replica);
+int ctl_placement_add(struct ctl_placement *p, int replica, const char *node, uint32_t devs);
+void ctl_placement_remove(struct ctl_placement *p, int replica);
+
+/* ------------------------------------------------------------ objects */
+
+/* Label value of a Kubernetes object (NULL when absent). */
+const char *ctl_obj_label(const cJSON *obj, const char *key);
+const char *ctl_obj_annotation(const cJSON *obj, const char *key);
+const char *ctl_obj_str(const cJSON *obj, const char *a, const char *b); /* obj.a.b string */
+
+struct ctl_nodeinfo {
+    int ready;
+    double ready_since;  /* wall seconds of the Ready condition's last transition (0 unknown) */
+    int unschedulable;
+    int64_t cpu_milli, mem_bytes;
+    int gpus;
+};
+int ctl_node_info(const cJSON *node, struct ctl_nodeinfo *out);
+
+/* What a pod holds on its node: cpu/memory requests (max(sum containers, max
+ * init), request falling back to limit), whole GPUs (nvidia.com/gpu limits or
+ * requests), the gangq share annotation and device annotation (mask; 0 when
+ * absent). */
+struct ctl_podusage {
+    int64_t cpu_milli, mem_bytes;
+    int gpus;
+    int gpu_milli;
+    uint32_t devs;
+};
+void ctl_pod_usage(const cJSON *pod, struct ctl_podusage *out);
+/* Pod phase is Succeeded or Failed. */
+int ctl_pod_terminal(const cJSON *pod);
+
+/* ------------------------------------------------------------ snapshot */
+
+struct ctl_jobin {
+    const char *key;               /* "namespace/name" */
+    const struct api_gpujob *job;  /* decoded, defaulted, valid */
+    int running;                   /* store state Admitted/Running: placement holds it */
+    int64_t enqueue_ms;
+    int64_t admitted_ms;
+    const struct ctl_placement *pl; /* running: its placement */
+};
+
+struct ctl_snapin {
+    const struct sched_config *cfg;
+    int64_t now_s;
+    const cJSON *const *nodes; int nnodes;
+    const cJSON *const *foreign_pods; int nforeign; /* pods counted as foreign usage */
+    const struct api_gpupool *pools; int npools;
+    const struct api_team *teams; int nteams;
+    const double *team_usage;      /* decayed GPU-seconds per team, may be NULL */
+    const struct ctl_jobin *jobs; int njobs;
+};
+
+struct ctl_snap {
+    struct sched_snapshot snap;
+    struct sched_node *nodes;
+    struct sched_label *labels;
+    struct sched_taint *taints;
+    struct sched_pool *pools;
+    struct sched_team *teams;
+    struct sched_quota *quotas;
+    struct sched_job *jobs;
+    struct sched_replica *reps;
+    struct sched_toleration *tols;
+    int *job_in;          /* snapshot job index -> ctl_snapin.jobs index */
+    int64_t *gangq_milli; /* per node: GPU milli held by running gangq jobs */
+};
+
+/* Pool of a node: first GPUPool whose nodeSelector all match, or -1. */
+int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools);
+int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen);
+void ctl_snap_release(struct ctl_snap *s);
+/* Node index by name in the snapshot, or -1. */
+int ctl_snap_node(const struct ctl_snap *s, const char *name);
+
+/* ------------------------------------------------------------ status */
+
+/* What the controller knows about a job, for its status. */
+struct ctl_jobview {
+    int state;                    /* enum store_state */
+    const char *message;          /* store message or the last WAIT explanation */
+    int position;                 /* WAIT position (0 = none) */
+    int64_t preemptions;
+    const char *preempted_by;
+    const char *preempt_reason;
+    int64_t preempted_ms;
+    int64_t admitted_ms;
+    const struct ctl_placement *pl;
+    const char *invalid_reason;   /* non-NULL: a condition "Valid"=False with this reason */
+};
+
+/* Compute the status to write from prev (the object's current status, for
+ * start/completion times and condition transition times), the view and
+ * now_ms (wall). nodes (nodes_cap entries) receives node-name pointers into
+ * v->pl for out->admission.nodes. */
+void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_status *prev,
+                        const struct ctl_jobview *v, int64_t now_ms, const char **nodes,
+                        int nodes_cap, struct api_gpujob_status *out);
+/* RFC 3339 seconds, UTC. */
+void ctl_time_format(int64_t ms, char *out, size_t len);
+
+/* ------------------------------------------------------------ controller */
+
+struct gq_ctl;
+
+/* Run the controller until SIGTERM/SIGINT. Returns the exit code. */
+int ctl_run(const struct ctl_config *cfg);
+
+#endif

@@ -1,0 +1,517 @@
+/*
+ * ctl_act.c — the actuator: acts on committed store intents (create the
+ * gang's pods bound to their nodes; delete pods for preempt / suspend /
+ * requeue / deletion), patches status subresources only when they changed,
+ * and creates Events. Every request is asynchronous; an intent is marked done
+ * only when all its requests succeeded (409 AlreadyExists on create and 404
+ * on delete count as done), otherwise it stays pending and is retried by a
+ * later reconcile.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+
+#define LOGA(c, lvl, msg, ...) gq_log((c)->cfg.log_level, lvl, "act", msg, __VA_ARGS__)
+
+struct op {
+    struct gq_ctl *c;
+    int64_t intent_id; /* 0: not an intent (stray cleanup) */
+    int outstanding;
+    int failed;
+    int armed;         /* all requests issued */
+    int cleanup;       /* counts on the memo's cleanup_inflight */
+    char key[CTL_KEY_MAX];
+};
+
+int ctl_intent_inflight(const struct gq_ctl *c, int64_t id)
+{
+    for (size_t i = 0; i < c->ninflight; i++)
+        if (c->inflight_intents[i] == id)
+            return 1;
+    return 0;
+}
+
+static int inflight_add(struct gq_ctl *c, int64_t id)
+{
+    if (c->ninflight == c->capinflight) {
+        size_t cap = c->capinflight ? c->capinflight * 2 : 32;
+        int64_t *n = realloc(c->inflight_intents, cap * sizeof(*n));
+        if (!n)
+            return GQ_ENOMEM;
+        c->inflight_intents = n;
+        c->capinflight = cap;
+    }
+    c->inflight_intents[c->ninflight++] = id;
+    return 0;
+}
+
+static void inflight_del(struct gq_ctl *c, int64_t id)
+{
+    for (size_t i = 0; i < c->ninflight; i++)
+        if (c->inflight_intents[i] == id) {
+            c->inflight_intents[i] = c->inflight_intents[--c->ninflight];
+            return;
+        }
+}
+
+/* Called when a request ends or when all were issued. */
+static void op_settle(struct op *o)
+{
+    if (!o->armed || o->outstanding > 0)
+        return;
+    struct gq_ctl *c = o->c;
+    if (o->intent_id) {
+        if (!o->failed) {
+            char err[256];
+            if (store_intent_done(c->st, o->intent_id, ctl_now_ms(), err, sizeof(err))) {
+                c->m.store_errors++;
+                LOGA(c, GQ_LOG_ERROR, "intent done not recorded", " id=%lld err=\"%s\"",
+                     (long long)o->intent_id, err);
+            } else {
+                LOGA(c, GQ_LOG_DEBUG, "intent done", " id=%lld job=%s", (long long)o->intent_id, o->key);
+            }
+        }
+        inflight_del(c, o->intent_id);
+    }
+    if (o->cleanup) {
+        struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
+        if (m && m->cleanup_inflight > 0)
+            m->cleanup_inflight--;
+    }
+    ctl_mark_dirty(c);
+    free(o);
+}
+
+static void create_cb(const struct kube_response *resp, void *ud)
+{
+    struct op *o = ud;
+    o->outstanding--;
+    if (resp->rc != GQ_OK && resp->rc != GQ_ECONFLICT) {
+        o->failed = 1;
+        LOGA(o->c, GQ_LOG_WARN, "pod create failed; will retry", " job=%s status=%ld err=\"%s\"",
+             o->key, resp->status, resp->errmsg);
+    }
+    op_settle(o);
+}
+
+static void delete_cb(const struct kube_response *resp, void *ud)
+{
+    struct op *o = ud;
+    o->outstanding--;
+    /* 404: already gone; 409: uid precondition failed = a different pod now */
+    if (resp->rc != GQ_OK && resp->rc != GQ_ENOTFOUND && resp->rc != GQ_ECONFLICT) {
+        o->failed = 1;
+        LOGA(o->c, GQ_LOG_WARN, "pod delete failed; will retry", " job=%s status=%ld err=\"%s\"",
+             o->key, resp->status, resp->errmsg);
+    }
+    op_settle(o);
+}
+
+static void op_delete(struct op *o, const cJSON *pod, long grace)
+{
+    const char *ns = ctl_obj_str(pod, "metadata", "namespace");
+    const char *name = ctl_obj_str(pod, "metadata", "name");
+    const char *uid = ctl_obj_str(pod, "metadata", "uid");
+    char path[CTL_PATH_MAX];
+    if (!ns || !name || kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL)) {
+        o->failed = 1;
+        return;
+    }
+    o->outstanding++;
+    if (kube_delete(o->c->client, path, grace, uid, delete_cb, o)) {
+        o->outstanding--;
+        o->failed = 1;
+    }
+}
+
+void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const char *key)
+{
+    struct op *o = calloc(1, sizeof(*o));
+    if (!o)
+        return;
+    o->c = c;
+    if (key) {
+        gq_strlcpy(o->key, key, sizeof(o->key));
+        struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+        if (m) {
+            m->cleanup_inflight++;
+            o->cleanup = 1;
+        }
+    }
+    op_delete(o, pod, grace);
+    o->armed = 1;
+    op_settle(o);
+}
+
+/* ------------------------------------------------------------ pods */
+
+static int set_str(cJSON *obj, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+    return cJSON_AddStringToObject(obj, k, v) ? 0 : GQ_ENOMEM;
+}
+
+static cJSON *obj_child(cJSON *parent, const char *k)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, k);
+    if (cJSON_IsObject(v))
+        return v;
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, k);
+    return cJSON_AddObjectToObject(parent, k);
+}
+
+/* Build the pod for one replica. Caller owns the result. */
+static cJSON *build_pod(const cJSON *job, const struct store_job *row, const struct ctl_placement *pl,
+                        const struct ctl_prep *p)
+{
+    const char *ns = ctl_obj_str(job, "metadata", "namespace");
+    const char *name = ctl_obj_str(job, "metadata", "name");
+    const char *uid = ctl_obj_str(job, "metadata", "uid");
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
+    const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(spec, "template");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(spec, "gpu");
+    int count = 0, shares = 0;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(gpu, "count")) && cJSON_IsNumber(v))
+        count = v->valueint;
+    if ((v = cJSON_GetObjectItemCaseSensitive(gpu, "shares")) && cJSON_IsNumber(v))
+        shares = v->valueint;
+    char podname[API_NAME_MAX + 32], buf[64];
+    snprintf(podname, sizeof(podname), "%s-%d-%d", name, pl->attempt, p->replica);
+
+    cJSON *pod = cJSON_CreateObject();
+    cJSON *t = tpl ? cJSON_Duplicate(tpl, 1) : cJSON_CreateObject();
+    int ok = pod && t;
+    cJSON *meta = NULL, *pspec = NULL, *labels = NULL, *ann = NULL;
+    if (ok) {
+        meta = obj_child(t, "metadata");
+        pspec = obj_child(t, "spec");
+        ok = meta && pspec;
+    }
+    if (ok) {
+        labels = obj_child(meta, "labels");
+        ann = obj_child(meta, "annotations");
+        ok = labels && ann;
+    }
+    if (ok) {
+        ok = !set_str(pod, "apiVersion", "v1") && !set_str(pod, "kind", "Pod") &&
+             !set_str(meta, "name", podname) && !set_str(meta, "namespace", ns);
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "generateName");
+        ok = ok && !set_str(labels, CTL_LABEL_JOB, name) && !set_str(labels, CTL_LABEL_TEAM, row->team);
+        snprintf(buf, sizeof(buf), "%d", p->replica);
+        ok = ok && !set_str(labels, CTL_LABEL_REPLICA, buf);
+        snprintf(buf, sizeof(buf), "%d", pl->attempt);
+        ok = ok && !set_str(labels, CTL_LABEL_ATTEMPT, buf);
+        if (ok && p->devs) {
+            char devs[160] = "";
+            size_t off = 0;
+            for (int d = 0; d < 32 && off < sizeof(devs) - 4; d++)
+                if (p->devs & (1u << (unsigned)d))
+                    off += (size_t)snprintf(devs + off, sizeof(devs) - off, "%s%d", off ? "," : "", d);
+            ok = !set_str(ann, CTL_ANN_GPU_DEVICES, devs);
+        }
+        if (ok && shares && !count) {
+            snprintf(buf, sizeof(buf), "%d", shares);
+            ok = !set_str(ann, CTL_ANN_GPU_MILLI, buf);
+        }
+    }
+    if (ok) {
+        cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
+        ok = refs && ref && cJSON_AddItemToArray(refs, ref);
+        if (!ok) {
+            cJSON_Delete(refs);
+            if (!refs)
+                cJSON_Delete(ref);
+        } else {
+            ok = !set_str(ref, "apiVersion", API_GROUP_VERSION) && !set_str(ref, "kind", "GPUJob") &&
+                 !set_str(ref, "name", name) && !set_str(ref, "uid", uid ? uid : "") &&
+                 cJSON_AddTrueToObject(ref, "controller") &&
+                 cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
+            if (!cJSON_AddItemToObject(meta, "ownerReferences", refs)) {
+                cJSON_Delete(refs);
+                ok = 0;
+            }
+        }
+    }
+    if (ok) {
+        ok = !set_str(pspec, "nodeName", p->node);
+        cJSON *cs = cJSON_GetObjectItemCaseSensitive(pspec, "containers");
+        cJSON *c0 = cJSON_GetArrayItem(cs, 0);
+        if (ok && c0 && count > 0) {
+            cJSON *res = obj_child(c0, "resources");
+            cJSON *req = res ? obj_child(res, "requests") : NULL;
+            cJSON *lim = res ? obj_child(res, "limits") : NULL;
+            snprintf(buf, sizeof(buf), "%d", count);
+            ok = req && lim && !set_str(req, CTL_GPU_RESOURCE, buf) && !set_str(lim, CTL_GPU_RESOURCE, buf);
+        }
+    }
+    if (ok) {
+        if (!cJSON_AddItemToObject(pod, "metadata", cJSON_DetachItemFromObjectCaseSensitive(t, "metadata")) ||
+            !cJSON_AddItemToObject(pod, "spec", cJSON_DetachItemFromObjectCaseSensitive(t, "spec")))
+            ok = 0;
+    }
+    cJSON_Delete(t);
+    if (!ok) {
+        cJSON_Delete(pod);
+        return NULL;
+    }
+    return pod;
+}
+
+static const cJSON *find_pod(struct gq_ctl *c, const char *ns, const char *name)
+{
+    return kube_informer_get(c->inf[INF_PODS], ns, name);
+}
+
+struct pod_list {
+    const char *ns, *job;
+    const cJSON **v;
+    int n, cap;
+};
+
+static int pods_of_cb(const cJSON *o, void *ud)
+{
+    struct pod_list *l = ud;
+    const char *ns = ctl_obj_str(o, "metadata", "namespace");
+    const char *jb = ctl_obj_label(o, CTL_LABEL_JOB);
+    if (!ns || !jb || strcmp(ns, l->ns) || strcmp(jb, l->job))
+        return 0;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        const cJSON **v = realloc(l->v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return GQ_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = o;
+    return 0;
+}
+
+/* ADMIT: create the placed replicas' pods that do not exist yet. */
+static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char *name)
+{
+    char err[256];
+    struct store_job *row = NULL;
+    struct ctl_placement pl;
+    ctl_placement_init(&pl);
+    if (store_job_get(c->st, o->key, &row, err, sizeof(err)))
+        goto out; /* job gone: nothing to create (its DELETE intent cleans up) */
+    if (row->state != STORE_ADMITTED && row->state != STORE_RUNNING)
+        goto out; /* stale admission: superseded by a later decision */
+    const cJSON *job = kube_informer_get(c->inf[INF_JOBS], ns, name);
+    if (!job) {
+        o->failed = 1; /* the next reconcile deletes the row and rolls back */
+        goto out;
+    }
+    const char *uid = ctl_obj_str(job, "metadata", "uid");
+    if (!uid || strcmp(uid, row->uid)) {
+        o->failed = 1;
+        goto out;
+    }
+    if (ctl_placement_parse(row->placement, &pl, err, sizeof(err))) {
+        LOGA(c, GQ_LOG_ERROR, "bad placement", " job=%s err=\"%s\"", o->key, err);
+        goto out;
+    }
+    char coll[CTL_PATH_MAX];
+    if (kube_path(coll, sizeof(coll), "/api/v1", ns, "pods", NULL, NULL)) {
+        o->failed = 1;
+        goto out;
+    }
+    for (int k = 0; k < pl.n; k++) {
+        char podname[API_NAME_MAX + 32];
+        snprintf(podname, sizeof(podname), "%s-%d-%d", name, pl.attempt, pl.rep[k].replica);
+        if (find_pod(c, ns, podname))
+            continue;
+        cJSON *pod = build_pod(job, row, &pl, &pl.rep[k]);
+        if (!pod) {
+            o->failed = 1;
+            continue;
+        }
+        o->outstanding++;
+        if (kube_create(c->client, coll, pod, create_cb, o)) {
+            o->outstanding--;
+            o->failed = 1;
+        } else {
+            LOGA(c, GQ_LOG_INFO, "creating pod", " job=%s pod=%s node=%s", o->key, podname,
+                 pl.rep[k].node);
+        }
+        cJSON_Delete(pod);
+    }
+out:
+    ctl_placement_release(&pl);
+    store_job_free(row);
+}
+
+/* PREEMPT/SUSPEND/DELETE: delete the job's pods that its placement does not hold. */
+static void act_delete(struct gq_ctl *c, struct op *o, const char *ns, const char *name)
+{
+    char err[256];
+    struct store_job *row = NULL;
+    struct ctl_placement pl;
+    ctl_placement_init(&pl);
+    if (!store_job_get(c->st, o->key, &row, err, sizeof(err)) &&
+        (row->state == STORE_ADMITTED || row->state == STORE_RUNNING))
+        ctl_placement_parse(row->placement, &pl, err, sizeof(err));
+    struct pod_list l = {ns, name, NULL, 0, 0};
+    kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), pods_of_cb, &l);
+    for (int i = 0; i < l.n; i++) {
+        const cJSON *pod = l.v[i];
+        if (ctl_pod_terminal(pod) && row)
+            continue; /* finished pods of a live job stay for inspection */
+        const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT);
+        int64_t av = -1;
+        if (a)
+            gq_parse_i64(a, (size_t)-1, &av);
+        if (pl.n && av == pl.attempt)
+            continue; /* held by a newer admission */
+        if (ctl_obj_str(pod, "metadata", "deletionTimestamp"))
+            continue;
+        LOGA(c, GQ_LOG_INFO, "deleting pod", " job=%s pod=%s", o->key, ctl_obj_str(pod, "metadata", "name"));
+        op_delete(o, pod, -1);
+    }
+    free(l.v);
+    ctl_placement_release(&pl);
+    store_job_free(row);
+}
+
+struct pend {
+    int64_t id;
+    int kind;
+    char key[CTL_KEY_MAX];
+};
+struct pend_list {
+    struct pend *v;
+    int n, cap;
+};
+
+static int pend_cb(void *ud, const struct store_intent *in)
+{
+    struct pend_list *l = ud;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 32;
+        struct pend *v = realloc(l->v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return GQ_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].id = in->id;
+    l->v[l->n].kind = in->kind;
+    gq_strlcpy(l->v[l->n].key, in->job_key, sizeof(l->v[l->n].key));
+    l->n++;
+    return 0;
+}
+
+void ctl_act_intents(struct gq_ctl *c)
+{
+    char err[256];
+    struct pend_list l = {0};
+    if (store_intents_pending(c->st, pend_cb, &l, err, sizeof(err))) {
+        c->m.store_errors++;
+        LOGA(c, GQ_LOG_ERROR, "reading intents failed", " err=\"%s\"", err);
+        free(l.v);
+        return;
+    }
+    for (int i = 0; i < l.n; i++) {
+        struct pend *p = &l.v[i];
+        if (ctl_intent_inflight(c, p->id))
+            continue;
+        char ns[API_NS_MAX], name[API_NAME_MAX];
+        const char *slash = strchr(p->key, '/');
+        if (!slash || (size_t)(slash - p->key) >= sizeof(ns))
+            continue;
+        memcpy(ns, p->key, (size_t)(slash - p->key));
+        ns[slash - p->key] = 0;
+        gq_strlcpy(name, slash + 1, sizeof(name));
+        struct op *o = calloc(1, sizeof(*o));
+        if (!o || inflight_add(c, p->id)) {
+            free(o);
+            break;
+        }
+        o->c = c;
+        o->intent_id = p->id;
+        gq_strlcpy(o->key, p->key, sizeof(o->key));
+        if (p->kind == STORE_INTENT_ADMIT)
+            act_admit(c, o, ns, name);
+        else if (p->kind == STORE_INTENT_PREEMPT || p->kind == STORE_INTENT_SUSPEND ||
+                 p->kind == STORE_INTENT_DELETE)
+            act_delete(c, o, ns, name);
+        o->armed = 1;
+        op_settle(o);
+    }
+    free(l.v);
+}
+
+/* ------------------------------------------------------------ status, events */
+
+struct status_op {
+    struct gq_ctl *c;
+    char key[CTL_KEY_MAX + 8];
+};
+
+static void status_cb(const struct kube_response *resp, void *ud)
+{
+    struct status_op *s = ud;
+    struct ctl_memo *m = ctl_memo_get(&s->c->memo, s->key, 0);
+    if (m) {
+        m->status_inflight = 0;
+        if (resp->rc != GQ_OK) {
+            /* 409: the next reconcile recomputes from fresh state and writes
+             * again; 404: the object is gone. Never a blind retry. */
+            free(m->last_status);
+            m->last_status = NULL;
+            if (resp->rc != GQ_ENOTFOUND)
+                LOGA(s->c, GQ_LOG_WARN, "status patch failed", " obj=%s status=%ld err=\"%s\"", s->key,
+                     resp->status, resp->errmsg);
+        }
+    }
+    free(s);
+}
+
+void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
+{
+    struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
+    if (!m || m->status_inflight)
+        return;
+    char *json = cJSON_PrintUnformatted(patch);
+    if (!json)
+        return;
+    if (m->last_status && !strcmp(m->last_status, json)) {
+        free(json);
+        return;
+    }
+    struct status_op *s = calloc(1, sizeof(*s));
+    if (!s) {
+        free(json);
+        return;
+    }
+    s->c = c;
+    gq_strlcpy(s->key, memo_key, sizeof(s->key));
+    if (kube_patch_status(c->client, path, patch, status_cb, s)) {
+        free(json);
+        free(s);
+        return;
+    }
+    free(m->last_status);
+    m->last_status = json;
+    m->status_inflight = 1;
+}
+
+void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const char *reason,
+                   const char *msg)
+{
+    struct kube_objref ref = {API_GROUP_VERSION,
+                              ctl_obj_str(obj, "kind", NULL) ? ctl_obj_str(obj, "kind", NULL) : "GPUJob",
+                              ctl_obj_str(obj, "metadata", "namespace"),
+                              ctl_obj_str(obj, "metadata", "name"),
+                              ctl_obj_str(obj, "metadata", "uid"),
+                              ctl_obj_str(obj, "metadata", "resourceVersion")};
+    if (!ref.name)
+        return;
+    if (kube_event_create(c->client, &ref, type, reason, msg, c->identity, NULL, NULL))
+        LOGA(c, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
+}

@@ -1,0 +1,1275 @@
+/*
+ * ctl_cycle.c — one reconcile: GPUJobs decoded and validated, the store
+ * upserted, suspend/resume and deletions handled, lifecycle from pod phases,
+ * one scheduling cycle, every decision written in one store transaction
+ * (state, ledger, intent, audit), then (after the commit) the actuator, the
+ * status patches and the Events.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+
+#define LOGC(c, lvl, msg, ...) gq_log((c)->cfg.log_level, lvl, "ctl", msg, __VA_ARGS__)
+
+/* A GPUJob of this reconcile. */
+struct cj {
+    const cJSON *obj;
+    char key[CTL_KEY_MAX];
+    struct api_gpujob job;
+    int decoded;                /* decode gave a usable spec */
+    int failed_invalid;         /* decode/validate errors: Failed */
+    const char *invalid_reason; /* condition reason (static text) */
+    char invalid_msg[API_MSG_MAX];
+    struct store_job *row;      /* heap copy (free) */
+    struct ctl_placement pl;
+    struct ctl_memo *memo;
+    int state;                  /* current store state, updated as we write */
+    int admit_pending;          /* an ADMIT intent is pending */
+};
+
+struct pend_event {
+    const cJSON *obj;
+    const char *type, *reason;
+    char msg[SCHED_MSG_MAX + 128];
+};
+
+struct rc_ctx {
+    struct gq_ctl *c;
+    int64_t now;
+    char err[512];
+    struct api_team *teams;
+    int nteams;
+    struct api_priorityclass *pcs;
+    int npcs;
+    struct api_gpupool *pools;
+    int npools;
+    const cJSON **nodes;
+    int nnodes;
+    const cJSON **foreign;
+    int nforeign, capforeign;
+    struct cj *jobs;
+    int njobs;
+    struct store_job **rows;
+    int nrows, caprows;
+    struct store_intent *intents; /* strings owned (strdup'd job_key) */
+    int nintents, capintents;
+    struct pend_event *ev;
+    int nev, capev;
+    int draining;
+    int sched_ran;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static struct store_job *row_copy(const struct store_job *j)
+{
+    const char *s[] = {j->key, j->uid, j->team, j->cls, j->placement, j->message,
+                       j->preempted_by, j->preempt_reason, j->resource_version};
+    size_t n = sizeof(struct store_job);
+    for (size_t i = 0; i < GQ_ARRAY_LEN(s); i++)
+        n += strlen(s[i] ? s[i] : "") + 1;
+    struct store_job *o = malloc(n);
+    if (!o)
+        return NULL;
+    *o = *j;
+    char *p = (char *)(o + 1);
+    const char **d[] = {&o->key, &o->uid, &o->team, &o->cls, &o->placement, &o->message,
+                        &o->preempted_by, &o->preempt_reason, &o->resource_version};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(s); i++) {
+        size_t l = strlen(s[i] ? s[i] : "");
+        memcpy(p, s[i] ? s[i] : "", l + 1);
+        *d[i] = p;
+        p += l + 1;
+    }
+    return o;
+}
+
+static int rows_cb(void *ud, const struct store_job *j)
+{
+    struct rc_ctx *r = ud;
+    if (r->nrows == r->caprows) {
+        int cap = r->caprows ? r->caprows * 2 : 64;
+        struct store_job **n = realloc(r->rows, (size_t)cap * sizeof(*n));
+        if (!n)
+            return GQ_ENOMEM;
+        r->rows = n;
+        r->caprows = cap;
+    }
+    if (!(r->rows[r->nrows] = row_copy(j)))
+        return GQ_ENOMEM;
+    r->nrows++;
+    return 0;
+}
+
+static int intents_cb(void *ud, const struct store_intent *in)
+{
+    struct rc_ctx *r = ud;
+    if (r->nintents == r->capintents) {
+        int cap = r->capintents ? r->capintents * 2 : 32;
+        struct store_intent *n = realloc(r->intents, (size_t)cap * sizeof(*n));
+        if (!n)
+            return GQ_ENOMEM;
+        r->intents = n;
+        r->capintents = cap;
+    }
+    struct store_intent *o = &r->intents[r->nintents];
+    *o = *in;
+    o->payload = NULL;
+    if (!(o->job_key = strdup(in->job_key)))
+        return GQ_ENOMEM;
+    r->nintents++;
+    return 0;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct store_job *const *)a)->key, (*(struct store_job *const *)b)->key);
+}
+
+static struct store_job *row_find(struct rc_ctx *r, const char *key)
+{
+    struct store_job k = {0}, *kp = &k;
+    k.key = key;
+    struct store_job **f = bsearch(&kp, r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+    return f ? *f : NULL;
+}
+
+static int push_ptr(const cJSON ***arr, int *n, int *cap, const cJSON *o)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        const cJSON **p = realloc(*arr, (size_t)nc * sizeof(*p));
+        if (!p)
+            return GQ_ENOMEM;
+        *arr = p;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = o;
+    return 0;
+}
+
+static void event_add(struct rc_ctx *r, const cJSON *obj, const char *type, const char *reason,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void event_add(struct rc_ctx *r, const cJSON *obj, const char *type, const char *reason,
+                      const char *fmt, ...)
+{
+    if (!obj)
+        return;
+    if (r->nev == r->capev) {
+        int cap = r->capev ? r->capev * 2 : 16;
+        struct pend_event *n = realloc(r->ev, (size_t)cap * sizeof(*n));
+        if (!n)
+            return;
+        r->ev = n;
+        r->capev = cap;
+    }
+    struct pend_event *e = &r->ev[r->nev++];
+    e->obj = obj;
+    e->type = type;
+    e->reason = reason;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+}
+
+static int audit(struct rc_ctx *r, const char *action, const struct cj *j, const char *key,
+                 const char *oldv, const char *newv, const char *reason)
+{
+    struct store_audit a = {0, r->now, "gangq", action, j ? j->job.spec.team : "", key,
+                            oldv ? oldv : "", newv ? newv : "", reason ? reason : ""};
+    return store_audit_add(r->c->st, &a, r->err, sizeof(r->err));
+}
+
+static int transition(struct rc_ctx *r, struct cj *j, int state, const char *placement,
+                      const char *message, const char *by, const char *why, int bump)
+{
+    struct store_transition t = {state, placement, message, by, why, bump};
+    int rc = store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err));
+    if (rc)
+        return rc;
+    j->state = state;
+    struct store_job *fresh = NULL;
+    if ((rc = store_job_get(r->c->st, j->key, &fresh, r->err, sizeof(r->err))))
+        return rc;
+    struct store_job *cp = row_copy(fresh);
+    store_job_free(fresh);
+    if (!cp)
+        return GQ_ENOMEM;
+    /* rows[] keeps the old pointer for bsearch; replace in place */
+    for (int i = 0; i < r->nrows; i++)
+        if (r->rows[i] == j->row) {
+            r->rows[i] = cp;
+            break;
+        }
+    free(j->row);
+    j->row = cp;
+    if (placement)
+        rc = ctl_placement_parse(placement, &j->pl, r->err, sizeof(r->err));
+    return rc;
+}
+
+static int holds(int state)
+{
+    return state == STORE_ADMITTED || state == STORE_RUNNING;
+}
+
+static int job_gpus_placed(const struct cj *j)
+{
+    const struct api_gpu *g = &j->job.spec.gpu;
+    if (!g->present)
+        return 0;
+    if (g->count)
+        return g->count * j->pl.n;
+    return (g->shares * j->pl.n + 999) / 1000;
+}
+
+static const char *node_product(struct rc_ctx *r, const char *node)
+{
+    for (int i = 0; i < r->nnodes; i++) {
+        const char *n = ctl_obj_str(r->nodes[i], "metadata", "name");
+        if (n && !strcmp(n, node)) {
+            const char *p = ctl_obj_label(r->nodes[i], r->c->cfg.gpu_product_label);
+            return p ? p : "";
+        }
+    }
+    return "";
+}
+
+static const cJSON *node_obj(struct rc_ctx *r, const char *node)
+{
+    return kube_informer_get(r->c->inf[INF_NODES], NULL, node);
+}
+
+static int ledger_set(struct rc_ctx *r, struct cj *j)
+{
+    struct store_alloc a = {j->key, j->job.spec.team,
+                            j->pl.n ? node_product(r, j->pl.rep[0].node) : "",
+                            job_gpus_placed(j), 0};
+    return store_alloc_set(r->c->st, &a, r->err, sizeof(r->err));
+}
+
+static int intent(struct rc_ctx *r, int kind, const char *key, const char *payload)
+{
+    return store_intent_add(r->c->st, kind, key, payload ? payload : "", r->now, NULL, r->err,
+                            sizeof(r->err));
+}
+
+/* Pod of this job held by its placement: current attempt, replica placed on that node. */
+static int pod_held(const struct cj *j, const cJSON *pod)
+{
+    if (!j || !holds(j->state))
+        return 0;
+    const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT);
+    const char *rp = ctl_obj_label(pod, CTL_LABEL_REPLICA);
+    int64_t av, rv;
+    if (!a || !rp || gq_parse_i64(a, (size_t)-1, &av) || gq_parse_i64(rp, (size_t)-1, &rv))
+        return 0;
+    if (av != j->pl.attempt)
+        return 0;
+    int i = ctl_placement_find(&j->pl, (int)rv);
+    if (i < 0)
+        return 0;
+    const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+    return nn && !strcmp(nn, j->pl.rep[i].node);
+}
+
+static int pod_deleting(const cJSON *pod)
+{
+    return ctl_obj_str(pod, "metadata", "deletionTimestamp") != NULL;
+}
+
+/* A node that is gone or NotReady past the grace period. */
+static int node_lost(struct rc_ctx *r, const char *name, char *why, size_t len)
+{
+    const cJSON *n = node_obj(r, name);
+    if (!n) {
+        snprintf(why, len, "node %s was deleted", name);
+        return 1;
+    }
+    struct ctl_nodeinfo ni;
+    ctl_node_info(n, &ni);
+    if (!ni.ready && ni.ready_since > 0 &&
+        (double)r->now / 1000.0 - ni.ready_since > r->c->cfg.node_lost_grace_s) {
+        snprintf(why, len, "node %s not ready for more than %.0fs", name, r->c->cfg.node_lost_grace_s);
+        return 1;
+    }
+    return 0;
+}
+
+static int cj_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct cj *)a)->key, ((const struct cj *)b)->key);
+}
+
+static struct cj *job_find(struct rc_ctx *r, const char *key)
+{
+    struct cj k;
+    gq_strlcpy(k.key, key, sizeof(k.key));
+    return bsearch(&k, r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
+}
+
+/* ------------------------------------------------------------ gather */
+
+static int gather_cb_team(const cJSON *o, void *ud)
+{
+    struct rc_ctx *r = ud;
+    struct api_errors e;
+    api_errors_init(&e);
+    struct api_team *t = &r->teams[r->nteams];
+    memset(t, 0, sizeof(*t));
+    if (api_team_decode(o, t, &e) == GQ_ENOMEM)
+        return GQ_ENOMEM;
+    api_team_default(t);
+    api_team_validate(t, &e);
+    if (e.n) {
+        char m[300];
+        api_error_format(&e, 0, m, sizeof(m));
+        LOGC(r->c, GQ_LOG_WARN, "team ignored: invalid", " team=%s err=\"%s\"", t->meta.name, m);
+        return 0;
+    }
+    r->nteams++;
+    return 0;
+}
+
+static int gather_cb_pool(const cJSON *o, void *ud)
+{
+    struct rc_ctx *r = ud;
+    struct api_errors e;
+    api_errors_init(&e);
+    struct api_gpupool *p = &r->pools[r->npools];
+    memset(p, 0, sizeof(*p));
+    if (api_gpupool_decode(o, p, &e) == GQ_ENOMEM)
+        return GQ_ENOMEM;
+    api_gpupool_validate(p, &e);
+    if (e.n) {
+        LOGC(r->c, GQ_LOG_WARN, "pool ignored: invalid", " pool=%s", p->meta.name);
+        return 0;
+    }
+    r->npools++;
+    return 0;
+}
+
+/* PriorityClasses are read directly: items of a built-in LIST carry no
+ * apiVersion/kind, which api_priorityclass_decode requires. */
+static int gather_cb_pc(const cJSON *o, void *ud)
+{
+    struct rc_ctx *r = ud;
+    const char *name = ctl_obj_str(o, "metadata", "name");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
+    if (!name || !cJSON_IsNumber(v))
+        return 0;
+    struct api_priorityclass *pc = &r->pcs[r->npcs];
+    memset(pc, 0, sizeof(*pc));
+    gq_strlcpy(pc->name, name, sizeof(pc->name));
+    pc->value = (int32_t)v->valuedouble;
+    pc->global_default = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "globalDefault"));
+    r->npcs++;
+    return 0;
+}
+
+static int gather_cb_node(const cJSON *o, void *ud)
+{
+    struct rc_ctx *r = ud;
+    r->nodes[r->nnodes++] = o;
+    return 0;
+}
+
+static int gather_cb_job(const cJSON *o, void *ud)
+{
+    struct rc_ctx *r = ud;
+    struct cj *j = &r->jobs[r->njobs];
+    memset(j, 0, sizeof(*j));
+    api_gpujob_init(&j->job);
+    j->obj = o;
+    const char *ns = ctl_obj_str(o, "metadata", "namespace");
+    const char *name = ctl_obj_str(o, "metadata", "name");
+    if (!ns || !name)
+        return 0;
+    snprintf(j->key, sizeof(j->key), "%s/%s", ns, name);
+    r->njobs++;
+    return 0;
+}
+
+static int gather_cb_pod(const cJSON *o, void *ud)
+{
+    struct rc_ctx *r = ud;
+    const char *job = ctl_obj_label(o, CTL_LABEL_JOB);
+    if (!job) {
+        const char *nn = ctl_obj_str(o, "spec", "nodeName");
+        if (nn && nn[0] && !ctl_pod_terminal(o))
+            return push_ptr(&r->foreign, &r->nforeign, &r->capforeign, o);
+        return 0;
+    }
+    const char *ns = ctl_obj_str(o, "metadata", "namespace");
+    char key[CTL_KEY_MAX];
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", job);
+    struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
+    if (!m)
+        return GQ_ENOMEM;
+    if (m->pods_cycle != r->c->reconciles) {
+        m->npods = 0;
+        m->pods_cycle = r->c->reconciles;
+    }
+    m->seen_cycle = r->c->reconciles;
+    return push_ptr(&m->pods, &m->npods, &m->podcap, o);
+}
+
+static const cJSON **memo_pods(struct rc_ctx *r, struct ctl_memo *m, int *n)
+{
+    if (!m || m->pods_cycle != r->c->reconciles) {
+        *n = 0;
+        return NULL;
+    }
+    *n = m->npods;
+    return m->pods;
+}
+
+static int gather(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    int rc;
+    size_t nt = kube_cache_count(kube_informer_cache(c->inf[INF_TEAMS]));
+    size_t np = kube_cache_count(kube_informer_cache(c->inf[INF_POOLS]));
+    size_t npc = kube_cache_count(kube_informer_cache(c->inf[INF_PCS]));
+    size_t nn = kube_cache_count(kube_informer_cache(c->inf[INF_NODES]));
+    size_t nj = kube_cache_count(kube_informer_cache(c->inf[INF_JOBS]));
+    r->teams = calloc(nt + 1, sizeof(*r->teams));
+    r->pools = calloc(np + 1, sizeof(*r->pools));
+    r->pcs = calloc(npc + 1, sizeof(*r->pcs));
+    r->nodes = calloc(nn + 1, sizeof(*r->nodes));
+    r->jobs = calloc(nj + 1, sizeof(*r->jobs));
+    if (!r->teams || !r->pools || !r->pcs || !r->nodes || !r->jobs)
+        return GQ_ENOMEM;
+    if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)) ||
+        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
+        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PCS]), gather_cb_pc, r)) ||
+        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_NODES]), gather_cb_node, r)) ||
+        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), gather_cb_job, r)) ||
+        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), gather_cb_pod, r)))
+        return rc;
+    qsort(r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
+    if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
+        return rc;
+    qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+    if ((rc = store_intents_pending(c->st, intents_cb, r, r->err, sizeof(r->err))))
+        return rc;
+    return 0;
+}
+
+/* ------------------------------------------------------------ jobs */
+
+static int64_t creation_ms(const struct cj *j, int64_t now)
+{
+    double w = 0;
+    if (j->job.meta.creation_timestamp[0] && !kube_time_parse(j->job.meta.creation_timestamp, &w))
+        return (int64_t)(w * 1000.0);
+    return now;
+}
+
+static int team_exists(struct rc_ctx *r, const char *name)
+{
+    for (int i = 0; i < r->nteams; i++)
+        if (!strcmp(r->teams[i].meta.name, name))
+            return 1;
+    return 0;
+}
+
+static int pool_exists(struct rc_ctx *r, const char *name)
+{
+    for (int i = 0; i < r->npools; i++)
+        if (!strcmp(r->pools[i].meta.name, name))
+            return 1;
+    return 0;
+}
+
+/* Decode, default, validate; upsert the store row. */
+static int job_prepare(struct rc_ctx *r, struct cj *j)
+{
+    struct api_errors e;
+    api_errors_init(&e);
+    int rc = api_gpujob_decode(j->obj, &j->job, &e);
+    if (rc == GQ_ENOMEM)
+        return rc;
+    struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
+    api_gpujob_default(&j->job, &lk);
+    if (!e.n)
+        api_gpujob_validate(&j->job, &r->c->cfg.levels, &e);
+    j->decoded = 1;
+    if (e.n) {
+        char m[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+        api_error_format(&e, 0, m, sizeof(m));
+        j->failed_invalid = 1;
+        j->invalid_reason = "InvalidSpec";
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", m,
+                 e.n > 1 ? " (and more)" : "");
+    } else if (!j->job.spec.team[0]) {
+        j->invalid_reason = "NoTeam";
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg),
+                 "no Team lists namespace %s and spec.team is not set", j->job.meta.namespace);
+    } else if (!team_exists(r, j->job.spec.team)) {
+        j->invalid_reason = "UnknownTeam";
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "team %s does not exist", j->job.spec.team);
+    } else if (j->job.spec.pool[0] && !pool_exists(r, j->job.spec.pool)) {
+        j->invalid_reason = "UnknownPool";
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job.spec.pool);
+    }
+
+    j->row = row_find(r, j->key);
+    int fresh = !j->row || strcmp(j->row->uid, j->job.meta.uid);
+    int changed = fresh || j->row->generation != j->job.meta.generation ||
+                  strcmp(j->row->team, j->job.spec.team) ||
+                  j->row->priority != j->job.spec.effective_priority;
+    if (changed) {
+        struct store_job sj = {0};
+        sj.key = j->key;
+        sj.uid = j->job.meta.uid;
+        sj.team = j->job.spec.team;
+        sj.cls = api_class_name(j->job.spec.class);
+        sj.priority = j->job.spec.effective_priority;
+        sj.gpus = api_gpujob_gpus(&j->job);
+        sj.enqueue_ms = creation_ms(j, r->now);
+        sj.state = j->job.spec.suspend ? STORE_SUSPENDED : STORE_QUEUED;
+        sj.placement = "";
+        sj.message = "";
+        sj.generation = j->job.meta.generation;
+        sj.resource_version = j->job.meta.resource_version;
+        if ((rc = store_job_upsert(r->c->st, &sj, r->now, r->err, sizeof(r->err))))
+            return rc;
+        struct store_job *g = NULL;
+        if ((rc = store_job_get(r->c->st, j->key, &g, r->err, sizeof(r->err))))
+            return rc;
+        struct store_job *cp = row_copy(g);
+        store_job_free(g);
+        if (!cp)
+            return GQ_ENOMEM;
+        int replaced = 0;
+        for (int i = 0; i < r->nrows; i++)
+            if (r->rows[i] == j->row) {
+                free(r->rows[i]);
+                r->rows[i] = cp;
+                replaced = 1;
+                break;
+            }
+        j->row = cp;
+        if (!replaced) {
+            /* a new row: append and keep rows sorted */
+            if ((rc = rows_cb(r, cp))) {
+                free(cp);
+                j->row = NULL;
+                return rc;
+            }
+            free(cp);
+            qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+            j->row = row_find(r, j->key);
+        }
+        if (fresh) {
+            LOGC(r->c, GQ_LOG_INFO, "job queued", " job=%s team=%s gpus=%d", j->key,
+                 j->job.spec.team, (int)sj.gpus);
+            if ((rc = audit(r, "enqueue", j, j->key, "", "", "")))
+                return rc;
+        }
+    }
+    j->state = j->row->state;
+    if ((rc = ctl_placement_parse(j->row->placement, &j->pl, r->err, sizeof(r->err)))) {
+        LOGC(r->c, GQ_LOG_WARN, "bad placement in store, ignored", " job=%s err=\"%s\"", j->key, r->err);
+        ctl_placement_release(&j->pl);
+        rc = 0;
+    }
+    j->memo = ctl_memo_get(&r->c->memo, j->key, 1);
+    if (!j->memo)
+        return GQ_ENOMEM;
+    j->memo->seen_cycle = r->c->reconciles;
+    for (int i = 0; i < r->nintents; i++)
+        if (r->intents[i].kind == STORE_INTENT_ADMIT && !strcmp(r->intents[i].job_key, j->key))
+            j->admit_pending = 1;
+    return 0;
+}
+
+/* Give up a job's hold: ledger cleared, an intent to delete its pods. */
+static int release_hold(struct rc_ctx *r, struct cj *j, int kind, const char *payload)
+{
+    int rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
+    if (!rc)
+        rc = intent(r, kind, j->key, payload);
+    r->draining = 1;
+    return rc;
+}
+
+static int job_spec_rules(struct rc_ctx *r, struct cj *j)
+{
+    int rc = 0;
+    int s = j->state;
+    if (s == STORE_SUCCEEDED || s == STORE_FAILED)
+        return 0;
+    if (j->failed_invalid) {
+        if (holds(s) && (rc = release_hold(r, j, STORE_INTENT_DELETE, "invalid")))
+            return rc;
+        if ((rc = transition(r, j, STORE_FAILED, "", j->invalid_msg, NULL, NULL, 0)) ||
+            (rc = audit(r, "fail", j, j->key, store_state_name(s), "Failed", j->invalid_msg)))
+            return rc;
+        event_add(r, j->obj, "Warning", "Failed", "%s", j->invalid_msg);
+        LOGC(r->c, GQ_LOG_WARN, "job failed: invalid", " job=%s msg=\"%s\"", j->key, j->invalid_msg);
+        return 0;
+    }
+    if (j->job.spec.suspend && s != STORE_SUSPENDED) {
+        if (holds(s) && (rc = release_hold(r, j, STORE_INTENT_SUSPEND, "suspend")))
+            return rc;
+        if ((rc = transition(r, j, STORE_SUSPENDED, holds(s) ? "" : NULL, "suspended by spec.suspend",
+                             NULL, NULL, 0)) ||
+            (rc = audit(r, "suspend", j, j->key, store_state_name(s), "Suspended", "spec.suspend=true")))
+            return rc;
+        event_add(r, j->obj, "Normal", "Suspended", "job suspended (spec.suspend=true)%s",
+                  holds(s) ? "; its pods are being deleted" : "");
+        LOGC(r->c, GQ_LOG_INFO, "job suspended", " job=%s was=%s", j->key, store_state_name(s));
+    } else if (!j->job.spec.suspend && s == STORE_SUSPENDED) {
+        if ((rc = transition(r, j, STORE_QUEUED, "", "", NULL, NULL, 0)) ||
+            (rc = audit(r, "resume", j, j->key, "Suspended", "Queued", "spec.suspend=false")))
+            return rc;
+        event_add(r, j->obj, "Normal", "Resumed", "job resumed: queued at its original place");
+        LOGC(r->c, GQ_LOG_INFO, "job resumed", " job=%s", j->key);
+    }
+    return 0;
+}
+
+static int requeue(struct rc_ctx *r, struct cj *j, const char *why)
+{
+    int rc;
+    int s = j->state;
+    int over = j->row->retries + 1 > r->c->cfg.max_retries;
+    char msg[API_MSG_MAX];
+    if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "requeue")))
+        return rc;
+    if (over) {
+        snprintf(msg, sizeof(msg), "%s; gave up after %lld retries", why, (long long)j->row->retries);
+        if ((rc = transition(r, j, STORE_FAILED, "", msg, NULL, NULL, 0)) ||
+            (rc = audit(r, "fail", j, j->key, store_state_name(s), "Failed", msg)))
+            return rc;
+        event_add(r, j->obj, "Warning", "Failed", "%s", msg);
+        LOGC(r->c, GQ_LOG_WARN, "job failed", " job=%s msg=\"%s\"", j->key, msg);
+    } else {
+        snprintf(msg, sizeof(msg), "requeued (retry %lld of %d): %s", (long long)j->row->retries + 1,
+                 r->c->cfg.max_retries, why);
+        if ((rc = transition(r, j, STORE_QUEUED, "", msg, NULL, NULL, 1)) ||
+            (rc = audit(r, "requeue", j, j->key, store_state_name(s), "Queued", msg)))
+            return rc;
+        event_add(r, j->obj, "Warning", "Requeued", "%s", msg);
+        LOGC(r->c, GQ_LOG_WARN, "job requeued", " job=%s msg=\"%s\"", j->key, msg);
+    }
+    return 0;
+}
+
+/* Lifecycle of an admitted job from its pods. */
+static int job_lifecycle(struct rc_ctx *r, struct cj *j)
+{
+    if (!holds(j->state) || j->admit_pending || j->failed_invalid)
+        return 0;
+    int np = 0;
+    const cJSON **pods = memo_pods(r, j->memo, &np);
+    int running = 0, succeeded = 0, missing = 0;
+    int lost_rep[API_REPLICAS_MAX];
+    int nlost = 0;
+    char why[API_MSG_MAX] = "";
+    for (int k = 0; k < j->pl.n; k++) {
+        const struct ctl_prep *p = &j->pl.rep[k];
+        char name[API_NAME_MAX + 32];
+        snprintf(name, sizeof(name), "%s-%d-%d", j->job.meta.name, j->pl.attempt, p->replica);
+        const cJSON *pod = NULL;
+        for (int i = 0; i < np; i++) {
+            const char *pn = ctl_obj_str(pods[i], "metadata", "name");
+            if (pn && !strcmp(pn, name)) {
+                pod = pods[i];
+                break;
+            }
+        }
+        char w[API_MSG_MAX] = "";
+        const char *ph = pod ? ctl_obj_str(pod, "status", "phase") : NULL;
+        if (!pod) {
+            missing++;
+            if (j->memo->missing_since_ms && r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
+                snprintf(w, sizeof(w), "pod %s was deleted", name);
+        } else if (ph && !strcmp(ph, "Failed")) {
+            snprintf(w, sizeof(w), "pod %s failed", name);
+        } else if (ph && !strcmp(ph, "Succeeded")) {
+            succeeded++;
+            continue;
+        } else if (pod_deleting(pod)) {
+            snprintf(w, sizeof(w), "pod %s is being deleted", name);
+        } else if (node_lost(r, p->node, w, sizeof(w))) {
+            /* w set */
+        } else if (ph && !strcmp(ph, "Running")) {
+            running++;
+        }
+        if (w[0]) {
+            lost_rep[nlost++] = p->replica;
+            if (!why[0])
+                gq_strlcpy(why, w, sizeof(why));
+        }
+    }
+    if (missing && !j->memo->missing_since_ms)
+        j->memo->missing_since_ms = r->now;
+    if (!missing)
+        j->memo->missing_since_ms = 0;
+    int rc = 0;
+    if (nlost) {
+        j->memo->missing_since_ms = 0;
+        if (j->job.spec.gang != API_FALSE)
+            return requeue(r, j, why);
+        /* non-gang: drop the lost replicas; the core re-places them */
+        for (int i = 0; i < nlost; i++)
+            ctl_placement_remove(&j->pl, lost_rep[i]);
+        struct gq_buf b;
+        gq_buf_init(&b, 1u << 20);
+        if ((rc = ctl_placement_format(&j->pl, &b)))
+            goto nb_out;
+        if (j->pl.n == 0) {
+            rc = requeue(r, j, why);
+            goto nb_out;
+        }
+        if ((rc = transition(r, j, j->state, b.p, why, NULL, NULL, 0)) || (rc = ledger_set(r, j)) ||
+            (rc = audit(r, "replace-replica", j, j->key, "", b.p, why)))
+            goto nb_out;
+        event_add(r, j->obj, "Warning", "ReplicaLost", "%s; it will be placed again", why);
+        LOGC(r->c, GQ_LOG_WARN, "replica lost", " job=%s msg=\"%s\"", j->key, why);
+    nb_out:
+        gq_buf_release(&b);
+        return rc;
+    }
+    int want = j->job.spec.replicas;
+    if (succeeded == j->pl.n && j->pl.n == want && want > 0) {
+        if ((rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err))) ||
+            (rc = transition(r, j, STORE_SUCCEEDED, NULL, "every replica succeeded", NULL, NULL, 0)) ||
+            (rc = audit(r, "succeed", j, j->key, "", "Succeeded", "")))
+            return rc;
+        event_add(r, j->obj, "Normal", "Succeeded", "every replica succeeded");
+        LOGC(r->c, GQ_LOG_INFO, "job succeeded", " job=%s", j->key);
+        return 0;
+    }
+    if (j->state == STORE_ADMITTED && running + succeeded == j->pl.n && running > 0 &&
+        (j->pl.n == want || j->job.spec.gang == API_FALSE)) {
+        if ((rc = transition(r, j, STORE_RUNNING, NULL, NULL, NULL, NULL, 0)))
+            return rc;
+        LOGC(r->c, GQ_LOG_INFO, "job running", " job=%s", j->key);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ cycle */
+
+struct usage_map {
+    struct rc_ctx *r;
+    double *u;
+};
+
+static int usage_cb(void *ud, const char *team, double v)
+{
+    struct usage_map *m = ud;
+    for (int i = 0; i < m->r->nteams; i++)
+        if (!strcmp(m->r->teams[i].meta.name, team))
+            m->u[i] = v;
+    return 0;
+}
+
+static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
+{
+    struct cj *j = &r->jobs[s->job_in[d->job]];
+    int was = j->state;
+    int partial = holds(was);
+    int rc = 0;
+    struct gq_buf b;
+    gq_buf_init(&b, 1u << 20);
+    if (!partial) {
+        ctl_placement_release(&j->pl);
+        j->pl.attempt = (int)j->row->attempts + 1;
+    }
+    if (d->domain && !partial)
+        gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));
+    int next = 0;
+    for (int k = 0; k < d->nrep; k++) {
+        while (ctl_placement_find(&j->pl, next) >= 0)
+            next++;
+        if ((rc = ctl_placement_add(&j->pl, next, s->nodes[d->rep[k].node].name, d->rep[k].devs)))
+            goto out;
+    }
+    if ((rc = ctl_placement_format(&j->pl, &b)))
+        goto out;
+    int ns = partial ? was : STORE_ADMITTED;
+    if ((rc = transition(r, j, ns, b.p, d->message ? d->message : "", NULL, NULL, 0)) ||
+        (rc = ledger_set(r, j)) || (rc = intent(r, STORE_INTENT_ADMIT, j->key, b.p)) ||
+        (rc = audit(r, "admit", j, j->key, store_state_name(was), b.p, d->message)))
+        goto out;
+    j->admit_pending = 1;
+    r->c->m.admissions++;
+    event_add(r, j->obj, "Normal", "Admitted", "%s", d->message ? d->message : "admitted");
+    LOGC(r->c, GQ_LOG_INFO, "job admitted", " job=%s replicas=%d domain=%s msg=\"%s\"", j->key,
+         d->nrep, d->domain ? d->domain : "", d->message ? d->message : "");
+out:
+    gq_buf_release(&b);
+    return rc;
+}
+
+static int apply_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
+{
+    struct cj *j = &r->jobs[s->job_in[d->job]];
+    const char *by = d->for_job >= 0 ? s->jobs[d->for_job].id : "";
+    const char *why = d->message ? d->message : "preempted";
+    int was = j->state;
+    int rc;
+    if ((rc = release_hold(r, j, STORE_INTENT_PREEMPT, by)) ||
+        (rc = transition(r, j, STORE_PREEMPTED, "", why, by, why, 0)) ||
+        (rc = audit(r, "preempt", j, j->key, store_state_name(was), "Preempted", why)))
+        return rc;
+    r->c->m.preemptions++;
+    event_add(r, j->obj, "Warning", "Preempted", "preempted to make room for %s: %s", by, why);
+    LOGC(r->c, GQ_LOG_INFO, "job preempted", " job=%s by=%s reason=\"%s\"", j->key, by, why);
+    return 0;
+}
+
+static int run_sched(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    int rc = 0;
+    struct ctl_jobin *ins = calloc((size_t)r->njobs + 1, sizeof(*ins));
+    double *usage = calloc((size_t)r->nteams + 1, sizeof(*usage));
+    struct ctl_snap s;
+    struct sched_result *res = NULL;
+    memset(&s, 0, sizeof(s));
+    if (!ins || !usage) {
+        rc = GQ_ENOMEM;
+        goto out;
+    }
+    struct usage_map um = {r, usage};
+    if ((rc = store_usage_decayed_all(c->st, r->now, c->cfg.usage_half_life_s, usage_cb, &um,
+                                      r->err, sizeof(r->err))))
+        goto out;
+    int n = 0;
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        if (!j->row || j->invalid_reason)
+            continue;
+        int st = j->state;
+        if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
+            continue;
+        ins[n] = (struct ctl_jobin){j->key, &j->job, holds(st), j->row->enqueue_ms,
+                                    j->row->admitted_ms, &j->pl};
+        n++;
+    }
+    /* map ins back to r->jobs: keep the index in a parallel array via key lookup */
+    struct ctl_snapin in = {&c->scfg, r->now / 1000, r->nodes, r->nnodes,
+                            r->foreign, r->nforeign, r->pools, r->npools, r->teams, r->nteams,
+                            usage, ins, n};
+    if ((rc = ctl_snap_build(&s, &in, r->err, sizeof(r->err))))
+        goto out;
+    /* s.job_in indexes ins[]; translate to r->jobs indices */
+    for (int k = 0; k < s.snap.njobs; k++) {
+        const char *key = ins[s.job_in[k]].key;
+        struct cj *j = job_find(r, key);
+        s.job_in[k] = j ? (int)(j - r->jobs) : 0;
+    }
+    int64_t t0 = ctl_now_ms();
+    if ((rc = sched_cycle(c->sched, &s.snap, &res, r->err, sizeof(r->err))))
+        goto out;
+    r->sched_ran = 1;
+    c->m.cycles++;
+    c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
+    for (int k = 0; k < res->n; k++) {
+        const struct sched_decision *d = &res->d[k];
+        struct cj *j = &r->jobs[s.job_in[d->job]];
+        if (d->kind == SCHED_ADMIT)
+            rc = apply_admit(r, &s, d);
+        else if (d->kind == SCHED_PREEMPT)
+            rc = apply_preempt(r, &s, d);
+        else if (d->kind == SCHED_WAIT) {
+            gq_strlcpy(j->memo->wait_msg, d->message ? d->message : "", sizeof(j->memo->wait_msg));
+            j->memo->position = d->position;
+        }
+        if (rc)
+            goto out;
+    }
+out:
+    sched_result_free(res);
+    ctl_snap_release(&s);
+    free(ins);
+    free(usage);
+    return rc;
+}
+
+/* ------------------------------------------------------------ status */
+
+static void job_status(struct rc_ctx *r, struct cj *j)
+{
+    if (!j->decoded || !j->row)
+        return;
+    struct api_gpujob_status prev, out;
+    struct api_errors e;
+    api_errors_init(&e);
+    memset(&prev, 0, sizeof(prev));
+    if (j->memo->last_status) {
+        cJSON *o = cJSON_Parse(j->memo->last_status);
+        if (o)
+            api_gpujob_status_decode(o, &prev, &e);
+        cJSON_Delete(o);
+    } else {
+        api_gpujob_status_decode(j->obj, &prev, &e);
+    }
+    const char *msg = j->row->message;
+    int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
+    if (j->invalid_reason && !j->failed_invalid)
+        msg = j->invalid_msg;
+    else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
+        msg = j->memo->wait_msg;
+    struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
+                            j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
+                            j->row->admitted_ms, &j->pl, j->invalid_reason};
+    const char **nodes = calloc((size_t)j->pl.n + 1, sizeof(*nodes));
+    if (!nodes)
+        return;
+    ctl_status_compute(&j->job, &prev, &v, r->now, nodes, j->pl.n, &out);
+    cJSON *patch = api_gpujob_status_encode(&out);
+    free(nodes);
+    if (!patch)
+        return;
+    char path[CTL_PATH_MAX];
+    if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job.meta.namespace, "gpujobs",
+                   j->job.meta.name, NULL))
+        ctl_act_status(r->c, j->key, path, patch);
+    cJSON_Delete(patch);
+}
+
+static void team_pool_status(struct rc_ctx *r)
+{
+    char key[API_NAME_MAX + 8], path[CTL_PATH_MAX];
+    for (int t = 0; t < r->nteams; t++) {
+        const struct api_team *tm = &r->teams[t];
+        struct api_team_status st = {0};
+        for (int q = 0; q < tm->nquota; q++)
+            st.quota += tm->quota[q].gpus;
+        for (int i = 0; i < r->njobs; i++) {
+            const struct cj *j = &r->jobs[i];
+            if (!j->row || strcmp(j->job.spec.team, tm->meta.name))
+                continue;
+            if (holds(j->state)) {
+                st.running++;
+                st.used += job_gpus_placed(j);
+            } else if (j->state == STORE_QUEUED || j->state == STORE_PREEMPTED) {
+                st.pending++;
+            }
+        }
+        st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
+        cJSON *p = api_team_status_encode(&st);
+        snprintf(key, sizeof(key), "team:%s", tm->meta.name);
+        struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
+        if (m)
+            m->seen_cycle = r->c->reconciles;
+        if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams",
+                            tm->meta.name, NULL))
+            ctl_act_status(r->c, key, path, p);
+        cJSON_Delete(p);
+    }
+    for (int pi = 0; pi < r->npools; pi++) {
+        const struct api_gpupool *pl = &r->pools[pi];
+        struct api_gpupool_status st = {0};
+        for (int n = 0; n < r->nnodes; n++) {
+            if (ctl_node_pool(r->nodes[n], r->pools, r->npools) != pi)
+                continue;
+            struct ctl_nodeinfo ni;
+            ctl_node_info(r->nodes[n], &ni);
+            const char *name = ctl_obj_str(r->nodes[n], "metadata", "name");
+            uint32_t used = 0;
+            int fgpus = 0;
+            for (int i = 0; i < r->njobs; i++) {
+                const struct cj *j = &r->jobs[i];
+                if (!holds(j->state))
+                    continue;
+                for (int k = 0; k < j->pl.n; k++)
+                    if (!strcmp(j->pl.rep[k].node, name))
+                        used |= j->pl.rep[k].devs;
+            }
+            for (int f = 0; f < r->nforeign; f++) {
+                const char *nn = ctl_obj_str(r->foreign[f], "spec", "nodeName");
+                if (nn && !strcmp(nn, name)) {
+                    struct ctl_podusage u;
+                    ctl_pod_usage(r->foreign[f], &u);
+                    fgpus += u.gpus;
+                }
+            }
+            int alloc = __builtin_popcount(used) + fgpus;
+            if (alloc > ni.gpus)
+                alloc = ni.gpus;
+            st.gpus += ni.gpus;
+            st.allocated += alloc;
+            if (ni.ready && !ni.unschedulable && ni.gpus - alloc > st.largest_free)
+                st.largest_free = ni.gpus - alloc;
+        }
+        st.free = st.gpus - st.allocated;
+        for (int i = 0; i < r->njobs; i++) {
+            const struct cj *j = &r->jobs[i];
+            if (!j->row || (j->state != STORE_QUEUED && j->state != STORE_PREEMPTED))
+                continue;
+            if (j->job.spec.pool[0] ? !strcmp(j->job.spec.pool, pl->meta.name)
+                                    : (pl->classes & (1u << (unsigned)j->job.spec.class)) != 0)
+                st.pending++;
+        }
+        cJSON *p = api_gpupool_status_encode(&st);
+        snprintf(key, sizeof(key), "pool:%s", pl->meta.name);
+        struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
+        if (m)
+            m->seen_cycle = r->c->reconciles;
+        if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "gpupools",
+                            pl->meta.name, NULL))
+            ctl_act_status(r->c, key, path, p);
+        cJSON_Delete(p);
+    }
+}
+
+/* ------------------------------------------------------------ reconcile */
+
+/* Pods that hold a cycle back: gangq pods still on a live node that no job
+ * holds (being deleted after a preemption/requeue, or about to be). */
+static int drain_check(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    for (int i = 0; i < r->nintents; i++)
+        if (r->intents[i].kind != STORE_INTENT_ADMIT)
+            return 1;
+    for (size_t b = 0; b < c->memo.nb; b++)
+        for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
+            int np = 0;
+            const cJSON **pods = memo_pods(r, m, &np);
+            if (!np)
+                continue;
+            struct cj *j = job_find(r, m->key);
+            for (int k = 0; k < np; k++) {
+                const cJSON *pod = pods[k];
+                if (ctl_pod_terminal(pod) || pod_held(j, pod))
+                    continue;
+                const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+                char w[256];
+                if (!nn || !nn[0] || node_lost(r, nn, w, sizeof(w)))
+                    continue;
+                const char *dt = ctl_obj_str(pod, "metadata", "deletionTimestamp");
+                double dw = 0;
+                if (dt && !kube_time_parse(dt, &dw) && (double)r->now / 1000.0 > dw + CTL_DRAIN_SLACK_S)
+                    continue;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* Delete gangq pods no job holds (old attempts, lost replicas, deleted jobs)
+ * unless a pending intent of that job is already deleting them. */
+static void cleanup_strays(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    for (size_t b = 0; b < c->memo.nb; b++)
+        for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
+            int np = 0;
+            const cJSON **pods = memo_pods(r, m, &np);
+            if (!np || m->cleanup_inflight)
+                continue;
+            int busy = 0;
+            for (int i = 0; i < r->nintents; i++)
+                if (!strcmp(r->intents[i].job_key, m->key))
+                    busy = 1;
+            if (busy)
+                continue;
+            struct cj *j = job_find(r, m->key);
+            for (int k = 0; k < np; k++) {
+                const cJSON *pod = pods[k];
+                if (ctl_pod_terminal(pod) || pod_deleting(pod) || pod_held(j, pod))
+                    continue;
+                const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+                char w[256];
+                long grace = (nn && nn[0] && node_lost(r, nn, w, sizeof(w))) ? 0 : -1;
+                LOGC(c, GQ_LOG_INFO, "deleting stray pod", " job=%s pod=%s", m->key,
+                     ctl_obj_str(pod, "metadata", "name"));
+                ctl_act_delete_pod(c, pod, grace, m->key);
+            }
+        }
+}
+
+static void account_usage(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    if (!c->last_usage_ms || r->now <= c->last_usage_ms) {
+        c->last_usage_ms = r->now;
+        return;
+    }
+    double dt = (double)(r->now - c->last_usage_ms) / 1000.0;
+    for (int t = 0; t < r->nteams; t++) {
+        double g = 0;
+        for (int i = 0; i < r->njobs; i++)
+            if (holds(r->jobs[i].state) && !strcmp(r->jobs[i].job.spec.team, r->teams[t].meta.name))
+                g += job_gpus_placed(&r->jobs[i]);
+        if (g > 0 && store_usage_add(c->st, r->teams[t].meta.name, r->now, g * dt, r->err,
+                                     sizeof(r->err)))
+            return;
+    }
+    c->last_usage_ms = r->now;
+}
+
+static void rc_release(struct rc_ctx *r)
+{
+    for (int i = 0; i < r->njobs; i++) {
+        api_gpujob_release(&r->jobs[i].job);
+        ctl_placement_release(&r->jobs[i].pl);
+    }
+    for (int i = 0; i < r->nrows; i++)
+        free(r->rows[i]);
+    for (int i = 0; i < r->nintents; i++)
+        free((char *)r->intents[i].job_key);
+    free(r->intents);
+    free(r->rows);
+    free(r->jobs);
+    free(r->teams);
+    free(r->pools);
+    free(r->pcs);
+    free(r->nodes);
+    free(r->foreign);
+    free(r->ev);
+}
+
+void ctl_reconcile(struct gq_ctl *c)
+{
+    struct rc_ctx *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    r->c = c;
+    r->now = ctl_now_ms();
+    c->reconciles++;
+    int64_t t0 = r->now;
+    int rc = gather(r);
+    int in_txn = 0;
+    if (rc)
+        goto fail;
+    if ((rc = store_begin_cycle(c->st, r->err, sizeof(r->err))))
+        goto fail;
+    in_txn = 1;
+    if (!c->restart_done) {
+        LOGC(c, GQ_LOG_INFO, "first reconcile: finishing intents left by a previous run",
+             " pending=%d store_jobs=%d", r->nintents, r->nrows);
+        c->restart_done = 1;
+    }
+    for (int i = 0; i < r->njobs; i++)
+        if ((rc = job_prepare(r, &r->jobs[i])) || (rc = job_spec_rules(r, &r->jobs[i])))
+            goto fail;
+    /* store rows whose GPUJob is gone */
+    for (int i = 0; i < r->nrows; i++) {
+        struct store_job *row = r->rows[i];
+        if (job_find(r, row->key))
+            continue;
+        int had = holds(row->state);
+        struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
+                                store_state_name(row->state), "", "GPUJob deleted"};
+        if ((rc = intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
+            (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
+            (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
+            goto fail;
+        if (had)
+            r->draining = 1;
+        LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
+             store_state_name(row->state));
+    }
+    for (int i = 0; i < r->njobs; i++)
+        if ((rc = job_lifecycle(r, &r->jobs[i])))
+            goto fail;
+    account_usage(r);
+    for (int i = 0; i < r->njobs; i++)
+        if (r->jobs[i].invalid_reason && !r->jobs[i].failed_invalid) {
+            gq_strlcpy(r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, sizeof(r->jobs[i].memo->wait_msg));
+            r->jobs[i].memo->position = 0;
+        }
+    if (!r->draining)
+        r->draining = drain_check(r);
+    if (!r->draining && (rc = run_sched(r)))
+        goto fail;
+    if ((rc = store_commit_cycle(c->st, r->err, sizeof(r->err)))) {
+        in_txn = 0;
+        goto fail;
+    }
+    in_txn = 0;
+    /* committed: act */
+    for (int i = 0; i < r->nev; i++)
+        ctl_act_event(c, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        struct ctl_memo *m = j->memo;
+        if (!m || !j->row)
+            continue;
+        int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
+        if (waiting && m->wait_msg[0] && strcmp(m->wait_msg, m->wait_event_msg) &&
+            (!m->wait_event_ms || r->now - m->wait_event_ms >= CTL_WAIT_EVENT_MS)) {
+            ctl_act_event(c, j->obj, "Normal", "Waiting", m->wait_msg);
+            m->wait_event_ms = r->now;
+            gq_strlcpy(m->wait_event_msg, m->wait_msg, sizeof(m->wait_event_msg));
+        }
+        if (!waiting && !holds(j->state))
+            m->wait_msg[0] = 0;
+    }
+    ctl_act_intents(c);
+    cleanup_strays(r);
+    for (int i = 0; i < r->njobs; i++)
+        job_status(r, &r->jobs[i]);
+    team_pool_status(r);
+    ctl_memo_drop_unseen(&c->memo, c->reconciles);
+    int64_t dt = ctl_now_ms() - t0;
+    c->m.cycle_us_total += (uint64_t)dt * 1000;
+    gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
+           " n=%lld jobs=%d nodes=%d draining=%d sched=%d ms=%lld", (long long)c->reconciles,
+           r->njobs, r->nnodes, r->draining, r->sched_ran, (long long)dt);
+    rc_release(r);
+    free(r);
+    return;
+fail:
+    if (in_txn)
+        store_rollback_cycle(c->st);
+    c->m.store_errors++;
+    LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
+         " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
+    rc_release(r);
+    free(r);
+}
+
+/* ------------------------------------------------------------ quota edits */
+
+void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj)
+{
+    char *o = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(old_obj, "spec"));
+    char *n = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(new_obj, "spec"));
+    if (o && n && strcmp(o, n)) {
+        const char *name = ctl_obj_str(new_obj, "metadata", "name");
+        char actor[API_NAME_MAX] = "unknown";
+        const cJSON *mf = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(new_obj, "metadata"), "managedFields");
+        const cJSON *last = NULL, *e;
+        double lt = -1;
+        cJSON_ArrayForEach(e, mf)
+        {
+            const char *t = ctl_obj_str(e, "time", NULL);
+            double w = 0;
+            if (t)
+                kube_time_parse(t, &w);
+            if (w >= lt) {
+                lt = w;
+                last = e;
+            }
+        }
+        const char *mgr = last ? ctl_obj_str(last, "manager", NULL) : NULL;
+        if (mgr)
+            snprintf(actor, sizeof(actor), "user:%s", mgr);
+        if (c->leading) {
+            char err[256];
+            struct store_audit a = {0, ctl_now_ms(), actor, "quota-edit", name ? name : "", "",
+                                    o, n, "Team spec changed"};
+            if (store_audit_add(c->st, &a, err, sizeof(err)))
+                LOGC(c, GQ_LOG_ERROR, "audit write failed", " err=\"%s\"", err);
+        }
+        LOGC(c, GQ_LOG_INFO, "team spec changed", " team=%s actor=%s recorded=%d", name ? name : "",
+             actor, c->leading);
+    }
+    free(o);
+    free(n);
+}

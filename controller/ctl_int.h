@@ -1,0 +1,114 @@
+/*
+ * ctl_int.h — internals shared by ctl_main.c (loop, CLI), ctl_cycle.c
+ * (reconcile) and ctl_act.c (actuator). Not a public interface.
+ *
+ * Ownership: struct gq_ctl owns every member. Memo entries (struct ctl_memo)
+ * are owned by the memo table; request callbacks never hold a memo pointer,
+ * only a heap copy of the key, and look the entry up again when they run, so
+ * an entry may be dropped while a request for it is in flight.
+ */
+#ifndef GQ_CTL_INT_H
+#define GQ_CTL_INT_H
+
+#include <ev.h>
+
+#include "ctl.h"
+#include "kube.h"
+#include "log.h"
+#include "store.h"
+
+enum ctl_inf { INF_JOBS = 0, INF_TEAMS, INF_POOLS, INF_NODES, INF_PODS, INF_PCS, INF_COUNT };
+
+/* Per object memory kept across cycles (jobs "ns/name", teams "team:N",
+ * pools "pool:N"). */
+struct ctl_memo {
+    char *key;
+    struct ctl_memo *next;        /* hash chain */
+    char *last_status;            /* JSON last written successfully (or in flight) */
+    int status_inflight;
+    char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
+    int position;
+    int64_t wait_event_ms;        /* last Waiting event sent */
+    char wait_event_msg[SCHED_MSG_MAX];
+    int64_t missing_since_ms;     /* a placed replica's pod is absent since */
+    int64_t seen_cycle;           /* last reconcile that saw the object or row */
+    int cleanup_inflight;         /* stray pod deletes in flight */
+    /* per reconcile: this job's pods (borrowed from the pod cache) */
+    const cJSON **pods;
+    int npods, podcap;
+    int64_t pods_cycle;
+};
+
+struct ctl_memo_table {
+    struct ctl_memo **b;
+    size_t nb, n;
+};
+
+struct ctl_metrics_counters {
+    uint64_t cycles, cycle_us_total, admissions, preemptions, store_errors;
+    uint64_t informer_events;
+    double last_cycle_ms;
+};
+
+struct gq_ctl;
+struct ctl_infud {
+    struct gq_ctl *c;
+    int idx;
+};
+
+struct gq_ctl {
+    struct ctl_infud infud[INF_COUNT];
+    struct ctl_config cfg;
+    struct sched_config scfg;
+    const char *level_names[API_MAX_LEVELS]; /* into cfg.levels */
+    struct ev_loop *loop;
+    struct kube_config kcfg;
+    struct kube_client *client;
+    struct kube_informer *inf[INF_COUNT];
+    struct kube_leader *leader;
+    struct store *st;
+    struct sched *sched;
+    struct ctl_memo_table memo;
+    char identity[128];
+    int leading;          /* leader (or leader election off) */
+    int dirty;
+    int stopping;
+    int exit_code;
+    int in_reconcile;
+    int restart_done;     /* pending intents of the previous run were looked at */
+    int64_t reconciles;
+    int64_t last_usage_ms;
+    int64_t *inflight_intents; /* intent ids being acted on */
+    size_t ninflight, capinflight;
+    ev_timer debounce, resync, stop_timer;
+    ev_signal sigterm, sigint;
+    ev_tstamp stop_deadline;
+    struct ctl_metrics_counters m;
+    uint64_t last_relists;
+};
+
+/* ctl_main.c */
+void ctl_mark_dirty(struct gq_ctl *c);
+int64_t ctl_now_ms(void);
+struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
+void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
+void ctl_memo_table_release(struct ctl_memo_table *t);
+
+/* ctl_cycle.c */
+void ctl_reconcile(struct gq_ctl *c);
+/* Team "quota-edit" audit for an informer MODIFIED of a Team. */
+void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
+
+/* ctl_act.c */
+int ctl_intent_inflight(const struct gq_ctl *c, int64_t id);
+/* Act on every pending intent not already in flight. */
+void ctl_act_intents(struct gq_ctl *c);
+/* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
+ * the memo's cleanup counter when key is non-NULL. */
+void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);
+/* Patch a status subresource if json differs from memo->last_status. */
+void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
+void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const char *reason,
+                   const char *msg);
+
+#endif

@@ -1,0 +1,678 @@
+/*
+ * ctl_snapshot.c — pure conversions for the controller: placement text,
+ * Kubernetes Node/Pod reading, the scheduler snapshot, and GPUJob status.
+ * No I/O, no clock (now is passed in).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl.h"
+#include "kube.h"
+#include "quantity.h"
+#include "store.h"
+
+/* ------------------------------------------------------------ placement */
+
+void ctl_placement_init(struct ctl_placement *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+void ctl_placement_release(struct ctl_placement *p)
+{
+    if (!p)
+        return;
+    free(p->rep);
+    memset(p, 0, sizeof(*p));
+}
+
+int ctl_placement_find(const struct ctl_placement *p, int replica)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->rep[i].replica == replica)
+            return i;
+    return -1;
+}
+
+int ctl_placement_add(struct ctl_placement *p, int replica, const char *node, uint32_t devs)
+{
+    if (ctl_placement_find(p, replica) >= 0)
+        return GQ_EINVAL;
+    struct ctl_prep *r = realloc(p->rep, (size_t)(p->n + 1) * sizeof(*r));
+    if (!r)
+        return GQ_ENOMEM;
+    p->rep = r;
+    int at = p->n;
+    while (at > 0 && r[at - 1].replica > replica) {
+        r[at] = r[at - 1];
+        at--;
+    }
+    memset(&r[at], 0, sizeof(r[at]));
+    r[at].replica = replica;
+    if (gq_strlcpy(r[at].node, node, sizeof(r[at].node)) >= sizeof(r[at].node))
+        return GQ_EINVAL;
+    r[at].devs = devs;
+    p->n++;
+    return 0;
+}
+
+void ctl_placement_remove(struct ctl_placement *p, int replica)
+{
+    int i = ctl_placement_find(p, replica);
+    if (i < 0)
+        return;
+    memmove(&p->rep[i], &p->rep[i + 1], (size_t)(p->n - i - 1) * sizeof(p->rep[0]));
+    p->n--;
+}
+
+int ctl_placement_parse(const char *text, struct ctl_placement *out, char *err, size_t errlen)
+{
+    int rc = 0;
+    cJSON *root = NULL;
+    ctl_placement_release(out);
+    if (!text || !text[0])
+        return 0;
+    root = cJSON_Parse(text);
+    if (!root || !cJSON_IsObject(root)) {
+        gq_errf(err, errlen, "placement: invalid JSON");
+        rc = GQ_EPARSE;
+        goto out;
+    }
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "attempt");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "domain");
+    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(root, "replicas");
+    if (!cJSON_IsNumber(a) || !cJSON_IsArray(reps)) {
+        gq_errf(err, errlen, "placement: attempt and replicas are required");
+        rc = GQ_EPARSE;
+        goto out;
+    }
+    out->attempt = a->valueint;
+    if (cJSON_IsString(d))
+        gq_strlcpy(out->domain, d->valuestring, sizeof(out->domain));
+    const cJSON *r;
+    cJSON_ArrayForEach(r, reps)
+    {
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(r, "i");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "node");
+        const cJSON *dv = cJSON_GetObjectItemCaseSensitive(r, "devs");
+        if (!cJSON_IsNumber(i) || !cJSON_IsString(n) || !cJSON_IsNumber(dv) || i->valuedouble < 0 ||
+            dv->valuedouble < 0 || dv->valuedouble > 4294967295.0) {
+            gq_errf(err, errlen, "placement: bad replica entry");
+            rc = GQ_EPARSE;
+            goto out;
+        }
+        if ((rc = ctl_placement_add(out, i->valueint, n->valuestring, (uint32_t)dv->valuedouble))) {
+            gq_errf(err, errlen, "placement: duplicate or bad replica %d", i->valueint);
+            goto out;
+        }
+    }
+out:
+    cJSON_Delete(root);
+    if (rc)
+        ctl_placement_release(out);
+    return rc;
+}
+
+int ctl_placement_format(const struct ctl_placement *p, struct gq_buf *out)
+{
+    int rc = gq_buf_printf(out, "{\"attempt\":%d,\"domain\":", p->attempt);
+    if (!rc)
+        rc = gq_buf_json_str(out, p->domain);
+    if (!rc)
+        rc = gq_buf_puts(out, ",\"replicas\":[");
+    for (int i = 0; !rc && i < p->n; i++) {
+        rc = gq_buf_printf(out, "%s{\"i\":%d,\"node\":", i ? "," : "", p->rep[i].replica);
+        if (!rc)
+            rc = gq_buf_json_str(out, p->rep[i].node);
+        if (!rc)
+            rc = gq_buf_printf(out, ",\"devs\":%u}", (unsigned)p->rep[i].devs);
+    }
+    if (!rc)
+        rc = gq_buf_puts(out, "]}");
+    return rc;
+}
+
+/* ------------------------------------------------------------ objects */
+
+static const cJSON *obj_get(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+const char *ctl_obj_str(const cJSON *obj, const char *a, const char *b)
+{
+    const cJSON *v = obj_get(obj, a);
+    if (b)
+        v = obj_get(v, b);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+const char *ctl_obj_label(const cJSON *obj, const char *key)
+{
+    const cJSON *v = obj_get(obj_get(obj_get(obj, "metadata"), "labels"), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+const char *ctl_obj_annotation(const cJSON *obj, const char *key)
+{
+    const cJSON *v = obj_get(obj_get(obj_get(obj, "metadata"), "annotations"), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Quantity value of a string or number item; 0 when absent or malformed. */
+static int64_t qty(const cJSON *v, int milli)
+{
+    int64_t out = 0;
+    if (cJSON_IsString(v)) {
+        if ((milli ? api_quantity_milli(v->valuestring, &out, NULL, 0)
+                   : api_quantity_value(v->valuestring, &out, NULL, 0)))
+            return 0;
+        return out;
+    }
+    if (cJSON_IsNumber(v))
+        return (int64_t)(v->valuedouble * (milli ? 1000.0 : 1.0));
+    return 0;
+}
+
+int ctl_node_info(const cJSON *node, struct ctl_nodeinfo *out)
+{
+    memset(out, 0, sizeof(*out));
+    const cJSON *spec = obj_get(node, "spec");
+    const cJSON *status = obj_get(node, "status");
+    out->unschedulable = cJSON_IsTrue(obj_get(spec, "unschedulable"));
+    const cJSON *alloc = obj_get(status, "allocatable");
+    if (!alloc)
+        alloc = obj_get(status, "capacity");
+    out->cpu_milli = qty(obj_get(alloc, "cpu"), 1);
+    out->mem_bytes = qty(obj_get(alloc, "memory"), 0);
+    int64_t g = qty(obj_get(alloc, CTL_GPU_RESOURCE), 0);
+    out->gpus = (int)(g < 0 ? 0 : g > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : g);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, obj_get(status, "conditions"))
+    {
+        const char *t = ctl_obj_str(c, "type", NULL);
+        if (!t || strcmp(t, "Ready"))
+            continue;
+        const char *s = ctl_obj_str(c, "status", NULL);
+        out->ready = s && !strcmp(s, "True");
+        const char *lt = ctl_obj_str(c, "lastTransitionTime", NULL);
+        double w = 0;
+        if (lt && !kube_time_parse(lt, &w))
+            out->ready_since = w;
+    }
+    return 0;
+}
+
+int ctl_pod_terminal(const cJSON *pod)
+{
+    const char *ph = ctl_obj_str(pod, "status", "phase");
+    return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+}
+
+static void container_req(const cJSON *c, int64_t *cpu, int64_t *mem, int64_t *gpu)
+{
+    const cJSON *res = obj_get(c, "resources");
+    const cJSON *req = obj_get(res, "requests"), *lim = obj_get(res, "limits");
+    const cJSON *v;
+    v = obj_get(req, "cpu");
+    *cpu = qty(v ? v : obj_get(lim, "cpu"), 1);
+    v = obj_get(req, "memory");
+    *mem = qty(v ? v : obj_get(lim, "memory"), 0);
+    v = obj_get(lim, CTL_GPU_RESOURCE);
+    *gpu = qty(v ? v : obj_get(req, CTL_GPU_RESOURCE), 0);
+}
+
+static uint32_t parse_devs(const char *s)
+{
+    uint32_t m = 0;
+    if (!s)
+        return 0;
+    while (*s) {
+        char *end = NULL;
+        long d = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        if (d >= 0 && d < SCHED_MAX_DEVICES)
+            m |= 1u << (unsigned)d;
+        s = end;
+        while (*s == ',' || *s == ' ')
+            s++;
+    }
+    return m;
+}
+
+void ctl_pod_usage(const cJSON *pod, struct ctl_podusage *out)
+{
+    memset(out, 0, sizeof(*out));
+    const cJSON *spec = obj_get(pod, "spec");
+    int64_t sc = 0, sm = 0, sg = 0, ic = 0, im = 0, ig = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, obj_get(spec, "containers"))
+    {
+        int64_t a, b, g;
+        container_req(c, &a, &b, &g);
+        sc += a;
+        sm += b;
+        sg += g;
+    }
+    cJSON_ArrayForEach(c, obj_get(spec, "initContainers"))
+    {
+        int64_t a, b, g;
+        container_req(c, &a, &b, &g);
+        ic = GQ_MAX(ic, a);
+        im = GQ_MAX(im, b);
+        ig = GQ_MAX(ig, g);
+    }
+    out->cpu_milli = GQ_MAX(sc, ic);
+    out->mem_bytes = GQ_MAX(sm, im);
+    int64_t g = GQ_MAX(sg, ig);
+    out->gpus = (int)(g < 0 ? 0 : g > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : g);
+    const char *ms = ctl_obj_annotation(pod, CTL_ANN_GPU_MILLI);
+    int64_t mv = 0;
+    if (ms && !gq_parse_i64(ms, (size_t)-1, &mv) && mv > 0 && mv < 1000)
+        out->gpu_milli = (int)mv;
+    out->devs = parse_devs(ctl_obj_annotation(pod, CTL_ANN_GPU_DEVICES));
+}
+
+/* ------------------------------------------------------------ snapshot */
+
+int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools)
+{
+    for (int p = 0; p < npools; p++) {
+        int ok = 1;
+        for (int k = 0; ok && k < pools[p].nselector; k++) {
+            const char *v = ctl_obj_label(node, pools[p].node_selector[k].key);
+            ok = v && !strcmp(v, pools[p].node_selector[k].value);
+        }
+        if (ok)
+            return p;
+    }
+    return -1;
+}
+
+static int class_idx(enum api_class c)
+{
+    switch (c) {
+    case API_CLASS_INFERENCE: return SCHED_INFERENCE;
+    case API_CLASS_TRAINING: return SCHED_TRAINING;
+    default: return SCHED_BATCH;
+    }
+}
+
+static int taint_effect(const char *e)
+{
+    if (!e || !e[0])
+        return SCHED_EFFECT_ANY;
+    if (!strcmp(e, "NoExecute"))
+        return SCHED_NO_EXECUTE;
+    if (!strcmp(e, "PreferNoSchedule"))
+        return SCHED_PREFER_NO_SCHEDULE;
+    return SCHED_NO_SCHEDULE;
+}
+
+int ctl_snap_node(const struct ctl_snap *s, const char *name)
+{
+    for (int i = 0; i < s->snap.nnodes; i++)
+        if (!strcmp(s->nodes[i].name, name))
+            return i;
+    return -1;
+}
+
+void ctl_snap_release(struct ctl_snap *s)
+{
+    if (!s)
+        return;
+    free(s->nodes);
+    free(s->labels);
+    free(s->taints);
+    free(s->pools);
+    free(s->teams);
+    free(s->quotas);
+    free(s->jobs);
+    free(s->reps);
+    free(s->tols);
+    free(s->job_in);
+    free(s->gangq_milli);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Mark n whole devices (or one share) as foreign on a node. */
+static void foreign_gpus(struct sched_node *n, const struct ctl_podusage *u)
+{
+    if (u->devs) {
+        for (int d = 0; d < n->gpus; d++)
+            if (u->devs & (1u << (unsigned)d)) {
+                int v = n->foreign_gpu_milli[d] + (u->gpu_milli ? u->gpu_milli : 1000);
+                n->foreign_gpu_milli[d] = (uint16_t)(v > 1000 ? 1000 : v);
+            }
+        return;
+    }
+    if (u->gpu_milli) {
+        for (int d = 0; d < n->gpus; d++)
+            if (n->foreign_gpu_milli[d] + u->gpu_milli <= 1000) {
+                n->foreign_gpu_milli[d] = (uint16_t)(n->foreign_gpu_milli[d] + u->gpu_milli);
+                return;
+            }
+        return;
+    }
+    int left = u->gpus;
+    for (int d = 0; left > 0 && d < n->gpus; d++)
+        if (n->foreign_gpu_milli[d] == 0) {
+            n->foreign_gpu_milli[d] = 1000;
+            left--;
+        }
+    for (int d = 0; left > 0 && d < n->gpus; d++)
+        if (n->foreign_gpu_milli[d] < 1000) {
+            n->foreign_gpu_milli[d] = 1000;
+            left--;
+        }
+}
+
+int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen)
+{
+    int rc = 0;
+    memset(s, 0, sizeof(*s));
+    int nl = 0, nt = 0, nq = 0, nr = 0, ntol = 0;
+    for (int i = 0; i < in->nnodes; i++) {
+        nl += cJSON_GetArraySize(obj_get(obj_get(in->nodes[i], "metadata"), "labels"));
+        nt += cJSON_GetArraySize(obj_get(obj_get(in->nodes[i], "spec"), "taints"));
+    }
+    for (int i = 0; i < in->nteams; i++)
+        nq += in->teams[i].nquota;
+    for (int i = 0; i < in->njobs; i++) {
+        if (in->jobs[i].running && in->jobs[i].pl)
+            nr += in->jobs[i].pl->n;
+        ntol += in->jobs[i].job->spec.ntolerations;
+    }
+    s->nodes = calloc((size_t)in->nnodes + 1, sizeof(*s->nodes));
+    s->gangq_milli = calloc((size_t)in->nnodes + 1, sizeof(*s->gangq_milli));
+    s->labels = calloc((size_t)nl + 1, sizeof(*s->labels));
+    s->taints = calloc((size_t)nt + 1, sizeof(*s->taints));
+    s->pools = calloc((size_t)in->npools + 1, sizeof(*s->pools));
+    s->teams = calloc((size_t)in->nteams + 1, sizeof(*s->teams));
+    s->quotas = calloc((size_t)nq + 1, sizeof(*s->quotas));
+    s->jobs = calloc((size_t)in->njobs + 1, sizeof(*s->jobs));
+    s->job_in = calloc((size_t)in->njobs + 1, sizeof(*s->job_in));
+    s->reps = calloc((size_t)nr + 1, sizeof(*s->reps));
+    s->tols = calloc((size_t)ntol + 1, sizeof(*s->tols));
+    if (!s->nodes || !s->gangq_milli || !s->labels || !s->taints || !s->pools || !s->teams ||
+        !s->quotas || !s->jobs || !s->job_in || !s->reps || !s->tols) {
+        gq_errf(err, errlen, "snapshot: out of memory");
+        rc = GQ_ENOMEM;
+        goto out;
+    }
+
+    /* pools */
+    for (int p = 0; p < in->npools; p++) {
+        const struct api_gpupool *ap = &in->pools[p];
+        struct sched_pool *sp = &s->pools[p];
+        sp->name = ap->meta.name;
+        for (int c = 0; c < API_CLASS_COUNT; c++)
+            if (ap->classes & (1u << (unsigned)c))
+                sp->home_classes |= SCHED_CLASS_BIT(class_idx((enum api_class)c));
+        sp->protected_pool = ap->protect;
+        sp->reserve_gpus = ap->reserve_gpus;
+    }
+
+    /* nodes */
+    nl = nt = 0;
+    for (int i = 0; i < in->nnodes; i++) {
+        const cJSON *no = in->nodes[i];
+        struct sched_node *n = &s->nodes[i];
+        struct ctl_nodeinfo ni;
+        ctl_node_info(no, &ni);
+        n->name = ctl_obj_str(no, "metadata", "name");
+        if (!n->name) {
+            gq_errf(err, errlen, "snapshot: node %d has no name", i);
+            rc = GQ_EINVAL;
+            goto out;
+        }
+        n->labels = &s->labels[nl];
+        const cJSON *l;
+        cJSON_ArrayForEach(l, obj_get(obj_get(no, "metadata"), "labels"))
+        {
+            if (!cJSON_IsString(l))
+                continue;
+            s->labels[nl++] = (struct sched_label){l->string, l->valuestring};
+            n->nlabels++;
+        }
+        n->taints = &s->taints[nt];
+        const cJSON *t;
+        cJSON_ArrayForEach(t, obj_get(obj_get(no, "spec"), "taints"))
+        {
+            const char *k = ctl_obj_str(t, "key", NULL);
+            if (!k)
+                continue;
+            int e = taint_effect(ctl_obj_str(t, "effect", NULL));
+            s->taints[nt++] = (struct sched_taint){k, ctl_obj_str(t, "value", NULL),
+                                                   e == SCHED_EFFECT_ANY ? SCHED_NO_SCHEDULE
+                                                                         : (enum sched_taint_effect)e};
+            n->ntaints++;
+        }
+        n->unschedulable = ni.unschedulable;
+        n->ready = ni.ready;
+        n->cpu_milli = ni.cpu_milli;
+        n->mem_bytes = ni.mem_bytes;
+        n->gpus = ni.gpus;
+        n->pool = ctl_node_pool(no, in->pools, in->npools);
+    }
+    s->snap.nodes = s->nodes;
+    s->snap.nnodes = in->nnodes;
+
+    /* foreign usage */
+    for (int i = 0; i < in->nforeign; i++) {
+        const cJSON *pod = in->foreign_pods[i];
+        const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+        if (!nn || !nn[0] || ctl_pod_terminal(pod))
+            continue;
+        int ni = ctl_snap_node(s, nn);
+        if (ni < 0)
+            continue;
+        struct ctl_podusage u;
+        ctl_pod_usage(pod, &u);
+        s->nodes[ni].foreign_cpu_milli += u.cpu_milli;
+        s->nodes[ni].foreign_mem_bytes += u.mem_bytes;
+        foreign_gpus(&s->nodes[ni], &u);
+    }
+
+    /* teams */
+    nq = 0;
+    for (int i = 0; i < in->nteams; i++) {
+        const struct api_team *at = &in->teams[i];
+        struct sched_team *st = &s->teams[i];
+        st->name = at->meta.name;
+        st->cohort = at->cohort;
+        st->weight = at->weight > 0 ? at->weight : 1;
+        st->quota = &s->quotas[nq];
+        for (int q = 0; q < at->nquota; q++)
+            s->quotas[nq++] = (struct sched_quota){at->quota[q].gpu_type, at->quota[q].gpus,
+                                                   at->quota[q].borrowing_limit,
+                                                   at->quota[q].lending_limit};
+        st->nquota = at->nquota;
+        st->usage_gpu_s = in->team_usage ? in->team_usage[i] : 0;
+    }
+
+    /* jobs */
+    int nj = 0;
+    nr = ntol = 0;
+    for (int i = 0; i < in->njobs; i++) {
+        const struct ctl_jobin *ji = &in->jobs[i];
+        const struct api_gpujob_spec *sp = &ji->job->spec;
+        struct sched_job *j = &s->jobs[nj];
+        j->id = ji->key;
+        j->team = -1;
+        for (int t = 0; t < in->nteams; t++)
+            if (!strcmp(in->teams[t].meta.name, sp->team)) {
+                j->team = t;
+                break;
+            }
+        j->cls = (enum sched_class)class_idx(sp->class);
+        j->priority = sp->effective_priority;
+        j->preemptible = sp->preemptible == API_TRUE;
+        j->gang = sp->gang != API_FALSE;
+        j->replicas = sp->replicas > 0 ? sp->replicas : 1;
+        if (sp->gpu.present) {
+            j->req.gpus = sp->gpu.count;
+            j->req.gpu_milli = sp->gpu.count ? 0 : sp->gpu.shares;
+            for (int k = 0; k < sp->gpu.ntypes && k < SCHED_MAX_TYPES; k++)
+                j->req.types[j->req.ntypes++] = sp->gpu.types[k];
+            j->req.min_gpu_mem_gib = sp->gpu.min_memory_gib;
+        }
+        j->req.cpu_milli = sp->cpu_milli;
+        j->req.mem_bytes = sp->memory_bytes;
+        j->tols = &s->tols[ntol];
+        for (int k = 0; k < sp->ntolerations; k++) {
+            const struct api_toleration *t = &sp->tolerations[k];
+            s->tols[ntol++] = (struct sched_toleration){t->key, t->value, !strcmp(t->op, "Exists"),
+                                                        taint_effect(t->effect)};
+        }
+        j->ntols = sp->ntolerations;
+        const struct sched_config *cfg = in->cfg;
+        j->topo_required = sp->topology.required[0] ? sched_config_level(cfg, sp->topology.required) : -1;
+        j->topo_preferred = sp->topology.preferred[0] ? sched_config_level(cfg, sp->topology.preferred) : -1;
+        j->topo_spread = sp->topology.spread[0] ? sched_config_level(cfg, sp->topology.spread) : -1;
+        j->pool = -1;
+        if (sp->pool[0])
+            for (int p = 0; p < in->npools; p++)
+                if (!strcmp(in->pools[p].meta.name, sp->pool))
+                    j->pool = p;
+        j->enqueue_time = ji->enqueue_ms / 1000;
+        j->state = SCHED_JOB_WAITING;
+        if (ji->running) {
+            j->state = SCHED_JOB_RUNNING;
+            j->admitted_at = ji->admitted_ms / 1000;
+            j->placement = &s->reps[nr];
+            for (int r = 0; ji->pl && r < ji->pl->n; r++) {
+                int ni = ctl_snap_node(s, ji->pl->rep[r].node);
+                if (ni < 0)
+                    continue; /* node gone: the lifecycle requeues it */
+                s->reps[nr++] = (struct sched_replica){ni, ji->pl->rep[r].devs};
+                j->nplaced++;
+                int64_t m = j->req.gpu_milli ? j->req.gpu_milli : 1000LL * j->req.gpus;
+                s->gangq_milli[ni] += m;
+            }
+            if (j->nplaced == 0)
+                continue; /* nothing placed any more: leave it out */
+            if (j->gang && j->nplaced < j->replicas)
+                j->replicas = j->nplaced; /* a broken gang still holds what it holds */
+        }
+        s->job_in[nj] = i;
+        nj++;
+    }
+    s->snap.jobs = s->jobs;
+    s->snap.njobs = nj;
+    s->snap.pools = s->pools;
+    s->snap.npools = in->npools;
+    s->snap.teams = s->teams;
+    s->snap.nteams = in->nteams;
+    s->snap.config = in->cfg;
+    s->snap.now = in->now_s;
+out:
+    if (rc)
+        ctl_snap_release(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------ status */
+
+void ctl_time_format(int64_t ms, char *out, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        gq_strlcpy(out, "", len);
+}
+
+static const struct api_condition *prev_cond(const struct api_gpujob_status *prev, const char *type)
+{
+    for (int i = 0; prev && i < prev->nconditions; i++)
+        if (!strcmp(prev->conditions[i].type, type))
+            return &prev->conditions[i];
+    return NULL;
+}
+
+static void add_cond(struct api_gpujob_status *st, const struct api_gpujob_status *prev,
+                     const char *type, int on, const char *reason, const char *msg,
+                     const char *now)
+{
+    if (st->nconditions >= API_MAX_CONDITIONS)
+        return;
+    struct api_condition *c = &st->conditions[st->nconditions++];
+    memset(c, 0, sizeof(*c));
+    gq_strlcpy(c->type, type, sizeof(c->type));
+    gq_strlcpy(c->status, on ? "True" : "False", sizeof(c->status));
+    gq_strlcpy(c->reason, reason, sizeof(c->reason));
+    /* the 1.20 API server refuses an empty condition message (it reads as null) */
+    gq_strlcpy(c->message, msg && msg[0] ? msg : reason, sizeof(c->message));
+    const struct api_condition *p = prev_cond(prev, type);
+    if (p && !strcmp(p->status, c->status) && p->last_transition_time[0])
+        gq_strlcpy(c->last_transition_time, p->last_transition_time, sizeof(c->last_transition_time));
+    else
+        gq_strlcpy(c->last_transition_time, now, sizeof(c->last_transition_time));
+}
+
+void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_status *prev,
+                        const struct ctl_jobview *v, int64_t now_ms, const char **nodes,
+                        int nodes_cap, struct api_gpujob_status *out)
+{
+    char now[API_TIME_MAX];
+    ctl_time_format(now_ms, now, sizeof(now));
+    memset(out, 0, sizeof(*out));
+    static const enum api_state map[STORE_NSTATES] = {
+        API_STATE_QUEUED,    API_STATE_ADMITTED,  API_STATE_RUNNING, API_STATE_SUSPENDED,
+        API_STATE_PREEMPTED, API_STATE_SUCCEEDED, API_STATE_FAILED};
+    int s = v->state >= 0 && v->state < STORE_NSTATES ? v->state : STORE_QUEUED;
+    out->state = map[s];
+    out->position = (s == STORE_QUEUED || s == STORE_PREEMPTED) ? v->position : 0;
+    gq_strlcpy(out->message, v->message ? v->message : "", sizeof(out->message));
+    gq_strlcpy(out->team, job->spec.team, sizeof(out->team));
+    out->priority = job->spec.effective_priority;
+    out->gpus = api_gpujob_gpus(job);
+    int admitted = s == STORE_ADMITTED || s == STORE_RUNNING;
+    if (admitted && v->pl && v->pl->n > 0) {
+        out->admission.present = 1;
+        ctl_time_format(v->admitted_ms, out->admission.time, sizeof(out->admission.time));
+        gq_strlcpy(out->admission.domain, v->pl->domain, sizeof(out->admission.domain));
+        int n = 0;
+        for (int i = 0; i < v->pl->n && n < nodes_cap; i++)
+            nodes[n++] = v->pl->rep[i].node;
+        out->admission.nnodes = n;
+        out->admission.nodes = nodes;
+    }
+    out->preemptions = (int32_t)v->preemptions;
+    if (v->preemptions > 0 && v->preempted_by && v->preempted_by[0]) {
+        out->last_preemption.present = 1;
+        gq_strlcpy(out->last_preemption.by, v->preempted_by, sizeof(out->last_preemption.by));
+        gq_strlcpy(out->last_preemption.reason, v->preempt_reason ? v->preempt_reason : "",
+                   sizeof(out->last_preemption.reason));
+        ctl_time_format(v->preempted_ms, out->last_preemption.time, sizeof(out->last_preemption.time));
+    }
+    /* start/completion times: kept once set (a requeue clears start) */
+    if (prev && prev->start_time[0] && (s == STORE_RUNNING || s == STORE_SUCCEEDED || s == STORE_FAILED))
+        gq_strlcpy(out->start_time, prev->start_time, sizeof(out->start_time));
+    else if (s == STORE_RUNNING || (s == STORE_SUCCEEDED && !(prev && prev->start_time[0])))
+        gq_strlcpy(out->start_time, now, sizeof(out->start_time));
+    if (s == STORE_SUCCEEDED || s == STORE_FAILED) {
+        if (prev && prev->completion_time[0])
+            gq_strlcpy(out->completion_time, prev->completion_time, sizeof(out->completion_time));
+        else
+            gq_strlcpy(out->completion_time, now, sizeof(out->completion_time));
+    }
+    const char *msg = out->message;
+    if (v->invalid_reason)
+        add_cond(out, prev, "Valid", 0, v->invalid_reason, msg, now);
+    add_cond(out, prev, "Admitted", admitted, admitted ? "Admitted" : store_state_name(s),
+             admitted ? msg : "", now);
+    add_cond(out, prev, "Running", s == STORE_RUNNING, s == STORE_RUNNING ? "PodsRunning" : "NotRunning",
+             "", now);
+    if (s == STORE_SUSPENDED)
+        add_cond(out, prev, "Suspended", 1, "UserSuspended", "spec.suspend is true", now);
+    if (s == STORE_PREEMPTED)
+        add_cond(out, prev, "Preempted", 1, "Preempted", v->preempt_reason, now);
+    if (s == STORE_SUCCEEDED)
+        add_cond(out, prev, "Succeeded", 1, "PodsSucceeded", "every replica succeeded", now);
+    if (s == STORE_FAILED)
+        add_cond(out, prev, "Failed", 1, v->invalid_reason ? v->invalid_reason : "Failed", msg, now);
+}

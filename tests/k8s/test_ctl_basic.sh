@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Controller scenario 1 against the real API server: Teams/Pools/PriorityClasses from the
+# examples, fake-kubelet nodes, a GPUJob admitted with its pods bound to nodes (labels, owner
+# reference, GPU requests), Running when the fake kubelet runs them, Succeeded when they
+# succeed; `kubectl get gpujobs/teams/gpupools` columns filled; a job of an unknown team
+# stays Queued with a condition saying so.
+. "$(dirname "$0")/lib.sh"
+
+k apply -f examples/manifests/00-namespaces.yaml -f examples/manifests/priorityclasses.yaml \
+  -f examples/manifests/teams.yaml -f examples/manifests/pools.yaml >/dev/null
+for n in a100-01 a100-02; do
+  fakelet add-node "$n" --gpus 8 --cpu 64 --memory 512Gi --label gangq.io/pool=batch \
+    --label nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB --label nvidia.com/gpu.memory=40960 \
+    --label topology.gangq.io/rack=rack-3 --label topology.kubernetes.io/zone=zone-b \
+    --label topology.gangq.io/block=block-b1 --label "kubernetes.io/hostname=$n" >/dev/null
+done
+gq_fakelet_loop --interval 0.5
+gq_ctl_start --log-level debug
+wait_for 20 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
+pass "controller started and took the lease"
+
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: train-a, namespace: research}
+spec:
+  class: Batch
+  priorityClassName: gangq-batch-low
+  replicas: 2
+  gpu: {count: 4, types: [NVIDIA-A100-SXM4-40GB]}
+  template:
+    metadata: {labels: {app: train-a}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        resources: {requests: {cpu: "4", memory: 16Gi}}
+YAML
+wait_jsonpath 20 Admitted -n research gpujob train-a -o jsonpath='{.status.state}'
+uid=$(k -n research get gpujob train-a -o jsonpath='{.metadata.uid}')
+wait_for 10 "2 pods created" bash -c "[ \$(kubectl -n research get pods -l gangq.io/job=train-a -o name | wc -l) = 2 ]"
+pods=$(k -n research get pods -l gangq.io/job=train-a -o json)
+assert_eq "2" "$(jq '[.items[] | select(.spec.nodeName != null and .spec.nodeName != "")] | length' <<<"$pods")" "pods bound to nodes"
+assert_eq "research research" "$(jq -r '[.items[].metadata.labels["gangq.io/team"]] | join(" ")' <<<"$pods")" "team label"
+assert_eq "0 1" "$(jq -r '[.items[].metadata.labels["gangq.io/replica"]] | sort | join(" ")' <<<"$pods")" "replica labels"
+assert_eq "train-a train-a" "$(jq -r '[.items[].metadata.labels.app] | join(" ")' <<<"$pods")" "template labels kept"
+assert_eq "GPUJob train-a $uid true true" "$(jq -r '.items[0].metadata.ownerReferences[0] | "\(.kind) \(.name) \(.uid) \(.controller) \(.blockOwnerDeletion)"' <<<"$pods")" "owner reference"
+assert_eq "4 4" "$(jq -r '.items[0].spec.containers[0].resources | "\(.requests["nvidia.com/gpu"]) \(.limits["nvidia.com/gpu"])"' <<<"$pods")" "GPU requests and limits"
+assert_eq "4" "$(jq -r '.items[0].metadata.annotations["gangq.io/gpu-devices"] | split(",") | length' <<<"$pods")" "device annotation"
+nodes=$(k -n research get gpujob train-a -o jsonpath='{.status.admission.nodes}')
+assert_contains "$nodes" "a100-0" "admission nodes in status"
+pass "GPUJob Admitted; 2 pods bound, labelled, owned by the GPUJob, 4 GPUs each"
+
+fakelet run research -l gangq.io/job=train-a >/dev/null
+wait_jsonpath 20 Running -n research gpujob train-a -o jsonpath='{.status.state}'
+assert_ne "" "$(k -n research get gpujob train-a -o jsonpath='{.status.startTime}')" "startTime set"
+out=$(k -n research get gpujobs)
+assert_match "$out" "train-a +research +Batch +100 +8 +Running" "kubectl get gpujobs columns"
+wait_for 10 "team status used=8" bash -c "[ \"\$(kubectl get team research -o jsonpath='{.status.used}')\" = 8 ]"
+teams=$(k get teams)
+assert_match "$teams" "research +12 +8 +0 +0 +1" "kubectl get teams columns (QUOTA USED BORROWED PENDING RUNNING)"
+wait_for 10 "pool status" bash -c "[ \"\$(kubectl get gpupool batch -o jsonpath='{.status.allocated}')\" = 8 ]"
+assert_match "$(k get gpupools)" "batch +16 +8 +8 +8 +0" "kubectl get gpupools columns"
+pass "Running (startTime); gpujobs/teams/gpupools columns filled"
+
+fakelet succeed research -l gangq.io/job=train-a >/dev/null
+wait_jsonpath 20 Succeeded -n research gpujob train-a -o jsonpath='{.status.state}'
+assert_ne "" "$(k -n research get gpujob train-a -o jsonpath='{.status.completionTime}')" "completionTime set"
+wait_for 10 "quota released" bash -c "[ \"\$(kubectl get team research -o jsonpath='{.status.used}')\" = 0 ]"
+ev=$(k -n research get events --field-selector involvedObject.name=train-a -o jsonpath='{range .items[*]}{.reason}{" "}{end}')
+assert_contains "$ev" "Admitted" "Admitted event"
+assert_contains "$ev" "Succeeded" "Succeeded event"
+pass "Succeeded (completionTime), quota released, Events Admitted/Succeeded"
+
+k create namespace orphans >/dev/null
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: lost, namespace: orphans}
+spec:
+  team: nosuchteam
+  gpu: {count: 1}
+  template: {spec: {containers: [{name: c, image: busybox}]}}
+YAML
+wait_jsonpath 20 Queued -n orphans gpujob lost -o jsonpath='{.status.state}'
+wait_jsonpath 10 "False UnknownTeam" -n orphans gpujob lost -o jsonpath='{.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}'
+assert_contains "$(k -n orphans describe gpujob lost)" "team nosuchteam does not exist" "describe shows the problem"
+pass "unknown team: Queued with condition Valid=False UnknownTeam and the message"
+
+gq_ctl_stop
+assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "controller stopped" "graceful stop logged"
+pass "SIGTERM: clean exit"
