@@ -829,6 +829,164 @@ static void test_index_fgd(void **st)
     sched_index_free(ix);
 }
 
+
+/* reservation: the blocked head holds the node closest to fitting; others backfill elsewhere */
+static void test_reservation_backfill(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    int r0 = add_job(&f, "x/r0", 2, 1, SCHED_BATCH, 10);
+    run_on(&f, r0, 0, 0x03); /* node 0: 6 free */
+    int r1 = add_job(&f, "x/r1", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, r1, 1, 0x0F); /* node 1: 4 free */
+    int big = add_job(&f, "x/big", 8, 1, SCHED_TRAINING, 10);
+    int s1 = add_job(&f, "x/s1", 2, 1, SCHED_BATCH, 10);
+    int s2 = add_job(&f, "x/s2", 4, 1, SCHED_BATCH, 10);
+    int s3 = add_job(&f, "x/s3", 1, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
+                        "0/2 nodes fit 8 GPUs: 2 fewer than 8 free GPUs");
+    /* node 0 (6 free) is reserved for big: s1 and s2 go to node 1 */
+    const struct sched_decision *a1 = dec(&f, s1, SCHED_ADMIT);
+    assert_non_null(a1);
+    assert_int_equal(a1->rep[0].node, 1);
+    assert_null(dec(&f, s2, SCHED_ADMIT)); /* node 1 has 2 left after s1 */
+    assert_string_equal(dec(&f, s2, SCHED_WAIT)->message,
+                        "0/2 nodes fit 4 GPUs: 1 reserved for a higher job, 1 fewer than 4 free GPUs");
+    const struct sched_decision *a3 = dec(&f, s3, SCHED_ADMIT);
+    assert_non_null(a3);
+    assert_int_equal(a3->rep[0].node, 1);
+    /* without reservations the small jobs would take node 0 */
+    f.cfg.max_reservations = 0;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, s2, SCHED_ADMIT));
+    assert_int_equal(dec(&f, s2, SCHED_ADMIT)->rep[0].node, 0);
+    fx_done(&f);
+}
+
+/* cohort: a team reclaims the quota it lent, even from a higher-priority borrower */
+static void test_reclaim_lent_quota(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.quotas[0][0] = (struct sched_quota){"*", 8, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"*", 0, -1, -1};
+    f.teams[0] = (struct sched_team){"owner", "co", 1, f.quotas[0], 1, 0};
+    f.teams[1] = (struct sched_team){"guest", "co", 1, f.quotas[1], 1, 0};
+    f.nt = 2;
+    int g = add_job(&f, "guest/run", 8, 1, SCHED_BATCH, 50);
+    f.jobs[g].team = 1;
+    run_on(&f, g, 0, 0xFF);
+    int o = add_job(&f, "owner/job", 4, 1, SCHED_BATCH, 10);
+    f.jobs[o].team = 0;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *p = dec(&f, g, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, o);
+    assert_string_equal(p->message, "preempted to make room for owner/job (Batch, priority 10): "
+                                    "reclaiming quota lent to team guest");
+    /* a guest job cannot borrow beyond what the owner lends */
+    f.jobs[g].state = SCHED_JOB_WAITING;
+    f.jobs[g].nplaced = 0;
+    f.quotas[0][0].lending_limit = 4;
+    f.jobs[o].state = SCHED_JOB_RUNNING; /* owner holds 4 (within its guarantee) */
+    f.jobs[o].placement = f.place[o];
+    f.place[o][0] = (struct sched_replica){0, 0x0F};
+    f.jobs[o].nplaced = 1;
+    f.jobs[g].req.gpus = 4;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, g, SCHED_ADMIT)); /* borrows the 4 lendable */
+    f.jobs[g].req.gpus = 5;
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, g, SCHED_WAIT)->message,
+                        "0/1 nodes fit 5 GPUs: 1 fewer than 5 free GPUs; team guest quota 0/0 "
+                        "GPUs used (may borrow 4), needs 5");
+    fx_done(&f);
+}
+
+/* a non-gang job with a required level keeps its replicas in one domain */
+static void test_nongang_required_domain(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 1, "H100", 64000, "r1");
+    add_node(&f, 1, "H100", 64000, "r2");
+    add_node(&f, 1, "H100", 64000, "r2");
+    int inf = add_job(&f, "prod/serve", 1, 3, SCHED_INFERENCE, 100);
+    f.jobs[inf].topo_required = sched_config_level(&f.cfg, "rack");
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, inf, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->nrep, 2);
+    assert_string_equal(a->domain, "r2");
+    assert_true(a->rep[0].node >= 1 && a->rep[1].node >= 1);
+    assert_string_equal(dec(&f, inf, SCHED_WAIT)->message, "2 of 3 replicas admitted");
+    /* running with 2 replicas in r2: the third is not placed in r1 */
+    run_on(&f, inf, a->rep[0].node, a->rep[0].devs);
+    run_on(&f, inf, a->rep[1].node, a->rep[1].devs);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, inf, SCHED_ADMIT));
+    fx_done(&f);
+}
+
+/* the single-task index honours node state, taints and the policies */
+static void test_index_policies(void **st)
+{
+    (void)st;
+    struct sched_node nodes[3];
+    memset(nodes, 0, sizeof(nodes));
+    struct sched_taint t = {"dedicated", "x", SCHED_NO_EXECUTE};
+    for (int i = 0; i < 3; i++) {
+        nodes[i].name = "n";
+        nodes[i].gpus = 4;
+        nodes[i].gpu_product = "T4";
+        nodes[i].cpu_milli = 32000;
+        nodes[i].mem_bytes = (int64_t)64 << 30;
+        nodes[i].ready = 1;
+        nodes[i].pool = -1;
+    }
+    nodes[0].ready = 0;
+    nodes[1].foreign_gpu_milli[0] = 1000;
+    nodes[1].foreign_gpu_milli[1] = 1000;
+    nodes[2].taints = &t;
+    nodes[2].ntaints = 1;
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    cfg.policy = SCHED_POLICY_BESTFIT;
+    char err[128];
+    struct sched_index *ix = sched_index_new(&cfg, nodes, 3, err, sizeof(err));
+    assert_non_null(ix);
+    struct sched_request rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.gpus = 2;
+    rq.cpu_milli = 1000;
+    struct sched_replica out;
+    /* node 0 not ready, node 2 tainted: only node 1 */
+    assert_int_equal(sched_place_one(ix, &rq, NULL, 0, &out), 0);
+    assert_int_equal(out.node, 1);
+    assert_int_equal(out.devs, 0xC);
+    assert_int_equal(sched_place_one(ix, &rq, NULL, 0, &out), GQ_ENOTFOUND);
+    struct sched_toleration tol = {"dedicated", NULL, 1, SCHED_EFFECT_ANY};
+    assert_int_equal(sched_place_one(ix, &rq, &tol, 1, &out), 0);
+    assert_int_equal(out.node, 2);
+    /* wrong type */
+    rq.types[0] = "A100";
+    rq.ntypes = 1;
+    assert_int_equal(sched_place_one(ix, &rq, &tol, 1, &out), GQ_ENOTFOUND);
+    /* bad request */
+    rq.ntypes = 0;
+    rq.gpu_milli = 500;
+    assert_int_equal(sched_place_one(ix, &rq, NULL, 0, &out), GQ_EINVAL);
+    sched_index_free(ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -850,6 +1008,10 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_index_fgd),
+        cmocka_unit_test(test_reservation_backfill),
+        cmocka_unit_test(test_reclaim_lent_quota),
+        cmocka_unit_test(test_nongang_required_domain),
+        cmocka_unit_test(test_index_policies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
