@@ -33,6 +33,26 @@
  *   - Objects returned by *_new are owned by the caller; *_free accepts NULL.
  *   - No hidden globals. curl_global_init() is the process owner's job
  *     (kube_global_init() wraps it; call once from main before threads).
+ *   - Requests may be started from any callback, including an informer's
+ *     on_event (which runs inside curl's write callback): the client defers
+ *     the curl_multi_add_handle to a 0 s timer there.
+ *
+ * Typical use (controller):
+ *   kube_global_init();
+ *   kube_config_load_kubeconfig(&cfg, path, NULL, err, sizeof err)   // or _incluster
+ *   c = kube_client_new(loop, &cfg, &(struct kube_client_opts){.log_level = lvl}, err, n);
+ *   inf = kube_informer_new(c, &(struct kube_informer_opts){
+ *             .path = "/apis/gangq.io/v1alpha1/gpujobs", .on_event = on_job,
+ *             .on_synced = on_synced, .ud = ctx}, err, n);
+ *   kube_informer_start(inf);            // ... ev_run(loop, 0) ...
+ *   kube_patch_status(c, path, patch, on_written, ctx);  // 409 -> GQ_ECONFLICT
+ *   kube_informer_free(inf); kube_client_free(c); kube_config_release(&cfg);
+ * Informer events: ADDED (old NULL), MODIFIED (old, new), DELETED (old = the
+ * cached object, new = the final state from the watch, or the same as old for
+ * a deletion found by a relist). BOOKMARKs only advance the resourceVersion.
+ * After an API server restart the watch resumes from the last resourceVersion;
+ * the server may answer 410 (its new watch cache starts later), and only then
+ * the informer relists once, emitting synthetic events for what changed.
  */
 #ifndef GQ_KUBE_H
 #define GQ_KUBE_H
@@ -396,7 +416,8 @@ struct kube_leader_opts {
     double lease_duration_s;    /* 0 = 15 */
     double renew_deadline_s;    /* 0 = 10 */
     double retry_period_s;      /* 0 = 2 */
-    int release_on_stop;        /* on stop, clear holderIdentity if we lead */
+    int release_on_stop;        /* on stop, clear holderIdentity if we lead (a PUT that
+                                   needs the loop to run a moment before the client is freed) */
     void (*on_started)(void *ud);
     void (*on_stopped)(void *ud);
     void (*on_new_leader)(const char *identity, void *ud); /* may be NULL */

@@ -925,6 +925,42 @@ static void test_client_transport(void **st)
     ev_loop_destroy(loop);
 }
 
+/* A response body over max_body fails with GQ_ELIMIT instead of growing. */
+static void test_body_limit(void **st)
+{
+    static const struct step steps[] = {
+        {200, NULL, {"{\"items\":[", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}"}, 20, 0},
+        {200, NULL, {"{\"ok\":1}"}, 0, 0},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_config cfg;
+    struct kube_client_opts o = {0};
+    struct kube_client *c;
+    struct result r[2];
+    char url[64], err[200];
+    (void)st;
+    memset(r, 0, sizeof r);
+    server_start(&srv, steps, 2);
+    kube_config_init(&cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
+    cfg.server = url;
+    o.log_level = GQ_LOG_ERROR + 1;
+    o.max_body = 32;
+    c = kube_client_new(loop, &cfg, &o, err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(kube_get(c, "/big", result_cb, &r[0]), 0);
+    run_until(loop, &r[0].done, NULL, NULL, 5);
+    assert_int_equal(r[0].rc, GQ_ELIMIT);
+    assert_int_equal(kube_get(c, "/small", result_cb, &r[1]), 0);
+    run_until(loop, &r[1].done, NULL, NULL, 5);
+    assert_int_equal(r[1].rc, 0);
+    assert_string_equal(r[1].body, "{\"ok\":1}");
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 /* The token file is re-read after token_reload_s (service-account rotation). */
 static void test_token_rotation(void **st)
 {
@@ -1280,6 +1316,7 @@ int main(void)
         cmocka_unit_test(test_client_writers),
         cmocka_unit_test(test_client_transport),
         cmocka_unit_test(test_token_rotation),
+        cmocka_unit_test(test_body_limit),
         cmocka_unit_test(test_informer_flow),
         cmocka_unit_test(test_informer_long_line_and_free),
         cmocka_unit_test(test_leader),
