@@ -822,7 +822,10 @@ static int apply_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sche
         (rc = audit(r, "preempt", j, j->key, store_state_name(was), "Preempted", why)))
         return rc;
     r->c->m.preemptions++;
-    event_add(r, j->obj, "Warning", "Preempted", "preempted to make room for %s: %s", by, why);
+    if (strstr(why, by))
+        event_add(r, j->obj, "Warning", "Preempted", "%s", why);
+    else
+        event_add(r, j->obj, "Warning", "Preempted", "preempted to make room for %s: %s", by, why);
     LOGC(r->c, GQ_LOG_INFO, "job preempted", " job=%s by=%s reason=\"%s\"", j->key, by, why);
     return 0;
 }
