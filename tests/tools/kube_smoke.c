@@ -584,8 +584,45 @@ int main(int argc, char **argv)
             check(&s, winner->stops == 1 && !winner->leading, "stopped leading on stop");
             check(&s, wait_ge(&s, &loser->starts, 1, 8), "the other contender took over after release");
         }
-        kube_leader_free(a);
+        kube_leader_free(a); /* the current leader releases the lease */
         kube_leader_free(b);
+        a = b = NULL;
+        run_until(&s, sleep_cond, NULL, 1); /* let the release PUT land */
+        /* A leader that vanishes without releasing (a crash): the next contender
+         * must wait until the lease expires on its own clock, then take over. */
+        {
+            struct lstate ld = {0}, lc = {0};
+            struct kube_leader *d, *cl;
+            double t0, took;
+            o.release_on_stop = 0;
+            o.identity = "contender-d";
+            o.ud = &ld;
+            d = kube_leader_new(s.c, &o, err, sizeof err);
+            o.identity = "contender-c";
+            o.ud = &lc;
+            cl = kube_leader_new(s.c, &o, err, sizeof err);
+            if (d && cl) {
+                kube_leader_start(d);
+                check(&s, wait_ge(&s, &ld.starts, 1, 2), "a released lease is acquired at once");
+                kube_leader_free(d); /* stops renewing, keeps holding the lease */
+                ev_now_update(s.loop);
+                t0 = ev_now(s.loop);
+                kube_leader_start(cl);
+                wait_ge(&s, &lc.starts, 1, 12);
+                ev_now_update(s.loop);
+                took = ev_now(s.loop) - t0;
+                printf("    takeover of an unreleased lease after %.1f s (leaseDurationSeconds 4)\n",
+                       took);
+                check(&s, lc.starts == 1 && took >= 3.5 && took < 8,
+                      "a crashed leader's lease is taken over only after it expires");
+                check(&s, strcmp(kube_leader_holder(cl), "contender-c") == 0,
+                      "holder is the new leader");
+            } else {
+                check(&s, 0, "leader electors c and d");
+                kube_leader_free(d);
+            }
+            kube_leader_free(cl);
+        }
     }
 
     /* cleanup */
