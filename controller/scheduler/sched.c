@@ -68,7 +68,7 @@ void sched_config_default(struct sched_config *c)
     c->preemption = 1;
     c->max_reservations = 1;
     c->policy = SCHED_POLICY_GANGQ;
-    c->fgd_tie_milli = 15;
+    c->fgd_score_levels = 200;
 }
 
 int sched_config_level(const struct sched_config *c, const char *name)
@@ -739,6 +739,7 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             }
             struct sc_cand c;
             c.devs = node_pick(cy, i, &pc->r, rid, &c.delta);
+            c.level = sc_fgd_level(c.delta, cy->cfg->fgd_score_levels);
             c.node = i;
             c.free_after = cy->n[i].c.free_milli - req_milli(&pc->r);
             c.cpu_after = cy->n[i].c.cpu_free - pc->r.cpu;
@@ -746,7 +747,7 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             if (have && percount && percount[x] != percount[bestx])
                 cmp = percount[x] < percount[bestx] ? -1 : 1;
             else if (have)
-                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy, cy->cfg->fgd_tie_milli);
+                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy);
             if (!have || cmp < 0) {
                 best = c;
                 bestx = x;

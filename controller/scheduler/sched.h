@@ -71,13 +71,14 @@ struct sched_config {
     int preemption;               /* 1 = plan preemptions (default), 0 = never */
     int max_reservations;         /* blocked heads that may reserve capacity per cycle; default 1 */
     enum sched_policy policy;     /* default SCHED_POLICY_GANGQ */
-    double fgd_tie_milli;         /* GANGQ: FGD increases this close (milli-GPU) tie and
-                                   * best fit decides; default 15 (tuned on openb) */
+    int fgd_score_levels;         /* GANGQ: FGD score = floor(levels * sigmoid(-increase
+                                   * in GPUs)); equal scores go to best fit. Default 200
+                                   * (the FGD plugin uses 100), chosen on openb */
 };
 
 /* Defaults: levels zone/block/rack/node with the label keys of DESIGN.md,
  * GFD label keys, min_runtime_s 300, usage_norm_s 3600, preemption on,
- * max_reservations 1, policy GANGQ, fgd_tie_milli 15. */
+ * max_reservations 1, policy GANGQ, fgd_score_levels 200. */
 void sched_config_default(struct sched_config *c);
 /* Level index for a level name, or -1. */
 int sched_config_level(const struct sched_config *c, const char *name);

@@ -21,12 +21,13 @@ struct ix_cache {
     uint32_t rid; /* request id + 1; 0 = empty */
     uint32_t ver;
     uint32_t devs;
+    int32_t level;
     double delta;
 };
 
 struct sched_index {
     enum sched_policy pol;
-    double tie;
+    int levels;
     int nnodes;
     struct sc_node *n;
     double *frag;
@@ -115,7 +116,7 @@ struct sched_index *sched_index_new(const struct sched_config *cfg,
         goto bad;
     }
     ix->pol = cfg->policy;
-    ix->tie = cfg->fgd_tie_milli;
+    ix->levels = cfg->fgd_score_levels;
     ix->nnodes = nnodes;
     size_t nn = nnodes > 0 ? (size_t)nnodes : 1;
     int ntaint = 0;
@@ -327,11 +328,14 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
             if (e->rid == (uint32_t)rid + 1 && e->ver == ix->ver[i]) {
                 c.delta = e->delta;
                 c.devs = e->devs;
+                c.level = e->level;
                 goto scored;
             }
         }
         c.devs = sc_pick_devs(n, &r, ix->sh, ix->nsh, ix->pol, ix->frag[i], &c.delta);
+        c.level = sc_fgd_level(c.delta, ix->levels);
         if (e) {
+            e->level = c.level;
             e->rid = (uint32_t)rid + 1;
             e->ver = ix->ver[i];
             e->delta = c.delta;
@@ -341,7 +345,7 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         c.node = i;
         c.free_after = n->free_milli - (r.gpus > 0 ? (int64_t)r.gpus * 1000 : r.milli);
         c.cpu_after = n->cpu_free - r.cpu;
-        if (!have || sc_cand_cmp(&c, &best, ix->pol, ix->tie) < 0) {
+        if (!have || sc_cand_cmp(&c, &best, ix->pol) < 0) {
             best = c;
             have = 1;
             if (ix->pol == SCHED_POLICY_FIRSTFIT)

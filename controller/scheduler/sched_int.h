@@ -80,13 +80,16 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
  * delta: FGD increase; free_after: GPU milli left; cpu_after: cpu left. */
 struct sc_cand {
     double delta;
+    int32_t level; /* sc_fgd_level(delta) (GANGQ) */
     int64_t free_after;
     int64_t cpu_after;
     int32_t node;
     uint32_t devs;
 };
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
-                double tie);
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol);
+/* GANGQ's quantised FGD score: floor(levels * sigmoid(-delta / 1000)), delta in
+ * milli-GPU; like the FGD scheduler plugin's 0..100 score, at finer resolution. */
+int32_t sc_fgd_level(double delta, int levels);
 
 /* String interner: maps string content to dense ids 0..n-1 in insertion order. */
 struct sc_strtab {

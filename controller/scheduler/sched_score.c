@@ -10,6 +10,7 @@
  * where that expectation grows least (the fragmentation gradient). gangq then
  * breaks ties by best fit (least free GPU, then cpu, left on the node).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,16 +250,25 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
     return (uint32_t)1 << best;
 }
 
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
-                double tie)
+int32_t sc_fgd_level(double delta, int levels)
+{
+    if (levels <= 0)
+        return 0;
+    double x = delta / 1000.0;
+    if (x > 700)
+        return 0;
+    if (x < -700)
+        return levels;
+    return (int32_t)((double)levels / (1.0 + exp(x)));
+}
+
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol)
 {
     switch (pol) {
     case SCHED_POLICY_GANGQ:
-        /* fragmentation increases within `tie` milli-GPU count as equal */
-        if (a->delta < b->delta - tie)
-            return -1;
-        if (a->delta > b->delta + tie)
-            return 1;
+        /* quantised FGD score first (higher is better), best fit among equals */
+        if (a->level != b->level)
+            return a->level > b->level ? -1 : 1;
         __attribute__((fallthrough)); /* best-fit tie-breaks */
     case SCHED_POLICY_BESTFIT:
         if (a->free_after != b->free_after)
