@@ -207,7 +207,7 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP
 };
 
 struct cy {
@@ -226,6 +226,7 @@ struct cy {
     int64_t *pool_free; /* fully free devices per pool */
     int ndom[SCHED_LEVELS_MAX];
     int *domcap, *domseen;
+    int *wcap; /* per-domain capacity seen by the search window (kept zeroed) */
     int64_t *domfree;
     int *cand, *candcap; /* scratch candidate lists */
     struct sc_shape *sh;
@@ -784,8 +785,11 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     int nc = 0, start = k ? k->cursor : 0, first_fit = -1;
     int64_t capsum = 0;
     int feasible_doms = 0;
-    int window = cy->nocache ? sk->nnodes : CY_WINDOW_NODES;
-    int win_lvl = pc->L >= 0 ? pc->L : (pc->P >= 0 ? pc->P : -1);
+    /* Bounded search window: stop once enough capacity (and, with a required
+     * level, enough domains that hold the whole job) has been seen. A spread
+     * job scans everything (distinct domains are not counted on the way). */
+    int early = !cy->nocache && pc->S < 0;
+    int window = CY_WINDOW_NODES;
     for (int x = start; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
         if (dyn_reason(cy, pc, i) != R_OK)
@@ -799,11 +803,13 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         candcap[nc] = c;
         nc++;
         capsum += c;
-        if (cy->nocache)
+        if (!early)
             continue;
-        if (win_lvl >= 0) {
-            /* count domains that look feasible when the candidate list moves to a new domain */
-            if (nc >= 2 && dom_of(cy, cand[nc - 2], win_lvl) != dom_of(cy, i, win_lvl))
+        if (pc->L >= 0) {
+            int d = dom_of(cy, i, pc->L);
+            int before = cy->wcap[d];
+            cy->wcap[d] += c;
+            if (before < pc->want && cy->wcap[d] >= pc->want)
                 feasible_doms++;
             if (feasible_doms >= CY_WINDOW_DOMAINS && nc >= window)
                 break;
@@ -811,6 +817,9 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
             break;
         }
     }
+    if (early && pc->L >= 0)
+        for (int x = 0; x < nc; x++)
+            cy->wcap[dom_of(cy, cand[x], pc->L)] = 0;
     if (k)
         k->cursor = first_fit >= 0 ? first_fit : sk->nnodes;
     if (nc == 0)
@@ -1199,11 +1208,13 @@ static int build(struct cy *cy)
     cy->domcap = slot(ctx, SL_DOMCAP, nn1 * sizeof(int));
     cy->domfree = slot(ctx, SL_DOMFREE, nn1 * sizeof(int64_t));
     cy->domseen = slot(ctx, SL_DOMSEEN, nn1 * sizeof(int));
+    cy->wcap = slot(ctx, SL_WCAP, nn1 * sizeof(int));
     cy->pool_free = slot(ctx, SL_POOLFREE, (size_t)(s->npools + 1) * sizeof(int64_t));
     if (!cy->n || !cy->j || !cy->t || !cy->cand || !cy->candcap || !cy->domcap ||
-        !cy->domfree || !cy->domseen || !cy->pool_free)
+        !cy->domfree || !cy->domseen || !cy->pool_free || !cy->wcap)
         return GQ_ENOMEM;
     memset(cy->domseen, 0, nn1 * sizeof(int));
+    memset(cy->wcap, 0, nn1 * sizeof(int));
     memset(cy->pool_free, 0, (size_t)(s->npools + 1) * sizeof(int64_t));
     memset(cy->t, 0, (size_t)cy->nt * sizeof(*cy->t));
 

@@ -11,7 +11,7 @@
 #include "gq.h"
 #include "sched.h"
 
-#define MAXN 32
+#define MAXN 192
 #define MAXJ 64
 
 struct fx {
@@ -57,7 +57,7 @@ static int add_node(struct fx *f, int gpus, const char *product, int64_t cpu_mil
     int nl = 0;
     f->labels[i][nl++] = (struct sched_label){"kubernetes.io/hostname", f->names[i]};
     if (rack) {
-        snprintf(f->racks[i], sizeof(f->racks[i]), "%s", rack);
+        gq_strlcpy(f->racks[i], rack, sizeof(f->racks[i]));
         f->labels[i][nl++] = (struct sched_label){"topology.gangq.io/rack", f->racks[i]};
     }
     n->labels = f->labels[i];
@@ -987,6 +987,31 @@ static void test_index_policies(void **st)
     sched_index_free(ix);
 }
 
+
+/* the bounded search window never hides the one rack that fits */
+static void test_window_finds_late_rack(void **st)
+{
+    (void)st;
+    static struct fx f;
+    fx_init(&f);
+    char rk[48][8];
+    for (int r = 0; r < 40; r++) {
+        snprintf(rk[r], sizeof(rk[r]), "r%02d", r);
+        for (int k = 0; k < 4; k++) {
+            int i = add_node(&f, 1, "H100", 64000, rk[r]);
+            if (r < 39 && k >= 2)
+                f.nodes[i].foreign_gpu_milli[0] = 1000; /* 2 free per rack, last rack 4 */
+        }
+    }
+    int g = add_job(&f, "ml/g", 1, 3, SCHED_TRAINING, 10);
+    f.jobs[g].topo_required = sched_config_level(&f.cfg, "rack");
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_string_equal(a->domain, "r39");
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1012,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_lent_quota),
         cmocka_unit_test(test_nongang_required_domain),
         cmocka_unit_test(test_index_policies),
+        cmocka_unit_test(test_window_finds_late_rack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
