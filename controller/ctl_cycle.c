@@ -877,6 +877,7 @@ static int run_sched(struct rc_ctx *r)
     r->sched_ran = 1;
     c->m.cycles++;
     c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
+    gq_metrics_observe(c->mh.cycle_dur, c->m.last_cycle_ms / 1000.0);
     for (int k = 0; k < res->n; k++) {
         const struct sched_decision *d = &res->d[k];
         struct cj *j = &r->jobs[s.job_in[d->job]];
@@ -1218,6 +1219,10 @@ void ctl_reconcile(struct gq_ctl *c)
         job_status(r, &r->jobs[i]);
     team_pool_status(r);
     ctl_memo_drop_unseen(&c->memo, c->reconciles);
+    memset(c->m.jobs_by_state, 0, sizeof(c->m.jobs_by_state));
+    for (int i = 0; i < r->njobs; i++)
+        if (r->jobs[i].row && r->jobs[i].state >= 0 && r->jobs[i].state < STORE_NSTATES)
+            c->m.jobs_by_state[r->jobs[i].state]++;
     int64_t dt = ctl_now_ms() - t0;
     c->m.cycle_us_total += (uint64_t)dt * 1000;
     gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",

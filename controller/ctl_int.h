@@ -13,7 +13,9 @@
 #include <ev.h>
 
 #include "ctl.h"
+#include "httpd.h"
 #include "kube.h"
+#include "metrics.h"
 #include "log.h"
 #include "store.h"
 
@@ -48,6 +50,15 @@ struct ctl_metrics_counters {
     uint64_t cycles, cycle_us_total, admissions, preemptions, store_errors;
     uint64_t informer_events;
     double last_cycle_ms;
+    int64_t jobs_by_state[STORE_NSTATES];
+};
+
+/* Metric handles (NULL when --listen is not given: updates are no-ops). */
+struct ctl_mh {
+    struct gq_metric *cycles, *cycle_dur, *admissions, *preemptions, *store_errors, *leader;
+    struct gq_metric *reconciles, *draining;
+    struct gq_metric *jobs[STORE_NSTATES];
+    struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT], *inf_relists[INF_COUNT];
 };
 
 struct gq_ctl;
@@ -84,6 +95,10 @@ struct gq_ctl {
     ev_signal sigterm, sigint;
     ev_tstamp stop_deadline;
     struct ctl_metrics_counters m;
+    struct gq_metrics *metrics;
+    struct gq_httpd *httpd;
+    struct ctl_mh mh;
+    uint64_t inf_events[INF_COUNT];
     uint64_t last_relists;
 };
 

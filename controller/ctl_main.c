@@ -441,6 +441,7 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
     struct ctl_infud *u = ud;
     struct gq_ctl *c = u->c;
     c->m.informer_events++;
+    c->inf_events[u->idx]++;
     if (u->idx == INF_TEAMS && type == KUBE_EV_MODIFIED && old_obj && new_obj)
         ctl_team_changed(c, old_obj, new_obj);
     ctl_mark_dirty(c);
@@ -509,6 +510,107 @@ static const char *const inf_paths[INF_COUNT] = {
     "/api/v1/pods", "/apis/scheduling.k8s.io/v1/priorityclasses"};
 static const char *const inf_names[INF_COUNT] = {"gpujobs", "teams", "gpupools",
                                                  "nodes", "pods", "priorityclasses"};
+
+/* ------------------------------------------------------------ metrics */
+
+/* Bring a counter up to an absolute value kept elsewhere. */
+static void counter_to(struct gq_metric *h, double v)
+{
+    double d = v - gq_metrics_value(h);
+    if (d > 0)
+        gq_metrics_add(h, d);
+}
+
+static void metrics_refresh(struct gq_ctl *c)
+{
+    counter_to(c->mh.cycles, (double)c->m.cycles);
+    counter_to(c->mh.reconciles, (double)c->reconciles);
+    counter_to(c->mh.admissions, (double)c->m.admissions);
+    counter_to(c->mh.preemptions, (double)c->m.preemptions);
+    counter_to(c->mh.store_errors, (double)c->m.store_errors);
+    gq_metrics_set(c->mh.leader, c->leading ? 1 : 0);
+    for (int s = 0; s < STORE_NSTATES; s++)
+        gq_metrics_set(c->mh.jobs[s], (double)c->m.jobs_by_state[s]);
+    for (int i = 0; i < INF_COUNT; i++) {
+        struct kube_informer_stats st;
+        kube_informer_get_stats(c->inf[i], &st);
+        counter_to(c->mh.inf_events[i], (double)c->inf_events[i]);
+        counter_to(c->mh.inf_lists[i], (double)st.lists);
+        counter_to(c->mh.inf_relists[i], (double)st.relists_410);
+    }
+}
+
+static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
+{
+    (void)req;
+    struct gq_ctl *c = ud;
+    metrics_refresh(c);
+    gq_strlcpy(resp->content_type, GQ_METRICS_CONTENT_TYPE, sizeof(resp->content_type));
+    return gq_metrics_render(c->metrics, resp->body);
+}
+
+static int h_healthz(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
+{
+    (void)req;
+    (void)ud;
+    return gq_buf_puts(resp->body, "ok\n");
+}
+
+
+static int h_readyz(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
+{
+    (void)req;
+    struct gq_ctl *c = ud;
+    int ok = c->st && all_synced(c) && !c->stopping;
+    resp->status = ok ? 200 : 503;
+    return gq_buf_puts(resp->body, ok ? "ok\n" : "not ready: informers not synced or store closed\n");
+}
+
+static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (!(c->metrics = gq_metrics_new()))
+        return GQ_ENOMEM;
+    struct gq_metrics *m = c->metrics;
+    struct ctl_mh *h = &c->mh;
+    if ((rc = gq_metrics_counter(m, "gangq_cycles_total", "Scheduling cycles run", NULL, &h->cycles, err, errlen)) ||
+        (rc = gq_metrics_counter(m, "gangq_reconciles_total", "Reconciles run", NULL, &h->reconciles, err, errlen)) ||
+        (rc = gq_metrics_histogram(m, "gangq_cycle_duration_seconds", "Scheduling cycle duration", NULL, NULL, 0,
+                                   &h->cycle_dur, err, errlen)) ||
+        (rc = gq_metrics_counter(m, "gangq_admissions_total", "Admission decisions", NULL, &h->admissions, err, errlen)) ||
+        (rc = gq_metrics_counter(m, "gangq_preemptions_total", "Preemption decisions", NULL, &h->preemptions, err, errlen)) ||
+        (rc = gq_metrics_counter(m, "gangq_store_errors_total", "Failed store transactions or writes", NULL,
+                                 &h->store_errors, err, errlen)) ||
+        (rc = gq_metrics_gauge(m, "gangq_leader", "1 while this replica runs cycles", NULL, &h->leader, err, errlen)))
+        return rc;
+    for (int s = 0; s < STORE_NSTATES; s++)
+        if ((rc = gq_metrics_gauge(m, "gangq_jobs", "GPUJobs by state",
+                                   (const char *[]){"state", store_state_name(s), NULL}, &h->jobs[s], err, errlen)))
+            return rc;
+    for (int i = 0; i < INF_COUNT; i++) {
+        const char *lb[] = {"informer", inf_names[i], NULL};
+        if ((rc = gq_metrics_counter(m, "gangq_informer_events_total", "Watch events applied", lb,
+                                     &h->inf_events[i], err, errlen)) ||
+            (rc = gq_metrics_counter(m, "gangq_informer_lists_total", "LIST cycles (first sync and relists)", lb,
+                                     &h->inf_lists[i], err, errlen)) ||
+            (rc = gq_metrics_counter(m, "gangq_informer_relists_410_total", "Relists forced by 410 Gone", lb,
+                                     &h->inf_relists[i], err, errlen)))
+            return rc;
+    }
+    struct gq_httpd_opts ho;
+    gq_httpd_opts_default(&ho);
+    ho.listen = c->cfg.listen;
+    ho.log_level = c->cfg.log_level;
+    if ((rc = gq_httpd_new(c->loop, &ho, &c->httpd, err, errlen)))
+        return rc;
+    if ((rc = gq_httpd_route(c->httpd, "/metrics", h_metrics, c)) ||
+        (rc = gq_httpd_route(c->httpd, "/healthz", h_healthz, c)) ||
+        (rc = gq_httpd_route(c->httpd, "/readyz", h_readyz, c)))
+        return rc;
+    gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "http server listening", " listen=%s port=%d", c->cfg.listen,
+           gq_httpd_port(c->httpd));
+    return 0;
+}
 
 static void ctl_scfg_init(struct gq_ctl *c)
 {
@@ -598,12 +700,10 @@ int ctl_run(const struct ctl_config *cfg)
     ev_signal_start(c->loop, &c->sigterm);
     ev_signal_start(c->loop, &c->sigint);
     ev_timer_start(c->loop, &c->resync);
-    /* metrics/health hook: controller/httpd.h and metrics.h are not in the
-     * tree yet; when they land, start the server on cfg.listen here with
-     * /readyz = all_synced(c) && c->st != NULL. */
-    if (c->cfg.listen[0])
-        gq_log(ll, GQ_LOG_WARN, "ctl", "--listen given but the HTTP server is not built yet",
-               " listen=%s", c->cfg.listen);
+    if (c->cfg.listen[0] && metrics_setup(c, err, sizeof(err))) {
+        gq_log(ll, GQ_LOG_ERROR, "ctl", err[0] ? err : "metrics/http setup failed", NULL);
+        goto out;
+    }
 
     for (int i = 0; i < INF_COUNT; i++)
         if (kube_informer_start(c->inf[i])) {
@@ -641,6 +741,8 @@ out:
     ev_timer_stop(c->loop, &c->stop_timer);
     ev_signal_stop(c->loop, &c->sigterm);
     ev_signal_stop(c->loop, &c->sigint);
+    gq_httpd_free(c->httpd);
+    gq_metrics_free(c->metrics);
     kube_leader_free(c->leader);
     for (int i = 0; i < INF_COUNT; i++)
         kube_informer_free(c->inf[i]);

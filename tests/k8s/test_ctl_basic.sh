@@ -15,9 +15,12 @@ for n in a100-01 a100-02; do
     --label topology.gangq.io/block=block-b1 --label "kubernetes.io/hostname=$n" >/dev/null
 done
 gq_fakelet_loop --interval 0.5
-gq_ctl_start --log-level debug
+gq_ctl_start --log-level debug --listen 127.0.0.1:0
 wait_for 20 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
-pass "controller started and took the lease"
+port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+wait_for 10 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
+assert_eq ok "$(curl -s "http://127.0.0.1:$port/healthz")" "/healthz"
+pass "controller started, took the lease, /readyz and /healthz answer on port $port"
 
 cat <<YAML | k apply -f - >/dev/null
 apiVersion: gangq.io/v1alpha1
@@ -71,7 +74,12 @@ wait_for 10 "quota released" bash -c "[ \"\$(kubectl get team research -o jsonpa
 ev=$(k -n research get events --field-selector involvedObject.name=train-a -o jsonpath='{range .items[*]}{.reason}{" "}{end}')
 assert_contains "$ev" "Admitted" "Admitted event"
 assert_contains "$ev" "Succeeded" "Succeeded event"
-pass "Succeeded (completionTime), quota released, Events Admitted/Succeeded"
+m=$(curl -s "http://127.0.0.1:$port/metrics")
+assert_match "$m" $'gangq_admissions_total 1\n' "/metrics admissions"
+assert_match "$m" 'gangq_jobs\{state="Succeeded"\} 1' "/metrics jobs by state"
+assert_match "$m" 'gangq_informer_lists_total\{informer="pods"\} 1' "/metrics informer lists"
+assert_match "$m" 'gangq_cycle_duration_seconds_count [1-9]' "/metrics cycle duration histogram"
+pass "Succeeded (completionTime), quota released, Events Admitted/Succeeded, /metrics figures"
 
 k create namespace orphans >/dev/null
 cat <<YAML | k apply -f - >/dev/null
