@@ -134,6 +134,9 @@ struct kube_client_opts {
     long request_timeout_ms;    /* plain requests; 0 = 60000 (streams: none) */
     size_t max_body;            /* response body cap; 0 = 64 MiB */
     double token_reload_s;      /* re-read token_file this often; 0 = 60 */
+    size_t max_inflight;        /* plain (non-stream) requests in flight at once; more
+                                   wait in a FIFO (keeps clear of the API server's
+                                   max-(mutating-)requests-inflight 429s); 0 = 64 */
     const char *user_agent;     /* NULL = "gangq/<version>" */
 };
 
@@ -149,8 +152,10 @@ void kube_client_free(struct kube_client *c);
 struct ev_loop *kube_client_loop(const struct kube_client *c);
 const struct kube_config *kube_client_config(const struct kube_client *c);
 int kube_client_log_level(const struct kube_client *c);
-/* Number of requests in flight (tests, shutdown). */
+/* Number of live requests, queued ones included (tests, shutdown). */
 size_t kube_client_pending(const struct kube_client *c);
+/* Number of plain requests waiting for an in-flight slot. */
+size_t kube_client_queued(const struct kube_client *c);
 
 /*
  * A finished request. rc: GQ_OK for 2xx, GQ_ECONFLICT 409, GQ_ENOTFOUND 404,

@@ -41,6 +41,9 @@ struct kube_req {
     int stream;
     int added;      /* handed to curl_multi */
     int add_failed;
+    int queued;     /* waiting for an in-flight slot (plain requests only) */
+    int counted;    /* holds one of the max_inflight slots */
+    struct kube_req *qnext;
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
@@ -65,6 +68,8 @@ struct kube_client {
     ev_timer kick;  /* deferred adds/removes */
     struct kube_req *reqs; /* every live request (queued, running) */
     size_t nreqs;
+    size_t inflight;       /* plain requests holding a slot */
+    struct kube_req *qhead, *qtail; /* FIFO of plain requests waiting for a slot */
     int in_curl;
     double token_read_at;
 };
@@ -158,9 +163,51 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
     return 0;
 }
 
+static void schedule_kick(struct kube_client *c);
+
+/* Hand free slots to queued requests; the kick timer adds them to curl. */
+static void promote(struct kube_client *c)
+{
+    while (c->qhead && c->inflight < c->opts.max_inflight) {
+        struct kube_req *q = c->qhead;
+        c->qhead = q->qnext;
+        if (!c->qhead)
+            c->qtail = NULL;
+        q->qnext = NULL;
+        q->queued = 0;
+        q->counted = 1;
+        c->inflight++;
+        schedule_kick(c);
+    }
+}
+
+static void dequeue(struct kube_client *c, struct kube_req *r)
+{
+    struct kube_req **pp = &c->qhead, *prev = NULL;
+    while (*pp && *pp != r) {
+        prev = *pp;
+        pp = &(*pp)->qnext;
+    }
+    if (*pp) {
+        *pp = r->qnext;
+        if (c->qtail == r)
+            c->qtail = prev;
+    }
+    r->qnext = NULL;
+    r->queued = 0;
+}
+
+/* Take r off the client's lists; frees its slot for the next queued one. */
 static void req_unlink(struct kube_req *r)
 {
     struct kube_client *c = r->c;
+    if (r->queued)
+        dequeue(c, r);
+    if (r->counted) {
+        r->counted = 0;
+        c->inflight--;
+        promote(c);
+    }
     if (r->prev)
         r->prev->next = r->next;
     else if (c->reqs == r)
@@ -280,7 +327,7 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
                 curl_multi_remove_handle(c->multi, r->easy);
             req_unlink(r);
             req_destroy(r);
-        } else if (!r->added) {
+        } else if (!r->added && !r->queued) {
             if (curl_multi_add_handle(c->multi, r->easy) == CURLM_OK)
                 r->added = 1;
             else
@@ -386,6 +433,8 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
         c->opts.request_timeout_ms = 60000;
     if (c->opts.max_body == 0)
         c->opts.max_body = DEFAULT_MAX_BODY;
+    if (c->opts.max_inflight == 0)
+        c->opts.max_inflight = 64;
     if (c->opts.token_reload_s <= 0)
         c->opts.token_reload_s = 60;
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
@@ -642,15 +691,27 @@ static int start(struct kube_client *c, const char *method, const char *path,
         c->reqs->prev = r;
     c->reqs = r;
     c->nreqs++;
-    if (c->in_curl) {
-        schedule_kick(c);
+    if (!stream && c->inflight >= c->opts.max_inflight) {
+        r->queued = 1;
+        if (c->qtail)
+            c->qtail->qnext = r;
+        else
+            c->qhead = r;
+        c->qtail = r;
     } else {
-        if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
+        if (!stream) {
+            r->counted = 1;
+            c->inflight++;
+        }
+        if (c->in_curl) {
+            schedule_kick(c);
+        } else if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
             req_unlink(r);
             req_destroy(r);
             return GQ_EIO;
+        } else {
+            r->added = 1;
         }
-        r->added = 1;
     }
     if (gq_log_on(c->opts.log_level, GQ_LOG_DEBUG))
         gq_log(c->opts.log_level, GQ_LOG_DEBUG, KUBE_LOG_MOD, "request", "method=%s path=\"%s\"",
@@ -696,6 +757,14 @@ void kube_req_cancel(struct kube_req *r)
         curl_multi_remove_handle(c->multi, r->easy);
     req_unlink(r);
     req_destroy(r);
+}
+
+size_t kube_client_queued(const struct kube_client *c)
+{
+    size_t n = 0;
+    for (const struct kube_req *q = c->qhead; q; q = q->qnext)
+        n++;
+    return n;
 }
 
 cJSON *kube_response_json(const struct kube_response *resp)

@@ -961,6 +961,61 @@ static void test_body_limit(void **st)
     ev_loop_destroy(loop);
 }
 
+/* At most max_inflight plain requests run at once; the rest wait in order. */
+static void test_max_inflight(void **st)
+{
+    static const struct step steps[] = {
+        {200, NULL, {"{}"}, 0, 300}, {200, NULL, {"{}"}, 0, 300}, {200, NULL, {"{}"}, 0, 300},
+        {200, NULL, {"{}"}, 0, 300}, {200, NULL, {"{}"}, 0, 300}, {200, NULL, {"{}"}, 0, 300},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_config cfg;
+    struct kube_client_opts o = {0};
+    struct kube_client *c;
+    struct result r[6];
+    struct kube_req *h = NULL;
+    char url[64], err[200], line[4096];
+    double t[6];
+    int all = 0;
+    (void)st;
+    memset(r, 0, sizeof r);
+    server_start(&srv, steps, 6);
+    kube_config_init(&cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
+    cfg.server = url;
+    o.log_level = GQ_LOG_ERROR + 1;
+    o.max_inflight = 2;
+    c = kube_client_new(loop, &cfg, &o, err, sizeof err);
+    assert_non_null(c);
+    for (int i = 0; i < 6; i++) {
+        char p[16];
+        snprintf(p, sizeof p, "/r%d", i);
+        assert_int_equal(kube_request_h(c, "GET", p, NULL, NULL, result_cb, &r[i], i == 3 ? &h : NULL), 0);
+    }
+    assert_int_equal(kube_client_queued(c), 4);
+    kube_req_cancel(h); /* a queued request can be cancelled */
+    assert_int_equal(kube_client_queued(c), 3);
+    for (int k = 0; k < 60 && !all; k++) {
+        run_until(loop, NULL, NULL, NULL, 0.1);
+        all = r[0].done && r[1].done && r[2].done && r[4].done && r[5].done;
+    }
+    assert_true(all);
+    assert_false(r[3].done);
+    for (int i = 0; i < 5; i++) {
+        t[i] = server_req(&srv, i, line, sizeof line);
+        assert_true(t[i] > 0);
+    }
+    assert_true(server_req(&srv, 5, line, sizeof line) < 0); /* only 5 went out */
+    /* waves of two: the third connection starts after the first ones finished */
+    assert_true(t[2] - t[0] >= 0.25);
+    assert_true(t[4] - t[0] >= 0.5);
+    assert_int_equal(kube_client_pending(c), 0);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 /* The token file is re-read after token_reload_s (service-account rotation). */
 static void test_token_rotation(void **st)
 {
@@ -1317,6 +1372,7 @@ int main(void)
         cmocka_unit_test(test_client_transport),
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_body_limit),
+        cmocka_unit_test(test_max_inflight),
         cmocka_unit_test(test_informer_flow),
         cmocka_unit_test(test_informer_long_line_and_free),
         cmocka_unit_test(test_leader),
