@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke test of controller/kube (the API client) against a real kube-apiserver 1.20 + etcd:
-#   tests/k8s/kube_smoke.sh [BUILD_DIR]
+#   tests/k8s/kube_smoke.sh [BUILD_DIR]    (GQ_KUBE_BENCH=N adds a throughput run of N creates)
 # Uses the environment in $GQ_ENV_DIR when set (tests/k8s/env.sh up), otherwise starts a
 # fresh one with tests/k8s/env.sh and stops it afterwards. Runs BUILD_DIR/tools/kube_smoke,
 # which restarts the API server mid-run (env.sh restart-apiserver) to check that watches
@@ -59,5 +59,6 @@ users:
     client-key-data: $(base64 -w0 < "$work/client.key")
 KC
 
-timeout -k 5 180 "$TOOL" --kubeconfig "$KUBECONFIG" --cert-kubeconfig "$work/kubeconfig-cert" \
+timeout -k 5 300 "$TOOL" --kubeconfig "$KUBECONFIG" --cert-kubeconfig "$work/kubeconfig-cert" \
+  ${GQ_KUBE_BENCH:+--bench "$GQ_KUBE_BENCH"} \
   --restart-cmd "'$HERE/env.sh' restart-apiserver '$GQ_ENV_DIR' >'$work/restart.log' 2>&1 || { cat '$work/restart.log' >&2; exit 1; }"

@@ -11,6 +11,7 @@
  */
 #include <ev.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,23 @@ static int one_leads(void *ud)
     return t->a->leading + t->b->leading == 1;
 }
 
+struct bench {
+    int sent, ok, errors;
+};
+static void bench_cb(const struct kube_response *r, void *ud)
+{
+    struct bench *b = ud;
+    if (r->rc == 0)
+        b->ok++;
+    else
+        b->errors++;
+}
+static int bench_all_acked(void *ud)
+{
+    struct bench *b = ud;
+    return b->ok + b->errors >= b->sent;
+}
+
 static int sleep_cond(void *ud)
 {
     (void)ud;
@@ -243,6 +261,7 @@ int main(int argc, char **argv)
     struct kube_config cfg;
     struct kube_client_opts co = {0};
     const char *kc = getenv("KUBECONFIG"), *restart_cmd = NULL, *cert_kc = NULL;
+    int bench_n = 0;
     char err[512];
     const char *ns = "kube-smoke";
     struct res r = {0};
@@ -257,11 +276,13 @@ int main(int argc, char **argv)
             cert_kc = argv[++i];
         else if (strcmp(argv[i], "--restart-cmd") == 0 && i + 1 < argc)
             restart_cmd = argv[++i];
+        else if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc)
+            bench_n = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "-v") == 0)
             s.loglevel = GQ_LOG_DEBUG;
         else {
             fprintf(stderr, "usage: kube_smoke [--kubeconfig PATH] [--cert-kubeconfig PATH] "
-                            "[--restart-cmd CMD] [-v]\n");
+                            "[--restart-cmd CMD] [--bench N] [-v]\n");
             return 2;
         }
     }
@@ -623,6 +644,48 @@ int main(int argc, char **argv)
             }
             kube_leader_free(cl);
         }
+    }
+
+    /* 10. throughput: N creates through the capped queue, and their watch events */
+    if (bench_n > 0) {
+        struct bench b = {0};
+        struct seen bs = {0};
+        struct kube_informer *bi = informer(&s, "/api/v1/namespaces/kube-smoke/secrets", &bs, 0);
+        struct rusage ru0, ru1;
+        double t0, t_acked, t_seen, cpu;
+        wait_ge(&s, &bs.synced, 1, 15);
+        getrusage(RUSAGE_SELF, &ru0);
+        ev_now_update(s.loop);
+        t0 = ev_now(s.loop);
+        for (int i = 0; i < bench_n; i++) {
+            char body[200];
+            cJSON *o;
+            snprintf(body, sizeof body,
+                     "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"b-%d\"},"
+                     "\"stringData\":{\"k\":\"v\"}}",
+                     i);
+            o = cJSON_Parse(body);
+            if (kube_create(s.c, "/api/v1/namespaces/kube-smoke/secrets", o, bench_cb, &b) == 0)
+                b.sent++;
+            cJSON_Delete(o);
+        }
+        run_until(&s, bench_all_acked, &b, 120);
+        ev_now_update(s.loop);
+        t_acked = ev_now(s.loop) - t0;
+        wait_ge(&s, &bs.added, bench_n, 60);
+        ev_now_update(s.loop);
+        t_seen = ev_now(s.loop) - t0;
+        getrusage(RUSAGE_SELF, &ru1);
+        cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+              (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
+              (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+              (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+        printf("    bench: %d creates acknowledged in %.2f s (%.0f/s), all %d watch events in "
+               "%.2f s; client CPU %.3f s (%.0f us per create+event); errors %d\n",
+               bench_n, t_acked, bench_n / t_acked, bs.added, t_seen, cpu,
+               cpu * 1e6 / bench_n, b.errors);
+        check(&s, b.ok == bench_n && bs.added == bench_n, "bench: every create acknowledged and seen");
+        kube_informer_free(bi);
     }
 
     /* cleanup */
