@@ -1,0 +1,536 @@
+/* Unit tests for the controller's pure conversions (controller/ctl_snapshot.c)
+ * and its configuration parsing (controller/ctl_main.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ctl.h"
+#include "store.h"
+
+static cJSON *J(const char *s)
+{
+    cJSON *o = cJSON_Parse(s);
+    assert_non_null(o);
+    return o;
+}
+
+/* ------------------------------------------------------------ placement */
+
+static void test_placement_roundtrip(void **state)
+{
+    (void)state;
+    struct ctl_placement p, q;
+    ctl_placement_init(&p);
+    ctl_placement_init(&q);
+    p.attempt = 3;
+    gq_strlcpy(p.domain, "rack-\"1\"", sizeof(p.domain));
+    assert_int_equal(ctl_placement_add(&p, 2, "n2", 0x0F00u), 0);
+    assert_int_equal(ctl_placement_add(&p, 0, "n1", 0xFFu), 0);
+    assert_int_equal(ctl_placement_add(&p, 1, "n1", 0xFF00u), 0);
+    assert_int_equal(ctl_placement_add(&p, 1, "nX", 1), GQ_EINVAL); /* duplicate replica */
+    assert_int_equal(p.rep[0].replica, 0);                          /* kept sorted */
+    assert_int_equal(p.rep[2].replica, 2);
+    struct gq_buf b;
+    gq_buf_init(&b, 4096);
+    assert_int_equal(ctl_placement_format(&p, &b), 0);
+    assert_int_equal(ctl_placement_parse(b.p, &q, NULL, 0), 0);
+    assert_int_equal(q.attempt, 3);
+    assert_string_equal(q.domain, "rack-\"1\"");
+    assert_int_equal(q.n, 3);
+    assert_string_equal(q.rep[1].node, "n1");
+    assert_int_equal(q.rep[1].devs, 0xFF00u);
+    assert_int_equal(q.rep[2].devs, 0x0F00u);
+    assert_int_equal(ctl_placement_find(&q, 2), 2);
+    ctl_placement_remove(&q, 1);
+    assert_int_equal(q.n, 2);
+    assert_int_equal(ctl_placement_find(&q, 1), -1);
+    assert_int_equal(q.rep[1].replica, 2);
+    /* empty text = empty placement; garbage is refused */
+    assert_int_equal(ctl_placement_parse("", &q, NULL, 0), 0);
+    assert_int_equal(q.n, 0);
+    char err[128];
+    assert_int_equal(ctl_placement_parse("{\"attempt\":1}", &q, err, sizeof(err)), GQ_EPARSE);
+    assert_int_equal(ctl_placement_parse("{\"attempt\":1,\"replicas\":[{\"i\":0,\"node\":\"a\",\"devs\":1},"
+                                         "{\"i\":0,\"node\":\"b\",\"devs\":2}]}",
+                                         &q, err, sizeof(err)),
+                     GQ_EINVAL);
+    assert_int_equal(ctl_placement_parse("not json", &q, err, sizeof(err)), GQ_EPARSE);
+    gq_buf_release(&b);
+    ctl_placement_release(&p);
+    ctl_placement_release(&q);
+}
+
+/* ------------------------------------------------------------ nodes, pods */
+
+static const char *NODE_A =
+    "{\"metadata\":{\"name\":\"a\",\"labels\":{\"gangq.io/pool\":\"train\",\"zone\":\"z1\","
+    "\"topology.gangq.io/rack\":\"r1\"}},"
+    "\"spec\":{\"taints\":[{\"key\":\"gpu\",\"value\":\"yes\",\"effect\":\"NoSchedule\"},"
+    "{\"key\":\"soft\",\"effect\":\"PreferNoSchedule\"}]},"
+    "\"status\":{\"capacity\":{\"cpu\":\"96\",\"memory\":\"1Ti\",\"nvidia.com/gpu\":\"8\"},"
+    "\"allocatable\":{\"cpu\":\"94500m\",\"memory\":\"1016Gi\",\"nvidia.com/gpu\":\"8\"},"
+    "\"conditions\":[{\"type\":\"MemoryPressure\",\"status\":\"False\"},"
+    "{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}]}}";
+static const char *NODE_B =
+    "{\"metadata\":{\"name\":\"b\",\"labels\":{\"gangq.io/pool\":\"infer\"}},"
+    "\"spec\":{\"unschedulable\":true},"
+    "\"status\":{\"capacity\":{\"cpu\":\"8\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":\"4\"},"
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}";
+static const char *NODE_C = /* no labels, no GPUs, no conditions */
+    "{\"metadata\":{\"name\":\"c\"},\"status\":{\"allocatable\":{\"cpu\":\"4\",\"memory\":\"8Gi\"}}}";
+
+static void test_node_info(void **state)
+{
+    (void)state;
+    cJSON *a = J(NODE_A), *b = J(NODE_B), *c = J(NODE_C);
+    struct ctl_nodeinfo ni;
+    ctl_node_info(a, &ni);
+    assert_true(ni.ready);
+    assert_false(ni.unschedulable);
+    assert_int_equal(ni.cpu_milli, 94500);
+    assert_int_equal(ni.mem_bytes, 1016LL << 30);
+    assert_int_equal(ni.gpus, 8);
+    assert_true(ni.ready_since > 1767000000.0);
+    ctl_node_info(b, &ni); /* capacity used when allocatable is absent */
+    assert_false(ni.ready);
+    assert_true(ni.unschedulable);
+    assert_int_equal(ni.cpu_milli, 8000);
+    assert_int_equal(ni.gpus, 4);
+    ctl_node_info(c, &ni);
+    assert_false(ni.ready);
+    assert_int_equal(ni.gpus, 0);
+    assert_int_equal(ni.mem_bytes, 8LL << 30);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+}
+
+static void test_pod_usage(void **state)
+{
+    (void)state;
+    cJSON *p = J("{\"metadata\":{\"name\":\"p\",\"annotations\":{\"gangq.io/gpu-devices\":\"0,3, 5\","
+                 "\"gangq.io/gpu-milli\":\"250\"}},"
+                 "\"spec\":{\"nodeName\":\"a\",\"containers\":["
+                 "{\"name\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"},"
+                 "\"limits\":{\"nvidia.com/gpu\":\"2\"}}},"
+                 "{\"name\":\"y\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"512Mi\"}}}],"
+                 "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]},"
+                 "\"status\":{\"phase\":\"Running\"}}");
+    struct ctl_podusage u;
+    ctl_pod_usage(p, &u);
+    assert_int_equal(u.cpu_milli, 3000);                   /* max(0.5+1, init 3) */
+    assert_int_equal(u.mem_bytes, (1LL << 30) + (512LL << 20)); /* limit used as request */
+    assert_int_equal(u.gpus, 2);
+    assert_int_equal(u.gpu_milli, 250);
+    assert_int_equal(u.devs, (1u << 0) | (1u << 3) | (1u << 5));
+    assert_false(ctl_pod_terminal(p));
+    cJSON *d = J("{\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_true(ctl_pod_terminal(d));
+    cJSON_Delete(p);
+    cJSON_Delete(d);
+}
+
+/* ------------------------------------------------------------ snapshot */
+
+static void decode_job(const char *json, struct api_gpujob *job, const struct api_team *teams, int nteams)
+{
+    cJSON *o = J(json);
+    struct api_errors e;
+    api_errors_init(&e);
+    api_gpujob_init(job);
+    assert_int_equal(api_gpujob_decode(o, job, &e), 0);
+    struct api_lookup lk = {teams, (size_t)nteams, NULL, 0};
+    api_gpujob_default(job, &lk);
+    assert_int_equal(api_gpujob_validate(job, NULL, &e), 0);
+    cJSON_Delete(o);
+}
+
+static void decode_team(const char *json, struct api_team *t)
+{
+    cJSON *o = J(json);
+    struct api_errors e;
+    api_errors_init(&e);
+    assert_int_equal(api_team_decode(o, t, &e), 0);
+    api_team_default(t);
+    cJSON_Delete(o);
+}
+
+static void decode_pool(const char *json, struct api_gpupool *p)
+{
+    cJSON *o = J(json);
+    struct api_errors e;
+    api_errors_init(&e);
+    assert_int_equal(api_gpupool_decode(o, p, &e), 0);
+    cJSON_Delete(o);
+}
+
+#define JOB_HEAD "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":"
+
+static void test_snapshot_build(void **state)
+{
+    (void)state;
+    cJSON *na = J(NODE_A), *nb = J(NODE_B), *nc = J(NODE_C);
+    /* foreign: 3 GPUs + 2 cpu on a; a terminal pod (ignored); a pod on an unknown node */
+    cJSON *f1 = J("{\"metadata\":{\"name\":\"f1\"},\"spec\":{\"nodeName\":\"a\",\"containers\":[{\"name\":\"c\","
+                  "\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"4Gi\"},\"limits\":{\"nvidia.com/gpu\":\"3\"}}}]},"
+                  "\"status\":{\"phase\":\"Running\"}}");
+    cJSON *f2 = J("{\"metadata\":{\"name\":\"f2\"},\"spec\":{\"nodeName\":\"a\",\"containers\":[{\"name\":\"c\","
+                  "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]},\"status\":{\"phase\":\"Succeeded\"}}");
+    cJSON *f3 = J("{\"metadata\":{\"name\":\"f3\"},\"spec\":{\"nodeName\":\"zz\",\"containers\":[{\"name\":\"c\","
+                  "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}");
+    /* a gangq pod of a job that no longer holds it: its annotated devices 6,7 */
+    cJSON *f4 = J("{\"metadata\":{\"name\":\"f4\",\"labels\":{\"gangq.io/job\":\"old\"},"
+                  "\"annotations\":{\"gangq.io/gpu-devices\":\"6,7\"}},\"spec\":{\"nodeName\":\"a\","
+                  "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}");
+    const cJSON *nodes[] = {na, nb, nc};
+    const cJSON *foreign[] = {f1, f2, f3, f4};
+
+    struct api_gpupool pools[2];
+    decode_pool("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUPool\",\"metadata\":{\"name\":\"infer\"},"
+                "\"spec\":{\"nodeSelector\":{\"gangq.io/pool\":\"infer\"},\"classes\":[\"Inference\"],"
+                "\"protected\":true,\"reserveGPUs\":2}}",
+                &pools[0]);
+    decode_pool("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUPool\",\"metadata\":{\"name\":\"train\"},"
+                "\"spec\":{\"nodeSelector\":{\"gangq.io/pool\":\"train\",\"zone\":\"z1\"},\"classes\":[\"Training\",\"Batch\"]}}",
+                &pools[1]);
+    struct api_team teams[2];
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"],\"cohort\":\"c\",\"weight\":3,"
+                "\"quota\":[{\"gpuType\":\"*\",\"gpus\":8,\"borrowingLimit\":2}]}}",
+                &teams[0]);
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t2\"},"
+                "\"spec\":{\"namespaces\":[\"ns2\"]}}",
+                &teams[1]);
+    struct api_gpujob jw, jr, jg;
+    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"class\":\"Training\",\"replicas\":2,"
+               "\"priority\":7,\"gpu\":{\"count\":4,\"types\":[\"H100\"],\"minMemoryGiB\":40},"
+               "\"topology\":{\"required\":\"rack\",\"preferred\":\"node\"},\"template\":{\"spec\":{"
+               "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+               "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}}}}",
+               &jw, teams, 2);
+    decode_job(JOB_HEAD "{\"name\":\"r\",\"namespace\":\"ns2\"},\"spec\":{\"class\":\"Inference\",\"replicas\":3,"
+               "\"pool\":\"infer\",\"gpu\":{\"shares\":500},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &jr, teams, 2);
+    decode_job(JOB_HEAD "{\"name\":\"g\",\"namespace\":\"ns2\"},\"spec\":{\"gpu\":{\"count\":1},"
+               "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &jg, teams, 2);
+    struct ctl_placement pr, pg;
+    ctl_placement_init(&pr);
+    ctl_placement_init(&pg);
+    pr.attempt = 1;
+    assert_int_equal(ctl_placement_add(&pr, 0, "b", 1u), 0);
+    assert_int_equal(ctl_placement_add(&pr, 2, "gone-node", 1u), 0); /* node vanished: skipped */
+    pg.attempt = 1;
+    assert_int_equal(ctl_placement_add(&pg, 0, "gone-node", 1u), 0); /* nothing placed: left out */
+    struct ctl_jobin jobs[] = {
+        {"ns1/w", &jw, 0, 5000, 0, NULL},
+        {"ns2/r", &jr, 1, 1000, 7000, &pr},
+        {"ns2/g", &jg, 1, 2000, 8000, &pg},
+    };
+    double usage[2] = {3600.0, 0.0};
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    struct ctl_snapin in = {&cfg, 1234, nodes, 3, foreign, 4, pools, 2, teams, 2, usage, jobs, 3};
+    struct ctl_snap s;
+    char err[256];
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+
+    assert_int_equal(s.snap.nnodes, 3);
+    assert_int_equal(s.snap.now, 1234);
+    const struct sched_node *a = &s.snap.nodes[0], *b = &s.snap.nodes[1], *c = &s.snap.nodes[2];
+    assert_string_equal(a->name, "a");
+    assert_int_equal(a->pool, 1); /* both selector labels match "train" */
+    assert_int_equal(b->pool, 0);
+    assert_int_equal(c->pool, -1); /* in no pool */
+    assert_int_equal(a->nlabels, 3);
+    assert_int_equal(a->ntaints, 2);
+    assert_string_equal(a->taints[0].key, "gpu");
+    assert_string_equal(a->taints[0].value, "yes");
+    assert_int_equal(a->taints[0].effect, SCHED_NO_SCHEDULE);
+    assert_int_equal(a->taints[1].effect, SCHED_PREFER_NO_SCHEDULE);
+    assert_true(a->ready);
+    assert_false(b->ready);
+    assert_true(b->unschedulable);
+    assert_int_equal(a->cpu_milli, 94500);
+    assert_int_equal(a->gpus, 8);
+    /* foreign usage: f1 on devices 0..2, f4 on 6,7; f2 (Succeeded) and f3 (unknown node) ignored */
+    assert_int_equal(a->foreign_cpu_milli, 2000);
+    assert_int_equal(a->foreign_mem_bytes, 4LL << 30);
+    uint16_t want[8] = {1000, 1000, 1000, 0, 0, 0, 1000, 1000};
+    for (int d = 0; d < 8; d++)
+        assert_int_equal(a->foreign_gpu_milli[d], want[d]);
+    assert_int_equal(c->foreign_cpu_milli, 0);
+
+    assert_int_equal(s.snap.npools, 2);
+    assert_string_equal(s.snap.pools[0].name, "infer");
+    assert_int_equal(s.snap.pools[0].home_classes, SCHED_CLASS_BIT(SCHED_INFERENCE));
+    assert_true(s.snap.pools[0].protected_pool);
+    assert_int_equal(s.snap.pools[0].reserve_gpus, 2);
+    assert_int_equal(s.snap.pools[1].home_classes, SCHED_CLASS_BIT(SCHED_TRAINING) | SCHED_CLASS_BIT(SCHED_BATCH));
+
+    assert_int_equal(s.snap.nteams, 2);
+    assert_string_equal(s.snap.teams[0].cohort, "c");
+    assert_true(s.snap.teams[0].weight == 3.0);
+    assert_int_equal(s.snap.teams[0].nquota, 1);
+    assert_int_equal(s.snap.teams[0].quota[0].gpus, 8);
+    assert_int_equal(s.snap.teams[0].quota[0].borrowing_limit, 2);
+    assert_true(s.snap.teams[0].usage_gpu_s == 3600.0);
+    assert_int_equal(s.snap.teams[1].nquota, 0);
+
+    /* jobs: g has no placed replica left and is left out */
+    assert_int_equal(s.snap.njobs, 2);
+    const struct sched_job *w = &s.snap.jobs[0], *r = &s.snap.jobs[1];
+    assert_int_equal(s.job_in[0], 0);
+    assert_int_equal(s.job_in[1], 1);
+    assert_string_equal(w->id, "ns1/w");
+    assert_int_equal(w->team, 0);
+    assert_int_equal(w->cls, SCHED_TRAINING);
+    assert_int_equal(w->priority, 7);
+    assert_true(w->gang);
+    assert_true(w->preemptible);
+    assert_int_equal(w->replicas, 2);
+    assert_int_equal(w->req.gpus, 4);
+    assert_int_equal(w->req.ntypes, 1);
+    assert_string_equal(w->req.types[0], "H100");
+    assert_int_equal(w->req.min_gpu_mem_gib, 40);
+    assert_int_equal(w->req.cpu_milli, 2000);
+    assert_int_equal(w->req.mem_bytes, 1LL << 30);
+    assert_int_equal(w->ntols, 1);
+    assert_true(w->tols[0].exists);
+    assert_int_equal(w->tols[0].effect, SCHED_NO_SCHEDULE);
+    assert_int_equal(w->topo_required, sched_config_level(&cfg, "rack"));
+    assert_int_equal(w->topo_preferred, sched_config_level(&cfg, "node"));
+    assert_int_equal(w->topo_spread, -1);
+    assert_int_equal(w->pool, -1);
+    assert_int_equal(w->enqueue_time, 5);
+    assert_int_equal(w->state, SCHED_JOB_WAITING);
+
+    assert_int_equal(r->team, 1);
+    assert_int_equal(r->cls, SCHED_INFERENCE);
+    assert_false(r->gang);
+    assert_false(r->preemptible);
+    assert_int_equal(r->req.gpus, 0);
+    assert_int_equal(r->req.gpu_milli, 500);
+    assert_int_equal(r->pool, 0);
+    assert_int_equal(r->state, SCHED_JOB_RUNNING);
+    assert_int_equal(r->nplaced, 1); /* the replica on the vanished node is dropped */
+    assert_int_equal(r->placement[0].node, 1);
+    assert_int_equal(r->placement[0].devs, 1u);
+    assert_int_equal(r->admitted_at, 7);
+    assert_int_equal(s.gangq_milli[1], 500);
+    assert_int_equal(ctl_snap_node(&s, "c"), 2);
+    assert_int_equal(ctl_snap_node(&s, "nope"), -1);
+
+    /* the snapshot is accepted by the core */
+    struct sched_result *res = NULL;
+    assert_int_equal(sched_cycle(NULL, &s.snap, &res, err, sizeof(err)), 0);
+    sched_result_free(res);
+
+    ctl_snap_release(&s);
+    ctl_placement_release(&pr);
+    ctl_placement_release(&pg);
+    api_gpujob_release(&jw);
+    api_gpujob_release(&jr);
+    api_gpujob_release(&jg);
+    cJSON *all[] = {na, nb, nc, f1, f2, f3, f4};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        cJSON_Delete(all[i]);
+}
+
+static void test_node_pool_none(void **state)
+{
+    (void)state;
+    cJSON *n = J(NODE_C);
+    assert_int_equal(ctl_node_pool(n, NULL, 0), -1);
+    struct api_gpupool p;
+    decode_pool("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUPool\",\"metadata\":{\"name\":\"all\"},"
+                "\"spec\":{\"nodeSelector\":{},\"classes\":[\"Batch\"]}}",
+                &p);
+    assert_int_equal(ctl_node_pool(n, &p, 1), 0); /* an empty selector matches every node */
+    cJSON_Delete(n);
+}
+
+/* ------------------------------------------------------------ status */
+
+static const struct api_condition *cond(const struct api_gpujob_status *s, const char *type)
+{
+    for (int i = 0; i < s->nconditions; i++)
+        if (!strcmp(s->conditions[i].type, type))
+            return &s->conditions[i];
+    return NULL;
+}
+
+static void test_status_compute(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":2,\"priority\":5,"
+               "\"gpu\":{\"count\":4},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t T0 = 1767225600000LL; /* 2026-01-01T00:00:00Z */
+    const char *nodes[4];
+    struct api_gpujob_status q, a, r, r2, s;
+
+    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL};
+    ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &q);
+    assert_int_equal(q.state, API_STATE_QUEUED);
+    assert_int_equal(q.position, 2);
+    assert_string_equal(q.message, "0/3 nodes fit");
+    assert_string_equal(q.team, "t1");
+    assert_int_equal(q.priority, 5);
+    assert_int_equal(q.gpus, 8);
+    assert_false(q.admission.present);
+    assert_string_equal(cond(&q, "Admitted")->status, "False");
+    assert_string_equal(cond(&q, "Admitted")->last_transition_time, "2026-01-01T00:00:00Z");
+    assert_string_not_equal(cond(&q, "Admitted")->message, ""); /* never empty: the API server refuses it */
+    assert_null(cond(&q, "Valid"));
+
+    struct ctl_placement pl;
+    ctl_placement_init(&pl);
+    pl.attempt = 1;
+    gq_strlcpy(pl.domain, "rack-1", sizeof(pl.domain));
+    assert_int_equal(ctl_placement_add(&pl, 0, "n1", 0xF), 0);
+    assert_int_equal(ctl_placement_add(&pl, 1, "n2", 0xF), 0);
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL};
+    ctl_status_compute(&job, &q, &v, T0 + 1000, nodes, 4, &a);
+    assert_int_equal(a.state, API_STATE_ADMITTED);
+    assert_int_equal(a.position, 0);
+    assert_true(a.admission.present);
+    assert_string_equal(a.admission.domain, "rack-1");
+    assert_string_equal(a.admission.time, "2026-01-01T00:00:01Z");
+    assert_int_equal(a.admission.nnodes, 2);
+    assert_string_equal(a.admission.nodes[1], "n2");
+    assert_string_equal(cond(&a, "Admitted")->status, "True");
+    assert_string_equal(cond(&a, "Admitted")->last_transition_time, "2026-01-01T00:00:01Z");
+    assert_string_equal(cond(&a, "Running")->last_transition_time, "2026-01-01T00:00:00Z"); /* unchanged */
+    assert_string_equal(a.start_time, "");
+
+    v.state = STORE_RUNNING;
+    ctl_status_compute(&job, &a, &v, T0 + 5000, nodes, 4, &r);
+    assert_string_equal(r.start_time, "2026-01-01T00:00:05Z");
+    ctl_status_compute(&job, &r, &v, T0 + 9000, nodes, 4, &r2); /* same again: identical */
+    assert_string_equal(r2.start_time, "2026-01-01T00:00:05Z");
+    assert_string_equal(cond(&r2, "Running")->last_transition_time, "2026-01-01T00:00:05Z");
+    cJSON *e1 = api_gpujob_status_encode(&r), *e2 = api_gpujob_status_encode(&r2);
+    char *s1 = cJSON_PrintUnformatted(e1), *s2 = cJSON_PrintUnformatted(e2);
+    assert_string_equal(s1, s2); /* so no patch is sent for an unchanged status */
+    free(s1);
+    free(s2);
+    cJSON_Delete(e1);
+    cJSON_Delete(e2);
+
+    v.state = STORE_SUCCEEDED;
+    ctl_status_compute(&job, &r2, &v, T0 + 20000, nodes, 4, &s);
+    assert_int_equal(s.state, API_STATE_SUCCEEDED);
+    assert_string_equal(s.start_time, "2026-01-01T00:00:05Z");
+    assert_string_equal(s.completion_time, "2026-01-01T00:00:20Z");
+    assert_false(s.admission.present);
+    assert_string_equal(cond(&s, "Succeeded")->status, "True");
+
+    v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL};
+    ctl_status_compute(&job, &r2, &v, T0 + 4000, nodes, 4, &s);
+    assert_int_equal(s.state, API_STATE_PREEMPTED);
+    assert_int_equal(s.preemptions, 2);
+    assert_true(s.last_preemption.present);
+    assert_string_equal(s.last_preemption.by, "ns/big");
+    assert_string_equal(s.last_preemption.reason, "lower priority");
+    assert_string_equal(s.last_preemption.time, "2026-01-01T00:00:03Z");
+    assert_string_equal(s.start_time, ""); /* requeued: no start time */
+    assert_string_equal(cond(&s, "Preempted")->message, "lower priority");
+
+    v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam"};
+    ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &s);
+    assert_string_equal(cond(&s, "Valid")->status, "False");
+    assert_string_equal(cond(&s, "Valid")->reason, "UnknownTeam");
+    assert_string_equal(cond(&s, "Valid")->message, "team x does not exist");
+
+    ctl_placement_release(&pl);
+    api_gpujob_release(&job);
+}
+
+/* ------------------------------------------------------------ config */
+
+static void test_config(void **state)
+{
+    (void)state;
+    double d;
+    assert_int_equal(ctl_duration_parse("40s", &d), 0);
+    assert_true(d == 40);
+    assert_int_equal(ctl_duration_parse("1h30m", &d), 0);
+    assert_true(d == 5400);
+    assert_int_equal(ctl_duration_parse("250ms", &d), 0);
+    assert_true(d > 0.2499 && d < 0.2501);
+    assert_int_equal(ctl_duration_parse("2", &d), 0);
+    assert_true(d == 2);
+    assert_int_equal(ctl_duration_parse("", &d), GQ_EINVAL);
+    assert_int_equal(ctl_duration_parse("5x", &d), GQ_EINVAL);
+    assert_int_equal(ctl_duration_parse("-1s", &d), GQ_EINVAL);
+    assert_int_equal(ctl_duration_parse("1m30", &d), GQ_EINVAL);
+
+    struct ctl_config c;
+    char err[256];
+    ctl_config_default(&c);
+    assert_int_equal(c.levels.nlevels, 4);
+    assert_true(c.leader_elect);
+    assert_int_equal(c.max_retries, 3);
+    assert_true(c.node_lost_grace_s == 40);
+    assert_int_equal(ctl_config_set(&c, "level", "dc=example.com/dc", err, sizeof(err)), 0);
+    assert_int_equal(ctl_config_set(&c, "level", "host=kubernetes.io/hostname", err, sizeof(err)), 0);
+    assert_int_equal(c.levels.nlevels, 2); /* the first --level replaced the defaults */
+    assert_string_equal(c.levels.levels[0], "dc");
+    assert_string_equal(c.levels.labels[1], "kubernetes.io/hostname");
+    assert_int_equal(ctl_config_set(&c, "level", "novalue", err, sizeof(err)), GQ_EINVAL);
+    assert_int_equal(ctl_config_set(&c, "min-runtime", "10m", err, sizeof(err)), 0);
+    assert_int_equal(c.min_runtime_s, 600);
+    assert_int_equal(ctl_config_set(&c, "leader-elect", "false", err, sizeof(err)), 0);
+    assert_false(c.leader_elect);
+    assert_int_equal(ctl_config_set(&c, "leader-elect", "maybe", err, sizeof(err)), GQ_EINVAL);
+    assert_int_equal(ctl_config_set(&c, "max-retries", "-2", err, sizeof(err)), GQ_EINVAL);
+    assert_int_equal(ctl_config_set(&c, "log-level", "loud", err, sizeof(err)), GQ_EINVAL);
+    assert_int_equal(ctl_config_set(&c, "bogus", "1", err, sizeof(err)), GQ_EINVAL);
+    assert_non_null(strstr(err, "bogus"));
+
+    char path[] = "/tmp/gq-ctl-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *yaml = "db: /var/lib/gangq.db\nmin-runtime: 90s\nmax-retries: 5\nleader-elect: false\n"
+                       "levels:\n- rack=topology.gangq.io/rack\n- {name: node, label: kubernetes.io/hostname}\n";
+    assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+    close(fd);
+    ctl_config_default(&c);
+    assert_int_equal(ctl_config_load_file(&c, path, err, sizeof(err)), 0);
+    assert_string_equal(c.db, "/var/lib/gangq.db");
+    assert_int_equal(c.min_runtime_s, 90);
+    assert_int_equal(c.max_retries, 5);
+    assert_false(c.leader_elect);
+    assert_int_equal(c.levels.nlevels, 2);
+    assert_string_equal(c.levels.levels[1], "node");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("max-retries: lots\n", f);
+    fclose(f);
+    assert_int_equal(ctl_config_load_file(&c, path, err, sizeof(err)), GQ_EINVAL);
+    assert_non_null(strstr(err, "max-retries"));
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_node_info),
+        cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
+        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
