@@ -994,7 +994,7 @@ static void test_window_finds_late_rack(void **st)
     (void)st;
     static struct fx f;
     fx_init(&f);
-    char rk[48][8];
+    char rk[48][16];
     for (int r = 0; r < 40; r++) {
         snprintf(rk[r], sizeof(rk[r]), "r%02d", r);
         for (int k = 0; k < 4; k++) {
