@@ -584,6 +584,8 @@ static int setup_easy(struct kube_client *c, struct kube_req *r, const char *pat
     if (!r->stream)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->opts.request_timeout_ms);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* wait for an HTTP/2 connection being set up rather than opening more */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);

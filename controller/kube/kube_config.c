@@ -247,6 +247,21 @@ int kube_config_parse_kubeconfig(struct kube_config *cfg, const char *yaml, size
             rc = GQ_EINVAL;
             goto out;
         }
+        if (!get_str(user, "token") && !get_str(user, "tokenFile") && !cfg->cert_file &&
+            !cfg->cert_data) {
+            const char *plugin = cJSON_GetObjectItemCaseSensitive(user, "exec") ? "exec"
+                                 : cJSON_GetObjectItemCaseSensitive(user, "auth-provider")
+                                     ? "auth-provider"
+                                     : NULL;
+            if (plugin) {
+                gq_errf(err, errlen,
+                        "%s: users[%s].user.%s credential plugins are not supported; use a "
+                        "token, tokenFile or client certificate",
+                        origin, uname, plugin);
+                rc = GQ_EINVAL;
+                goto out;
+            }
+        }
         if ((s = get_str(user, "token")) != NULL) {
             if (!(cfg->token = strdup(s))) {
                 rc = GQ_ENOMEM;

@@ -173,6 +173,11 @@ static void test_kubeconfig_errors(void **st)
         "clusters: [{name: c, cluster: {server: 'http://h:1'}}]\n"
         "users: [{name: u, user: {client-certificate-data: " PEM_B64 "}}]\n";
     static const char *bad_yaml = "a: [1, 2\n";
+    static const char *exec_user =
+        "current-context: a\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+        "clusters: [{name: c, cluster: {server: 'http://h:1'}}]\n"
+        "users: [{name: u, user: {exec: {command: aws}}}]\n";
     (void)st;
     assert_int_equal(kube_config_parse_kubeconfig(&cfg, no_server, strlen(no_server), "f1.yaml",
                                                   NULL, NULL, err, sizeof err),
@@ -192,6 +197,10 @@ static void test_kubeconfig_errors(void **st)
                                                   NULL, err, sizeof err),
                      GQ_EINVAL);
     assert_non_null(strstr(err, "client key"));
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, exec_user, strlen(exec_user), "f6", NULL,
+                                                  NULL, err, sizeof err),
+                     GQ_EINVAL);
+    assert_non_null(strstr(err, "users[u].user.exec"));
     assert_int_equal(kube_config_parse_kubeconfig(&cfg, bad_yaml, strlen(bad_yaml), "f5", NULL,
                                                   NULL, err, sizeof err),
                      GQ_EPARSE);
