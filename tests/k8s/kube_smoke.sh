@@ -8,7 +8,8 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-BUILD="${1:-build}"
+# BUILD_DIR defaults to the directory of $GANGQ_BIN (set by tests/k8s/run.sh), else build.
+if [ -n "${1:-}" ]; then BUILD="$1"; elif [ -n "${GANGQ_BIN:-}" ]; then BUILD="$(dirname "$GANGQ_BIN")"; else BUILD=build; fi
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 TOOL="$BUILD/tools/kube_smoke"
 [ -x "$TOOL" ] || { echo "kube smoke: $TOOL not built (make BUILD=... all)"; echo "kube smoke: 0 passed, 1 failed"; exit 1; }

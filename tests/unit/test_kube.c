@@ -1231,6 +1231,59 @@ static void test_informer_flow(void **st)
     ev_loop_destroy(loop);
 }
 
+/* An ERROR event other than 410 backs off and re-watches from the same
+ * resourceVersion: no relist. A label selector goes into every request. */
+static int server_saw_3(void *ud)
+{
+    char line[4096];
+    return server_req(ud, 2, line, sizeof line) > 0;
+}
+
+static void test_informer_error_event(void **st)
+{
+    static const struct step steps[] = {
+        {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[" POD("a", "5") "]}"}, 0, 0},
+        {200, NULL,
+         {WEV("MODIFIED", POD("a", "8")) "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,\"message\":\"internal\"}}\n"},
+         0, 2000},
+        {200, NULL, {""}, 0, 2000},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct inf_ctx x;
+    struct kube_informer_opts o = {0};
+    struct kube_informer_stats s;
+    char err[200], line[4096];
+    (void)st;
+    memset(&x, 0, sizeof x);
+    server_start(&srv, steps, 3);
+    c = client_for(loop, &srv, NULL);
+    o.path = "/api/v1/pods";
+    o.label_selector = "gangq.io/job";
+    o.backoff_base_s = 0.05;
+    o.on_event = inf_event;
+    o.ud = &x;
+    x.inf = kube_informer_new(c, &o, err, sizeof err);
+    assert_non_null(x.inf);
+    kube_informer_start(x.inf);
+    run_until(loop, NULL, server_saw_3, &srv, 5);
+    kube_informer_get_stats(x.inf, &s);
+    server_req(&srv, 0, line, sizeof line);
+    assert_non_null(strstr(line, "GET /api/v1/pods?limit=500&labelSelector=gangq.io%2Fjob|"));
+    server_req(&srv, 2, line, sizeof line);
+    assert_non_null(strstr(line, "watch=1&allowWatchBookmarks=true&resourceVersion=8&"));
+    assert_non_null(strstr(line, "&labelSelector=gangq.io%2Fjob|"));
+    assert_int_equal(s.lists, 1);
+    assert_int_equal(s.relists_410, 0);
+    assert_true(s.errors >= 1);
+    assert_true(evlog_has(&x.log, "MODIFIED ns/a ns/a rv=8"));
+    kube_informer_free(x.inf);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 /* An over-long event line forces a relist; freeing from the handler is safe. */
 static void free_in_handler(enum kube_event_type t, const cJSON *o, const cJSON *n, void *ud)
 {
@@ -1383,6 +1436,7 @@ int main(void)
         cmocka_unit_test(test_body_limit),
         cmocka_unit_test(test_max_inflight),
         cmocka_unit_test(test_informer_flow),
+        cmocka_unit_test(test_informer_error_event),
         cmocka_unit_test(test_informer_long_line_and_free),
         cmocka_unit_test(test_leader),
     };
