@@ -742,6 +742,7 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             c.devs = node_pick(cy, i, &pc->r, rid, &c.delta);
             c.level = sc_fgd_level(c.delta, cy->cfg->fgd_score_levels);
             c.node = i;
+            c.in_use = cy->n[i].c.free_milli < cy->n[i].c.ndev * 1000;
             c.free_after = cy->n[i].c.free_milli - req_milli(&pc->r);
             c.cpu_after = cy->n[i].c.cpu_free - pc->r.cpu;
             int cmp = 0;

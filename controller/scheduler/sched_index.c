@@ -343,6 +343,7 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         }
     scored:
         c.node = i;
+        c.in_use = n->free_milli < n->ndev * 1000;
         c.free_after = n->free_milli - (r.gpus > 0 ? (int64_t)r.gpus * 1000 : r.milli);
         c.cpu_after = n->cpu_free - r.cpu;
         if (!have || sc_cand_cmp(&c, &best, ix->pol) < 0) {

@@ -81,6 +81,7 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
 struct sc_cand {
     double delta;
     int32_t level; /* sc_fgd_level(delta) (GANGQ) */
+    int32_t in_use; /* the node already has GPU work (GANGQ keeps idle nodes whole) */
     int64_t free_after;
     int64_t cpu_after;
     int32_t node;

@@ -266,9 +266,12 @@ int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_pol
 {
     switch (pol) {
     case SCHED_POLICY_GANGQ:
-        /* quantised FGD score first (higher is better), best fit among equals */
+        /* quantised FGD score first (higher is better); among equals a node
+         * already in use (idle nodes stay whole), then best fit */
         if (a->level != b->level)
             return a->level > b->level ? -1 : 1;
+        if (a->in_use != b->in_use)
+            return a->in_use > b->in_use ? -1 : 1;
         __attribute__((fallthrough)); /* best-fit tie-breaks */
     case SCHED_POLICY_BESTFIT:
         if (a->free_after != b->free_after)
