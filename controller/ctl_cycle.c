@@ -131,6 +131,8 @@ static int row_cmp(const void *a, const void *b)
 static struct store_job *row_find(struct rc_ctx *r, const char *key)
 {
     struct store_job k = {0}, *kp = &k;
+    if (!r->nrows)
+        return NULL;
     k.key = key;
     struct store_job **f = bsearch(&kp, r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
     return f ? *f : NULL;
@@ -450,10 +452,12 @@ static int gather(struct rc_ctx *r)
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), gather_cb_job, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), gather_cb_pod, r)))
         return rc;
-    qsort(r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
+    if (r->njobs > 1)
+        qsort(r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
     if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
         return rc;
-    qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+    if (r->nrows > 1)
+        qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
     if ((rc = store_intents_pending(c->st, intents_cb, r, r->err, sizeof(r->err))))
         return rc;
     return 0;
@@ -562,7 +566,8 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
                 return rc;
             }
             free(cp);
-            qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+            if (r->nrows > 1)
+                qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
             j->row = row_find(r, j->key);
         }
         if (fresh) {
