@@ -295,6 +295,27 @@ static void check_quota(struct world *w, uint64_t seed, int cyc)
     }
 }
 
+/* fully idle devices in pool p on usable nodes (running jobs + foreign usage) */
+static int pool_idle(const struct world *w, int p)
+{
+    int idle = 0;
+    for (int i = 0; i < w->nn; i++) {
+        const struct sched_node *n = &w->nodes[i];
+        if (n->pool != p || !n->ready || n->unschedulable)
+            continue;
+        for (int d = 0; d < n->gpus; d++) {
+            int used = n->foreign_gpu_milli[d];
+            for (int j = 0; j < w->nj; j++)
+                for (int r = 0; r < w->jobs[j].nplaced; r++)
+                    if (w->jobs[j].placement[r].node == i &&
+                        (w->jobs[j].placement[r].devs & (1u << d)))
+                        used += 1;
+            idle += used == 0;
+        }
+    }
+    return idle;
+}
+
 static int tolerated(const struct sched_node *n, const struct sched_job *jb)
 {
     if (n->ntaints == 0)
@@ -350,8 +371,13 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
             }
             if (milli_of(&jb->req) > 0 && jb->req.min_gpu_mem_gib)
                 CHECK(n->gpu_mem_mib >= jb->req.min_gpu_mem_gib * 1024LL, "%s GPU memory", jb->id);
-            if (jb->pool >= 0)
+            if (w->np > 0 && jb->pool >= 0)
                 CHECK(n->pool == jb->pool, "%s outside its pool", jb->id);
+            if (w->np > 0 && jb->pool < 0 && n->pool >= 0) {
+                const struct sched_pool *pl = &w->pools[n->pool];
+                CHECK((pl->home_classes & SCHED_CLASS_BIT(jb->cls)) || pl->protected_pool,
+                      "%s in a closed pool", jb->id);
+            }
         }
         int all = have + d->nrep;
         struct sched_replica tmp[PR];
@@ -375,6 +401,15 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
         if (jb->state != SCHED_JOB_RUNNING)
             jb->admitted_at = w->now;
         jb->state = SCHED_JOB_RUNNING;
+        /* borrowing a protected pool leaves its reserve idle */
+        for (int p = 0; p < d->nrep && milli_of(&jb->req) > 0; p++) {
+            int pn = w->nodes[d->rep[p].node].pool;
+            if (pn < 0 || jb->pool >= 0 || !w->pools[pn].protected_pool ||
+                (w->pools[pn].home_classes & SCHED_CLASS_BIT(jb->cls)))
+                continue;
+            CHECK(pool_idle(w, pn) >= w->pools[pn].reserve_gpus,
+                  "%s borrowed pool %d below its reserve", jb->id, pn);
+        }
     }
     /* admissions happen while victims still run: capacity must hold now */
     check_capacity(w, seed, cyc);
