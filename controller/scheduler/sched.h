@@ -23,6 +23,12 @@
  * placements, domain names) is owned by the result. Indices in decisions refer
  * to the snapshot's arrays.
  *
+ * Semantics chosen where DESIGN.md is silent (queue, quota, pools, non-gang
+ * jobs, reservations, preemption, explanations): see README.md in this folder.
+ * CPU-only jobs are not limited by GPU quota. A job with more than one
+ * acceptable product is quota-checked per product and may only use products
+ * whose quota admits the whole job.
+ *
  * Units: cpu in millicores, memory in bytes, GPU shares in milli-GPU (1000 = one
  * device), time in seconds (int64, supplied by the caller), GPU memory labels in
  * MiB (as NVIDIA GFD writes nvidia.com/gpu.memory).
@@ -177,7 +183,8 @@ struct sched_job {
     const struct sched_toleration *tols; int ntols;
     int topo_required;        /* level index, -1 = none */
     int topo_preferred;       /* level index, -1 = none */
-    int topo_spread;          /* level index, -1 = none (non-gang default: node level) */
+    int topo_spread;          /* level index, -1 = none (a non-gang job's replicas still
+                               * prefer the nodes holding fewest of its replicas) */
     int pool;                 /* index into pools, -1 = default by class */
     int64_t enqueue_time;
     enum sched_job_state state;
