@@ -69,11 +69,15 @@ static int join(char *out, size_t len, const char *dir, const char *file)
 
 static void remove_db(const char *path)
 {
-    char p[1100];
+    char p[1200];
+    size_t n = strlen(path);
     unlink(path);
-    snprintf(p, sizeof(p), "%s-wal", path);
+    if (n + 5 > sizeof(p))
+        return;
+    memcpy(p, path, n);
+    memcpy(p + n, "-wal", 5);
     unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", path);
+    memcpy(p + n, "-shm", 5);
     unlink(p);
 }
 
