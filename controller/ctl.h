@@ -95,14 +95,18 @@ int ctl_duration_parse(const char *s, double *out);
 /* ------------------------------------------------------------ placement */
 
 /* The store's placement text for an admitted job: JSON
- * {"attempt":N,"domain":"rack-1","replicas":[{"i":0,"node":"n1","devs":255},...]} */
+ * {"attempt":N,"domain":"rack-1","reseq":0,"replicas":[{"i":0,"node":"n1","devs":255},...]}
+ * A replica re-placed after a loss (non-gang jobs) gets a new generation
+ * ("g", from reseq) so its pod gets a new name. */
 struct ctl_prep {
     int replica;
+    int gen;
     char node[API_NAME_MAX];
     uint32_t devs;
 };
 struct ctl_placement {
     int attempt;
+    int reseq;
     char domain[API_NAME_MAX];
     int n;
     struct ctl_prep *rep; /* owned, n entries, sorted by replica */
@@ -116,6 +120,9 @@ int ctl_placement_format(const struct ctl_placement *p, struct gq_buf *out);
 int ctl_placement_find(const struct ctl_placement *p, int replica);
 int ctl_placement_add(struct ctl_placement *p, int replica, const char *node, uint32_t devs);
 void ctl_placement_remove(struct ctl_placement *p, int replica);
+/* Pod name of a placed replica: "<job>-<attempt>-<replica>" (+ "-g<gen>"). */
+void ctl_pod_name(const char *job, const struct ctl_placement *p, const struct ctl_prep *r,
+                  char *out, size_t len);
 
 /* ------------------------------------------------------------ objects */
 

@@ -179,7 +179,7 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
     if ((v = cJSON_GetObjectItemCaseSensitive(gpu, "shares")) && cJSON_IsNumber(v))
         shares = v->valueint;
     char podname[API_NAME_MAX + 32], buf[64];
-    snprintf(podname, sizeof(podname), "%s-%d-%d", name, pl->attempt, p->replica);
+    ctl_pod_name(name, pl, p, podname, sizeof(podname));
 
     cJSON *pod = cJSON_CreateObject();
     cJSON *t = tpl ? cJSON_Duplicate(tpl, 1) : cJSON_CreateObject();
@@ -323,7 +323,7 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
     }
     for (int k = 0; k < pl.n; k++) {
         char podname[API_NAME_MAX + 32];
-        snprintf(podname, sizeof(podname), "%s-%d-%d", name, pl.attempt, pl.rep[k].replica);
+        ctl_pod_name(name, &pl, &pl.rep[k], podname, sizeof(podname));
         if (find_pod(c, ns, podname))
             continue;
         cJSON *pod = build_pod(job, row, &pl, &pl.rep[k]);
@@ -362,11 +362,14 @@ static void act_delete(struct gq_ctl *c, struct op *o, const char *ns, const cha
         const cJSON *pod = l.v[i];
         if (ctl_pod_terminal(pod) && row)
             continue; /* finished pods of a live job stay for inspection */
-        const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT);
-        int64_t av = -1;
-        if (a)
-            gq_parse_i64(a, (size_t)-1, &av);
-        if (pl.n && av == pl.attempt)
+        const char *pn = ctl_obj_str(pod, "metadata", "name");
+        int held = 0;
+        for (int k = 0; pn && k < pl.n; k++) {
+            char want[API_NAME_MAX + 32];
+            ctl_pod_name(name, &pl, &pl.rep[k], want, sizeof(want));
+            held |= !strcmp(want, pn);
+        }
+        if (held)
             continue; /* held by a newer admission */
         if (ctl_obj_str(pod, "metadata", "deletionTimestamp"))
             continue;

@@ -259,23 +259,23 @@ static int intent(struct rc_ctx *r, int kind, const char *key, const char *paylo
                             sizeof(r->err));
 }
 
-/* Pod of this job held by its placement: current attempt, replica placed on that node. */
+/* Pod of this job held by its placement: the name of a placed replica, on its node. */
 static int pod_held(const struct cj *j, const cJSON *pod)
 {
     if (!j || !holds(j->state))
         return 0;
-    const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT);
     const char *rp = ctl_obj_label(pod, CTL_LABEL_REPLICA);
-    int64_t av, rv;
-    if (!a || !rp || gq_parse_i64(a, (size_t)-1, &av) || gq_parse_i64(rp, (size_t)-1, &rv))
-        return 0;
-    if (av != j->pl.attempt)
+    const char *pn = ctl_obj_str(pod, "metadata", "name");
+    int64_t rv;
+    if (!rp || !pn || gq_parse_i64(rp, (size_t)-1, &rv))
         return 0;
     int i = ctl_placement_find(&j->pl, (int)rv);
     if (i < 0)
         return 0;
+    char want[API_NAME_MAX + 32];
+    ctl_pod_name(j->job.meta.name, &j->pl, &j->pl.rep[i], want, sizeof(want));
     const char *nn = ctl_obj_str(pod, "spec", "nodeName");
-    return nn && !strcmp(nn, j->pl.rep[i].node);
+    return !strcmp(want, pn) && nn && !strcmp(nn, j->pl.rep[i].node);
 }
 
 static int pod_deleting(const cJSON *pod)
@@ -680,7 +680,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     for (int k = 0; k < j->pl.n; k++) {
         const struct ctl_prep *p = &j->pl.rep[k];
         char name[API_NAME_MAX + 32];
-        snprintf(name, sizeof(name), "%s-%d-%d", j->job.meta.name, j->pl.attempt, p->replica);
+        ctl_pod_name(j->job.meta.name, &j->pl, p, name, sizeof(name));
         const cJSON *pod = NULL;
         for (int i = 0; i < np; i++) {
             const char *pn = ctl_obj_str(pods[i], "metadata", "name");
@@ -797,6 +797,8 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
             next++;
         if ((rc = ctl_placement_add(&j->pl, next, s->nodes[d->rep[k].node].name, d->rep[k].devs)))
             goto out;
+        if (partial)
+            j->pl.rep[ctl_placement_find(&j->pl, next)].gen = ++j->pl.reseq;
     }
     if ((rc = ctl_placement_format(&j->pl, &b)))
         goto out;

@@ -58,6 +58,15 @@ int ctl_placement_add(struct ctl_placement *p, int replica, const char *node, ui
     return 0;
 }
 
+void ctl_pod_name(const char *job, const struct ctl_placement *p, const struct ctl_prep *r,
+                  char *out, size_t len)
+{
+    if (r->gen)
+        snprintf(out, len, "%s-%d-%d-g%d", job, p->attempt, r->replica, r->gen);
+    else
+        snprintf(out, len, "%s-%d-%d", job, p->attempt, r->replica);
+}
+
 void ctl_placement_remove(struct ctl_placement *p, int replica)
 {
     int i = ctl_placement_find(p, replica);
@@ -89,6 +98,9 @@ int ctl_placement_parse(const char *text, struct ctl_placement *out, char *err, 
         goto out;
     }
     out->attempt = a->valueint;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "reseq");
+    if (cJSON_IsNumber(rs))
+        out->reseq = rs->valueint;
     if (cJSON_IsString(d))
         gq_strlcpy(out->domain, d->valuestring, sizeof(out->domain));
     const cJSON *r;
@@ -107,6 +119,9 @@ int ctl_placement_parse(const char *text, struct ctl_placement *out, char *err, 
             gq_errf(err, errlen, "placement: duplicate or bad replica %d", i->valueint);
             goto out;
         }
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(r, "g");
+        if (cJSON_IsNumber(g))
+            out->rep[ctl_placement_find(out, i->valueint)].gen = g->valueint;
     }
 out:
     cJSON_Delete(root);
@@ -117,7 +132,7 @@ out:
 
 int ctl_placement_format(const struct ctl_placement *p, struct gq_buf *out)
 {
-    int rc = gq_buf_printf(out, "{\"attempt\":%d,\"domain\":", p->attempt);
+    int rc = gq_buf_printf(out, "{\"attempt\":%d,\"reseq\":%d,\"domain\":", p->attempt, p->reseq);
     if (!rc)
         rc = gq_buf_json_str(out, p->domain);
     if (!rc)
@@ -127,7 +142,11 @@ int ctl_placement_format(const struct ctl_placement *p, struct gq_buf *out)
         if (!rc)
             rc = gq_buf_json_str(out, p->rep[i].node);
         if (!rc)
-            rc = gq_buf_printf(out, ",\"devs\":%u}", (unsigned)p->rep[i].devs);
+            rc = gq_buf_printf(out, ",\"devs\":%u", (unsigned)p->rep[i].devs);
+        if (!rc && p->rep[i].gen)
+            rc = gq_buf_printf(out, ",\"g\":%d", p->rep[i].gen);
+        if (!rc)
+            rc = gq_buf_puts(out, "}");
     }
     if (!rc)
         rc = gq_buf_puts(out, "]}");

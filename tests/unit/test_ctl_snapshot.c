@@ -36,6 +36,13 @@ static void test_placement_roundtrip(void **state)
     assert_int_equal(ctl_placement_add(&p, 1, "nX", 1), GQ_EINVAL); /* duplicate replica */
     assert_int_equal(p.rep[0].replica, 0);                          /* kept sorted */
     assert_int_equal(p.rep[2].replica, 2);
+    p.reseq = 4;
+    p.rep[2].gen = 4; /* replica 2 was re-placed once */
+    char name[300];
+    ctl_pod_name("job", &p, &p.rep[0], name, sizeof(name));
+    assert_string_equal(name, "job-3-0");
+    ctl_pod_name("job", &p, &p.rep[2], name, sizeof(name));
+    assert_string_equal(name, "job-3-2-g4");
     struct gq_buf b;
     gq_buf_init(&b, 4096);
     assert_int_equal(ctl_placement_format(&p, &b), 0);
@@ -46,6 +53,9 @@ static void test_placement_roundtrip(void **state)
     assert_string_equal(q.rep[1].node, "n1");
     assert_int_equal(q.rep[1].devs, 0xFF00u);
     assert_int_equal(q.rep[2].devs, 0x0F00u);
+    assert_int_equal(q.reseq, 4);
+    assert_int_equal(q.rep[2].gen, 4);
+    assert_int_equal(q.rep[0].gen, 0);
     assert_int_equal(ctl_placement_find(&q, 2), 2);
     ctl_placement_remove(&q, 1);
     assert_int_equal(q.n, 2);
