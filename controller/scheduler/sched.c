@@ -163,6 +163,7 @@ struct cy_job {
     int32_t want;      /* replicas to place */
     int32_t victim;    /* chosen as victim this cycle */
     int32_t decided;   /* 1 admitted, 2 waiting */
+    int32_t stopping;  /* terminating victims making room for this job */
     const char *msg;   /* WAIT message */
 };
 
@@ -1401,12 +1402,20 @@ static int build(struct cy *cy)
                 node_apply(cy, rp->node, &cj->r, rp->devs, 1);
             }
             charge(cy, cj->team, &cj->r, jb->placement, jb->nplaced, 1);
-            if (jb->nplaced > 0)
+            if (jb->nplaced > 0 && !jb->terminating)
                 cy->running[cy->nrunning++] = x;
             cj->want = jb->gang ? 0 : jb->replicas - jb->nplaced;
         } else {
             cj->want = jb->replicas;
         }
+    }
+
+    /* victims still stopping, per job they make room for */
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &s->jobs[x];
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating && jb->terminating_for >= 0 &&
+            jb->terminating_for < cy->nj)
+            cy->j[jb->terminating_for].stopping++;
     }
 
     /* derive shapes from the waiting queue when none given */
@@ -1875,6 +1884,27 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
     cy->reservations++;
 }
 
+/* ---------------- stopping victims ---------------- */
+
+/* Hold the nodes of victims still stopping for job jx (no one else may take
+ * what they free); returns how many victims are still stopping. */
+static int hold_for(struct cy *cy, int jx)
+{
+    int n = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *V = &cy->s->jobs[x];
+        if (V->state != SCHED_JOB_RUNNING || !V->terminating || V->terminating_for != jx)
+            continue;
+        n++;
+        for (int p = 0; p < V->nplaced; p++) {
+            struct cy_node *nd = &cy->n[V->placement[p].node];
+            if (nd->reserved_by < 0)
+                nd->reserved_by = jx;
+        }
+    }
+    return n;
+}
+
 /* ---------------- cycle ---------------- */
 
 static int make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc)
@@ -2055,7 +2085,9 @@ static int run(struct cy *cy)
             if (rc)
                 goto out;
             int got = 0;
-            if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
+            if (cj->stopping > 0) {
+                got = hold_for(cy, jx);
+            } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
                 cy->preempt_tries++;
                 got = plan_preempt(cy, &pc, reps, 1);
                 if (got < 0) {
@@ -2108,7 +2140,9 @@ static int run(struct cy *cy)
             goto out;
         }
         int pre = 0;
-        if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
+        if (cj->stopping > 0) {
+            pre = hold_for(cy, jx); /* its victims are still stopping: no new ones */
+        } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
             /* worth trying only when some running job could be a victim */
             cy->preempt_tries++;
             pre = plan_preempt(cy, &pc, reps, 0);

@@ -193,6 +193,13 @@ struct sched_job {
      * waiting job's and an ADMIT lists only the new replicas. */
     const struct sched_replica *placement; int nplaced;
     int64_t admitted_at;
+    /* RUNNING and being stopped (preempted, pods terminating): it still holds
+     * its capacity but is never chosen as a victim again. terminating_for is
+     * the snapshot index of the job it makes room for (-1 unknown); that job
+     * plans no further preemption while such victims remain, and their nodes
+     * are held for it. */
+    int terminating;
+    int terminating_for;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these

@@ -1012,6 +1012,47 @@ static void test_window_finds_late_rack(void **st)
     fx_done(&f);
 }
 
+
+/* a victim still stopping is not preempted again and no second victim is taken */
+static void test_stopping_victims(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    int e1 = add_job(&f, "research/exp", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, e1, 0, 0xFF);
+    int e2 = add_job(&f, "research/exp2", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, e2, 1, 0xFF);
+    int prod = add_job(&f, "prod/serve", 4, 1, SCHED_INFERENCE, 1000);
+    int low = add_job(&f, "x/low", 1, 1, SCHED_BATCH, 1);
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    const struct sched_decision *p = dec(&f, e1, SCHED_PREEMPT);
+    assert_non_null(p);
+    /* the caller stops e1; its pods are still terminating at the next cycle */
+    f.jobs[e1].terminating = 1;
+    f.jobs[e1].terminating_for = prod;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+    assert_null(dec(&f, low, SCHED_ADMIT));
+    /* e1 is gone: prod is admitted on its node */
+    f.jobs[e1].terminating = 0;
+    f.jobs[e1].state = SCHED_JOB_WAITING;
+    f.jobs[e1].nplaced = 0;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, prod, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, 0);
+    /* e1, back in the queue ahead of low, now holds node 0's remaining GPUs */
+    assert_non_null(dec(&f, e1, SCHED_WAIT));
+    assert_string_equal(dec(&f, low, SCHED_WAIT)->message,
+                        "0/2 nodes fit 1 GPU: 1 reserved for a higher job, 1 fewer than 1 free GPU");
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1038,6 +1079,7 @@ int main(void)
         cmocka_unit_test(test_nongang_required_domain),
         cmocka_unit_test(test_index_policies),
         cmocka_unit_test(test_window_finds_late_rack),
+        cmocka_unit_test(test_stopping_victims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,6 +316,15 @@ static int pool_idle(const struct world *w, int p)
     return idle;
 }
 
+static int stopping_for(const struct world *w, int j)
+{
+    for (int x = 0; x < w->nj; x++)
+        if (w->jobs[x].terminating && w->jobs[x].state == SCHED_JOB_RUNNING &&
+            w->jobs[x].terminating_for == j)
+            return 1;
+    return 0;
+}
+
 static int tolerated(const struct sched_node *n, const struct sched_job *jb)
 {
     if (n->ntaints == 0)
@@ -334,6 +343,9 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
         const struct sched_job *v = &w->jobs[d->job], *f = &w->jobs[d->for_job];
         CHECK(v->state == SCHED_JOB_RUNNING && v->nplaced > 0, "victim %s not running", v->id);
         CHECK(v->preemptible, "victim %s not preemptible", v->id);
+        CHECK(!v->terminating, "victim %s preempted again while stopping", v->id);
+        CHECK(f->state != SCHED_JOB_WAITING || !stopping_for(w, d->for_job),
+              "%s takes new victims while its victims are stopping", f->id);
         CHECK(!(v->cls == SCHED_INFERENCE && f->cls != SCHED_INFERENCE),
               "Inference %s preempted for non-Inference %s", v->id, f->id);
         CHECK(w->now - v->admitted_at >= w->cfg.min_runtime_s, "victim %s younger than min runtime",
@@ -414,12 +426,27 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
     /* admissions happen while victims still run: capacity must hold now */
     check_capacity(w, seed, cyc);
     check_quota(w, seed, cyc);
-    /* victims stop */
+    /* victims stopping since the last cycle are gone; new victims stop now
+     * or keep terminating (holding capacity) for one more cycle */
     for (int j = 0; j < w->nj; j++)
-        if (preempted[j]) {
+        if (w->jobs[j].terminating && !preempted[j]) {
+            w->jobs[j].terminating = 0;
             w->jobs[j].state = SCHED_JOB_WAITING;
             w->jobs[j].nplaced = 0;
         }
+    for (int x = 0; x < r->n; x++) {
+        const struct sched_decision *d = &r->d[x];
+        if (d->kind != SCHED_PREEMPT)
+            continue;
+        struct sched_job *v = &w->jobs[d->job];
+        if (rn(2)) {
+            v->terminating = 1;
+            v->terminating_for = d->for_job;
+        } else {
+            v->state = SCHED_JOB_WAITING;
+            v->nplaced = 0;
+        }
+    }
 }
 
 static int same_result(const struct sched_result *a, const struct sched_result *b)
@@ -476,7 +503,16 @@ static void test_properties(void **st)
             /* time passes: some running jobs finish, new ones arrive */
             w.now += rn(900);
             for (int j = 0; j < w.nj; j++) {
-                if (w.jobs[j].state == SCHED_JOB_RUNNING && rn(4) == 0) {
+                if (w.jobs[j].state == SCHED_JOB_RUNNING && !w.jobs[j].terminating && rn(4) == 0) {
+                    /* keep terminating_for indices valid across the move */
+                    for (int x = 0; x < w.nj; x++) {
+                        if (w.jobs[x].terminating_for == j)
+                            w.jobs[x].terminating_for = -1;
+                    }
+                    for (int x = 0; x < w.nj; x++) {
+                        if (w.jobs[x].terminating_for == w.nj - 1)
+                            w.jobs[x].terminating_for = j;
+                    }
                     w.jobs[j] = w.jobs[w.nj - 1];
                     memcpy(w.place[j], w.place[w.nj - 1], sizeof(w.place[j]));
                     memcpy(w.ids[j], w.ids[w.nj - 1], sizeof(w.ids[j]));
