@@ -25,7 +25,7 @@ static void usage(FILE *f)
             "usage: gangq simulate CLUSTER.yaml JOBS.(yaml|csv) [--out DIR] [--db PATH] [--json [FILE.json]]\n"
             "                      [--seed N] [--until TIME] [--min-runtime SECONDS]\n"
             "       gangq simulate --openb WORKLOAD[,WORKLOAD...] [--seeds 42-51] [--json]\n"
-            "                      [--policy gangq|fgd|bestfit|firstfit]\n"
+            "                      [--policy gangq|fgd|bestfit|firstfit] [--typical-pct P]\n"
             "\n"
             "Runs the real scheduling core and store on a simulated cluster with a virtual clock\n"
             "and prints allocation, queueing delay, fragmentation, preemptions and the jobs that\n"
@@ -39,7 +39,9 @@ static void usage(FILE *f)
             "\n"
             "--openb replays the openb GPU trace (Weng et al., USENIX ATC 2023) one task at a time\n"
             "under the FGD protocol: WORKLOAD is default, multigpu50, gpushare40 or a path to an\n"
-            "openb-format pod list; data is read from $GANGQ_TRACES or ../shared/traces/openb.\n");
+            "openb-format pod list; data is read from $GANGQ_TRACES or ../shared/traces/openb.\n"
+            "The core is given the trace's task-shape distribution (every shape with its\n"
+            "frequency; --typical-pct P keeps only FGD's \"typical pods\" covering P %% of tasks).\n");
 }
 
 static int mkdir_p(const char *dir)
@@ -197,7 +199,7 @@ static int parse_seeds(const char *s, long long *lo, long long *hi)
 }
 
 static int run_openb(const char *workloads, const char *seeds, int json, enum sched_policy policy,
-                     const char *policy_name)
+                     const char *policy_name, double typical_pct)
 {
     char dir[1024], nodes[1100], table[1100], list[1024];
     long long lo, hi;
@@ -219,8 +221,8 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
         printf("FGD replay (openb trace; Weng et al., \"Beware of Fragmentation: Scheduling GPU-Sharing\n"
                "Workloads with Fragmentation Gradient Descent\", USENIX ATC 2023)\n"
                "unallocated GPU %% at 100 %% arrived, mean +- sd over seeds %lld-%lld (lower is better);\n"
-               "gangq policy: %s; published figures from %s\n\n",
-               lo, hi, policy_name, table);
+               "gangq policy: %s, shapes: %s; published figures from %s\n\n",
+               lo, hi, policy_name, typical_pct > 0 && typical_pct < 100 ? "typical" : "all", table);
     }
     char *save = list;
     for (;;) {
@@ -242,7 +244,7 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
         }
         for (long long s = lo; s <= hi; s++) {
             struct sim_fgd_run run;
-            if (sim_fgd_replay(&o, (uint64_t)s, policy, &run, err, sizeof(err))) {
+            if (sim_fgd_replay(&o, (uint64_t)s, policy, typical_pct, &run, err, sizeof(err))) {
                 fprintf(stderr, "gangq simulate: %s: seed %lld: %s\n", name, s, err);
                 sim_openb_release(&o);
                 return 1;
@@ -308,6 +310,7 @@ int cmd_simulate(int argc, char **argv)
     int npos = 0, json = 0;
     int64_t until = 0, min_runtime = -1, seed = -1;
     enum sched_policy policy = SCHED_POLICY_GANGQ;
+    double typical_pct = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -322,7 +325,8 @@ int cmd_simulate(int argc, char **argv)
             }
         } else if (!v && (!strcmp(a, "--out") || !strcmp(a, "--db") || !strcmp(a, "--seed") ||
                           !strcmp(a, "--seeds") || !strcmp(a, "--openb") || !strcmp(a, "--until") ||
-                          !strcmp(a, "--min-runtime") || !strcmp(a, "--policy"))) {
+                          !strcmp(a, "--min-runtime") || !strcmp(a, "--policy") ||
+                          !strcmp(a, "--typical-pct"))) {
             fprintf(stderr, "gangq simulate: %s needs a value\n", a);
             return 2;
         } else if (!strcmp(a, "--out")) {
@@ -350,6 +354,13 @@ int cmd_simulate(int argc, char **argv)
             else
                 min_runtime = x;
             i++;
+        } else if (!strcmp(a, "--typical-pct")) {
+            char *end;
+            typical_pct = strtod(argv[++i], &end);
+            if (*end || typical_pct < 0 || typical_pct > 100) {
+                fprintf(stderr, "gangq simulate: --typical-pct: \"%s\" is not a percentage\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(a, "--policy")) {
             policy_name = argv[++i];
             if (!strcmp(policy_name, "gangq"))
@@ -382,7 +393,7 @@ int cmd_simulate(int argc, char **argv)
             fprintf(stderr, "gangq simulate: --openb takes no CLUSTER/JOBS files\n");
             return 2;
         }
-        return run_openb(openb, seeds, json, policy, policy_name);
+        return run_openb(openb, seeds, json, policy, policy_name, typical_pct);
     }
     if (npos != 2) {
         usage(stderr);

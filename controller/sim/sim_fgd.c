@@ -51,7 +51,19 @@ static void pod_request(const struct sim_openb_pod *p, struct sched_request *req
 
 /* The workload's shape distribution: distinct (gpus, gpu milli, cpu) with
  * their frequency in the trace, as FGD's "typical pods". */
-static int build_shapes(const struct sim_openb *o, struct sched_shape **out, int *nout)
+static int cmp_weight_desc(const void *a, const void *b)
+{
+    const struct sched_shape *x = a, *y = b;
+    if (x->weight != y->weight)
+        return x->weight > y->weight ? -1 : 1;
+    if (x->req.gpus != y->req.gpus)
+        return x->req.gpus < y->req.gpus ? -1 : 1;
+    if (x->req.gpu_milli != y->req.gpu_milli)
+        return x->req.gpu_milli < y->req.gpu_milli ? -1 : 1;
+    return (x->req.cpu_milli > y->req.cpu_milli) - (x->req.cpu_milli < y->req.cpu_milli);
+}
+
+static int build_shapes(const struct sim_openb *o, double typical_pct, struct sched_shape **out, int *nout)
 {
     struct shape_key *k = malloc(o->npods * sizeof(*k));
     struct sched_shape *sh = NULL;
@@ -81,6 +93,21 @@ static int build_shapes(const struct sim_openb *o, struct sched_shape **out, int
         sh[n].weight = 1.0;
         n++;
     }
+    /* typical_pct in (0, 100): FGD's "typical pods" cut (utils.GetTypicalPods):
+     * the most frequent shapes, taken 10 at a time in decreasing count until
+     * they cover typical_pct % of the tasks (FGD's default is 60); each weight
+     * stays its count over all tasks. 0 or >= 100: every shape. */
+    qsort(sh, (size_t)n, sizeof(*sh), cmp_weight_desc);
+    if (typical_pct > 0 && typical_pct < 100) {
+        double cum = 0, want = typical_pct / 100.0 * (double)o->npods;
+        int keep = 0;
+        while (cum < want && keep < n) {
+            int stop = keep + 10;
+            for (; keep < stop && keep < n; keep++)
+                cum += sh[keep].weight;
+        }
+        n = keep;
+    }
     for (int i = 0; i < n; i++)
         sh[i].weight /= (double)o->npods;
     free(k);
@@ -90,7 +117,7 @@ static int build_shapes(const struct sim_openb *o, struct sched_shape **out, int
 }
 
 int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy policy,
-                   struct sim_fgd_run *out, char *err, size_t errlen)
+                   double typical_pct, struct sim_fgd_run *out, char *err, size_t errlen)
 {
     struct sched_config cfg;
     struct sched_node *nodes = NULL;
@@ -125,7 +152,7 @@ int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy p
         rc = GQ_EINVAL;
         goto out;
     }
-    if ((rc = build_shapes(o, &shapes, &nshapes)) ||
+    if ((rc = build_shapes(o, typical_pct, &shapes, &nshapes)) ||
         (rc = sched_index_set_shapes(ix, shapes, nshapes, err, errlen)))
         goto out;
     if ((rc = sim_openb_workload(o, seed, 1.3, &order, &norder, &ninf)))

@@ -27,7 +27,10 @@ struct sim_fgd_run {
     double wall_s;
 };
 
+/* typical_pct: 0 (or >= 100) hands the core every task shape of the trace with
+ * its frequency; P in (0, 100) keeps only FGD's "typical pods" covering P % of
+ * the tasks (FGD's own default is 60). */
 int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy policy,
-                   struct sim_fgd_run *out, char *err, size_t errlen);
+                   double typical_pct, struct sim_fgd_run *out, char *err, size_t errlen);
 
 #endif

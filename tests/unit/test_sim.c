@@ -16,6 +16,7 @@
 #include "sim_csv.h"
 #include "sim_load.h"
 #include "sim_model.h"
+#include "sim_fgd.h"
 #include "sim_openb.h"
 #include "sim_report.h"
 #include "sim_run.h"
@@ -623,6 +624,55 @@ static void test_delay_stats(void **st)
     assert_int_equal(d.n, 0);
 }
 
+static void test_fgd_replay_small(void **st)
+{
+    (void)st;
+    struct sim_openb o;
+    struct sim_fgd_run run;
+    char err[256] = "";
+    char dir[] = "/tmp/gq_sim_fgd_XXXXXX", np[128], pp[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(np, sizeof(np), "%s/nodes.csv", dir);
+    snprintf(pp, sizeof(pp), "%s/pods.csv", dir);
+    /* one node, 2 GPUs; three 1-GPU tasks: the third fits nowhere. GPU requests
+     * (3000) exceed the cluster (2000), so inflation adds nothing. */
+    write_file(np, "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,8192,2,T4\n");
+    write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,1,1000\np1,1000,10,1,1000\n"
+                   "p2,1000,10,1,1000\n");
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(sim_openb_load_nodes(&o, np, err, sizeof(err)), 0);
+    assert_int_equal(sim_openb_load_pods(&o, pp, err, sizeof(err)), 0);
+    assert_int_equal(sim_fgd_replay(&o, 42, SCHED_POLICY_GANGQ, 0, &run, err, sizeof(err)), 0);
+    assert_int_equal(run.tasks, 3);
+    assert_int_equal(run.inflated, 0);
+    assert_int_equal(run.placed, 2);
+    assert_int_equal(run.failed, 1);
+    /* events: arrived 50 % used 50 %, arrived 100 % used 100 %, arrived 150 % used 100 % */
+    assert_true(run.have[50] && fabs(run.alloc[50] - 50.0) < 1e-9);
+    assert_true(run.have[100] && fabs(run.alloc[100] - 100.0) < 1e-9);
+    assert_true(fabs(run.unalloc_pct - 0.0) < 1e-9);
+    sim_openb_release(&o);
+
+    /* shares: two 600-milli tasks cannot share one GPU; on a 1-GPU node the
+     * second fails: arrived 1200 of 1000, used 600. */
+    write_file(np, "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,8192,1,T4\n");
+    write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,1,600\np1,1000,10,1,600\n");
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(sim_openb_load_nodes(&o, np, err, sizeof(err)), 0);
+    assert_int_equal(sim_openb_load_pods(&o, pp, err, sizeof(err)), 0);
+    assert_int_equal(sim_fgd_replay(&o, 7, SCHED_POLICY_GANGQ, 0, &run, err, sizeof(err)), 0);
+    assert_int_equal(run.placed, 1);
+    assert_int_equal(run.failed, 1);
+    assert_true(run.have[60] && fabs(run.alloc[60] - 60.0) < 1e-9);
+    assert_true(run.have[120] && fabs(run.alloc[120] - 60.0) < 1e-9);
+    assert_false(run.have[100]);
+    assert_true(isnan(run.unalloc_pct));
+    sim_openb_release(&o);
+    unlink(np);
+    unlink(pp);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_run_suspend_and_node_failure),
         cmocka_unit_test(test_run_store),
         cmocka_unit_test(test_report_files),
+        cmocka_unit_test(test_fgd_replay_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
