@@ -1053,6 +1053,29 @@ static void test_stopping_victims(void **st)
     fx_done(&f);
 }
 
+
+/* victims that turn out unnecessary are dropped from the set */
+static void test_drop_unneeded_victims(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    int a = add_job(&f, "x/batch", 1, 1, SCHED_BATCH, 1);
+    run_on(&f, a, 0, 0x01);
+    int t = add_job(&f, "x/train", 6, 1, SCHED_TRAINING, 1);
+    run_on(&f, t, 0, 0x7E);
+    int j = add_job(&f, "x/urgent", 7, 1, SCHED_TRAINING, 100);
+    assert_int_equal(cycle(&f), 0);
+    /* Batch is tried first but only the training job frees enough: batch stays */
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    const struct sched_decision *p = dec(&f, t, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, j);
+    assert_null(dec(&f, a, SCHED_PREEMPT));
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1080,6 +1103,7 @@ int main(void)
         cmocka_unit_test(test_index_policies),
         cmocka_unit_test(test_window_finds_late_rack),
         cmocka_unit_test(test_stopping_victims),
+        cmocka_unit_test(test_drop_unneeded_victims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
