@@ -23,7 +23,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gangq simulate CLUSTER.yaml JOBS.(yaml|csv) [--out DIR] [--db PATH] [--json [FILE.json]]\n"
-            "                      [--seed N] [--until TIME] [--min-runtime SECONDS]\n"
+            "                      [--seed N] [--until TIME] [--min-runtime TIME] [--grace TIME]\n"
             "       gangq simulate --openb WORKLOAD[,WORKLOAD...] [--seeds 42-51] [--json]\n"
             "                      [--policy gangq|fgd|bestfit|firstfit] [--typical-pct P]\n"
             "\n"
@@ -36,6 +36,8 @@ static void usage(FILE *f)
             "  --json        print the JSON summary instead of the text report (FILE.json: write it)\n"
             "  --seed N      label of the run (the core is deterministic; traces carry no randomness)\n"
             "  --until TIME  stop the clock at TIME (seconds or 15m, 2h, 1d)\n"
+            "  --min-runtime TIME  no preemption of work admitted less than TIME ago (core default 300 s)\n"
+            "  --grace TIME  a preempted job's pods take TIME to stop, holding their GPUs (default 30 s)\n"
             "\n"
             "--openb replays the openb GPU trace (Weng et al., USENIX ATC 2023) one task at a time\n"
             "under the FGD protocol: WORKLOAD is default, multigpu50, gpushare40 or a path to an\n"
@@ -85,7 +87,7 @@ static void remove_db(const char *path)
 
 static int run_trace(const char *cpath, const char *tpath, const char *outdir, const char *db,
                      const char *json_file, int json_stdout, int64_t until, int64_t min_runtime,
-                     long long seed)
+                     int64_t grace, long long seed)
 {
     struct sim_cluster c;
     struct sim_trace t;
@@ -128,6 +130,7 @@ static int run_trace(const char *cpath, const char *tpath, const char *outdir, c
     memset(&o, 0, sizeof(o));
     o.db_path = dbp[0] ? dbp : NULL;
     o.min_runtime_s = min_runtime;
+    o.grace_s = grace;
     o.until = until;
     o.progress = isatty(STDERR_FILENO);
     if ((rc = sim_run(&c, &t, &o, &res, err, sizeof(err)))) {
@@ -308,7 +311,7 @@ int cmd_simulate(int argc, char **argv)
     const char *pos[2] = {NULL, NULL}, *out = NULL, *db = NULL, *json_file = NULL, *openb = NULL;
     const char *seeds = "42-51", *policy_name = "gangq";
     int npos = 0, json = 0;
-    int64_t until = 0, min_runtime = -1, seed = -1;
+    int64_t until = 0, min_runtime = -1, seed = -1, grace = -1;
     enum sched_policy policy = SCHED_POLICY_GANGQ;
     double typical_pct = 0;
     for (int i = 1; i < argc; i++) {
@@ -325,7 +328,7 @@ int cmd_simulate(int argc, char **argv)
             }
         } else if (!v && (!strcmp(a, "--out") || !strcmp(a, "--db") || !strcmp(a, "--seed") ||
                           !strcmp(a, "--seeds") || !strcmp(a, "--openb") || !strcmp(a, "--until") ||
-                          !strcmp(a, "--min-runtime") || !strcmp(a, "--policy") ||
+                          !strcmp(a, "--min-runtime") || !strcmp(a, "--policy") || !strcmp(a, "--grace") ||
                           !strcmp(a, "--typical-pct"))) {
             fprintf(stderr, "gangq simulate: %s needs a value\n", a);
             return 2;
@@ -343,7 +346,7 @@ int cmd_simulate(int argc, char **argv)
                 return 2;
             }
             i++;
-        } else if (!strcmp(a, "--until") || !strcmp(a, "--min-runtime")) {
+        } else if (!strcmp(a, "--until") || !strcmp(a, "--min-runtime") || !strcmp(a, "--grace")) {
             int64_t x;
             if (sim_parse_seconds(v, &x)) {
                 fprintf(stderr, "gangq simulate: %s: \"%s\" is not a time (e.g. 90, 15m, 2h)\n", a, v);
@@ -351,6 +354,8 @@ int cmd_simulate(int argc, char **argv)
             }
             if (!strcmp(a, "--until"))
                 until = x;
+            else if (!strcmp(a, "--grace"))
+                grace = x;
             else
                 min_runtime = x;
             i++;
@@ -399,5 +404,5 @@ int cmd_simulate(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    return run_trace(pos[0], pos[1], out, db, json_file, json && !json_file, until, min_runtime, seed);
+    return run_trace(pos[0], pos[1], out, db, json_file, json && !json_file, until, min_runtime, grace, seed);
 }

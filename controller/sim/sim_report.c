@@ -106,6 +106,20 @@ int sim_report_compute(const struct sim_cluster *c, const struct sim_trace *t,
             add_reason(rep, o->reason[0] ? o->reason : "(no explanation from the core)", t->jobs[i].name);
         }
     }
+    /* the most preempted jobs (ties: trace order) */
+    for (size_t i = 0; i < t->njobs; i++) {
+        int p = res->jobs[i].preemptions, k;
+        if (p <= 0)
+            continue;
+        for (k = rep->ntop_preempted; k > 0 && res->jobs[rep->top_preempted[k - 1]].preemptions < p; k--)
+            if (k < 3)
+                rep->top_preempted[k] = rep->top_preempted[k - 1];
+        if (k < 3) {
+            rep->top_preempted[k] = i;
+            if (rep->ntop_preempted < 3)
+                rep->ntop_preempted++;
+        }
+    }
     /* sort reasons by count, descending (small table) */
     for (int i = 1; i < rep->nreasons; i++)
         for (int k = i; k > 0 && rep->reasons[k].count > rep->reasons[k - 1].count; k--) {
@@ -318,6 +332,14 @@ void sim_report_print(FILE *f, const struct sim_cluster *c, const struct sim_tra
     for (int k = 0; k < SIM_NCLASS; k++)
         fprintf(f, "  %-10s %5lld   lost %.1f GPU-hours\n", sim_class_name(k), (long long)rep->preemptions[k],
                 rep->lost_gpu_h[k]);
+    if (rep->ntop_preempted) {
+        fprintf(f, "  most preempted:");
+        for (int k = 0; k < rep->ntop_preempted; k++) {
+            size_t i = rep->top_preempted[k];
+            fprintf(f, "%s %s %d times", k ? "," : "", t->jobs[i].name, res->jobs[i].preemptions);
+        }
+        fprintf(f, "\n");
+    }
     if (res->node_failures)
         fprintf(f, "  node failures: %lld\n", (long long)res->node_failures);
     fprintf(f, "\nNEVER RAN  %lld jobs", (long long)rep->never_ran);

@@ -55,6 +55,8 @@ struct sim_report {
     size_t nteams;
     int64_t preemptions[SIM_NCLASS];
     double lost_gpu_h[SIM_NCLASS];
+    size_t top_preempted[3]; /* trace indices of the most preempted jobs */
+    int ntop_preempted;
     struct sim_reason reasons[SIM_REPORT_REASONS];
     int nreasons;
     int64_t total_gpus;

@@ -18,7 +18,7 @@
 
 /* ---- dynamic events (min-heap on time, kind, seq) ---- */
 
-enum ev_kind { EV_COMPLETE = 1, EV_SUSPEND = 2, EV_RESUME = 3, EV_WAKE = 5 };
+enum ev_kind { EV_COMPLETE = 1, EV_SUSPEND = 2, EV_RESUME = 3, EV_STOPPED = 4, EV_WAKE = 5 };
 
 struct ev {
     int64_t t;
@@ -103,6 +103,7 @@ struct rjob {
     int64_t wait_since;
     uint32_t gen;
     long active_pos; /* index in active[] or -1 */
+    long term_for;   /* terminating: trace index of its preemptor, else -1 */
     char key[SIM_NAME_MAX + 8];
 };
 
@@ -135,6 +136,8 @@ struct run {
     size_t nactive;
     struct sched_job *snapjobs;
     size_t *snapmap;
+    int *snapidx;    /* trace index -> snapshot index of this cycle (-1 absent) */
+    int64_t grace;
     struct heap h;
     int64_t wake_at; /* pending wake time or -1 */
     double *team_gpus; /* GPUs held per team (usage accounting) */
@@ -400,7 +403,8 @@ static int build_jobs(struct run *r)
     r->active = calloc(t->njobs + 1, sizeof(*r->active));
     r->snapjobs = calloc(t->njobs + 1, sizeof(*r->snapjobs));
     r->snapmap = calloc(t->njobs + 1, sizeof(*r->snapmap));
-    if (!r->jobs || !r->active || !r->snapjobs || !r->snapmap)
+    r->snapidx = malloc((t->njobs + 1) * sizeof(*r->snapidx));
+    if (!r->jobs || !r->active || !r->snapjobs || !r->snapmap || !r->snapidx)
         return GQ_ENOMEM;
     for (size_t i = 0; i < t->njobs; i++) {
         const struct sim_job *s = &t->jobs[i];
@@ -411,6 +415,8 @@ static int build_jobs(struct run *r)
         if (!j->rep)
             return GQ_ENOMEM;
         j->active_pos = -1;
+        j->term_for = -1;
+        r->snapidx[i] = -1;
         j->remaining = s->duration;
         q->id = j->key;
         q->team = -1;
@@ -448,6 +454,8 @@ static int build_jobs(struct run *r)
 }
 
 /* ---- events ---- */
+
+static int stop_victim(struct run *r, size_t i);
 
 static int on_arrival(struct run *r, size_t i)
 {
@@ -511,7 +519,11 @@ static int on_suspend(struct run *r, size_t i)
     }
     if (j->state == R_DONE || j->state == R_SUSPENDED)
         return GQ_OK;
-    if (j->state == R_RUNNING) {
+    if (j->state == R_RUNNING && j->sj.terminating) {
+        if ((rc = stop_victim(r, i)))
+            return rc;
+        stop_waiting(r, i);
+    } else if (j->state == R_RUNNING) {
         int64_t lost = stop_running(r, j, s);
         r->res->jobs[i].lost_gpu_s += lost;
         if ((rc = release(r, j, -1)))
@@ -574,6 +586,11 @@ static int on_node(struct run *r, const struct sim_event *e)
         if (!hit)
             continue;
         snprintf(r->msg, sizeof(r->msg), "node %s failed", e->node);
+        if (j->sj.terminating) { /* it was stopping anyway */
+            if ((rc = stop_victim(r, i)))
+                return rc;
+            continue;
+        }
         if (!j->sj.gang) {
             /* a lost inference replica is re-placed; the job keeps serving */
             if ((rc = release(r, j, idx)))
@@ -675,6 +692,26 @@ static int apply_admit(struct run *r, const struct sched_decision *d)
     return GQ_OK;
 }
 
+/* A preempted job's pods have stopped: it frees its capacity and requeues. */
+static int stop_victim(struct run *r, size_t i)
+{
+    struct rjob *j = &r->jobs[i];
+    const struct sim_job *s = &r->t->jobs[i];
+    int rc;
+    int64_t lost = stop_running(r, j, s);
+    r->res->jobs[i].lost_gpu_s += lost;
+    r->res->lost_gpu_s[s->cls] += lost;
+    j->sj.terminating = 0;
+    j->sj.terminating_for = -1;
+    j->term_for = -1;
+    if ((rc = release(r, j, -1)))
+        return rc;
+    to_waiting(r, i);
+    if (r->st && (rc = store_alloc_clear(r->st, j->key, r->err, r->errlen)))
+        return rc;
+    return GQ_OK;
+}
+
 static int apply_preempt(struct run *r, const struct sched_decision *d)
 {
     size_t i = r->snapmap[d->job];
@@ -682,26 +719,24 @@ static int apply_preempt(struct run *r, const struct sched_decision *d)
     const struct sim_job *s = &r->t->jobs[i];
     const char *by = d->for_job >= 0 ? r->snapjobs[d->for_job].id : "";
     int rc;
-    if (j->state != R_RUNNING) {
-        gq_errf(r->err, r->errlen, "core preempted %s, which is not running", j->key);
+    if (j->state != R_RUNNING || j->sj.terminating) {
+        gq_errf(r->err, r->errlen, "core preempted %s, which is not running (or already stopping)", j->key);
         return GQ_ECORRUPT;
     }
-    int64_t lost = stop_running(r, j, s);
-    r->res->jobs[i].lost_gpu_s += lost;
     r->res->jobs[i].preemptions++;
     r->res->preemptions[s->cls]++;
-    r->res->lost_gpu_s[s->cls] += lost;
-    if ((rc = release(r, j, -1)))
+    if (r->st &&
+        ((rc = st_state(r, j, STORE_PREEMPTED, "", d->message ? d->message : "", by, d->message ? d->message : "",
+                        0)) ||
+         (rc = st_audit(r, "gangq", "preempt", j, "Running", "Preempted", d->message ? d->message : ""))))
         return rc;
-    to_waiting(r, i);
-    if (r->st) {
-        if ((rc = st_state(r, j, STORE_PREEMPTED, "", d->message ? d->message : "", by,
-                           d->message ? d->message : "", 0)) ||
-            (rc = store_alloc_clear(r->st, j->key, r->err, r->errlen)) ||
-            (rc = st_audit(r, "gangq", "preempt", j, "Running", "Preempted", d->message ? d->message : "")))
-            return rc;
-    }
-    return GQ_OK;
+    if (r->grace <= 0)
+        return stop_victim(r, i);
+    /* its pods terminate for the grace period, holding their capacity */
+    j->sj.terminating = 1;
+    j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
+    j->gen++; /* the pending completion no longer applies */
+    return heap_push(&r->h, r->now + r->grace, EV_STOPPED, i, j->gen);
 }
 
 static void usage_advance(struct run *r)
@@ -752,7 +787,17 @@ static int cycle(struct run *r, int *preempted)
         size_t i = r->active[a];
         r->snapjobs[n] = r->jobs[i].sj;
         r->snapmap[n] = i;
+        r->snapidx[i] = n;
         n++;
+    }
+    for (int k = 0; k < n; k++) {
+        const struct rjob *j = &r->jobs[r->snapmap[k]];
+        if (!j->sj.terminating)
+            continue;
+        long f = j->term_for;
+        /* the preemptor, if it still waits */
+        r->snapjobs[k].terminating_for =
+            f >= 0 && r->jobs[f].state == R_WAITING && r->jobs[f].active_pos >= 0 ? r->snapidx[f] : -1;
     }
     memset(&snap, 0, sizeof(snap));
     snap.config = &r->cfg;
@@ -784,6 +829,8 @@ static int cycle(struct run *r, int *preempted)
             gq_strlcpy(r->res->jobs[i].reason, res->d[k].message, sizeof(r->res->jobs[i].reason));
         }
     sched_result_free(res);
+    for (int k = 0; k < n; k++)
+        r->snapidx[r->snapmap[k]] = -1;
     return rc;
 }
 
@@ -885,6 +932,7 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t, const struct
     r.errlen = errlen;
     r.wake_at = -1;
     sched_config_default(&r.cfg);
+    r.grace = o->grace_s >= 0 ? o->grace_s : 30;
     if (o->min_runtime_s >= 0)
         r.cfg.min_runtime_s = o->min_runtime_s;
     out->jobs = calloc(t->njobs + 1, sizeof(*out->jobs));
@@ -942,6 +990,10 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t, const struct
                 rc = on_suspend(&r, e.job);
             } else if (e.kind == EV_RESUME) {
                 rc = on_resume(&r, e.job);
+            } else if (e.kind == EV_STOPPED) {
+                if (!j->sj.terminating || e.gen != j->gen)
+                    continue; /* already stopped (node failure, suspend) */
+                rc = stop_victim(&r, e.job);
             } else if (e.kind == EV_WAKE) {
                 if (r.wake_at == now)
                     r.wake_at = -1;
@@ -985,7 +1037,8 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t, const struct
                 for (size_t a = 0; a < r.nactive; a++) {
                     const struct rjob *j = &r.jobs[r.active[a]];
                     int64_t end = j->sj.admitted_at + r.cfg.min_runtime_s;
-                    if (j->state == R_RUNNING && j->sj.preemptible && j->sj.priority < top && end > now &&
+                    if (j->state == R_RUNNING && !j->sj.terminating && j->sj.preemptible && j->sj.priority < top &&
+                        end > now &&
                         end < w)
                         w = end;
                 }
@@ -1033,6 +1086,7 @@ done:
     free(r.active);
     free(r.snapjobs);
     free(r.snapmap);
+    free(r.snapidx);
     free(r.nodes);
     free(r.ns);
     free(r.labels);

@@ -4,10 +4,12 @@
  * with jobs, decisions, usage history and audit entries).
  *
  * Semantics: time is integer seconds. Events at the same time are applied
- * together (node events, completions, suspends, resumes, then arrivals), then
- * the core runs one cycle if anything changed and some job waits; when a cycle
- * preempts, the victims are released at once and the core runs again at the
- * same time (bounded). A job runs for `duration` seconds of admitted time; a
+ * together (node events, completions, suspends, resumes, stops, then
+ * arrivals), then the core runs one cycle if anything changed and some job
+ * waits. A preempted job keeps its capacity for the grace period, shown to the
+ * core as terminating for its preemptor; then it stops, is requeued, and the
+ * core runs again. With a grace of 0 the victims stop at once and the core
+ * runs again at the same time (bounded). A job runs for `duration` seconds of admitted time; a
  * preempted, suspended or node-failed job loses its progress unless it
  * checkpoints. A non-gang job starts its clock with its first replica.
  * When jobs wait and some running job is still protected by the minimum
@@ -29,6 +31,7 @@ struct sim_opts {
     const char *db_path;   /* SQLite file for the store; NULL = no store */
     int64_t min_runtime_s; /* < 0: the core's default */
     int64_t until;         /* stop the clock here; 0 = until no event is left */
+    int64_t grace_s;       /* a preempted job's pods take this long to stop (< 0: 30 s) */
     int progress;          /* progress line on stderr (callers pass isatty) */
     int64_t epoch_ms;      /* wall time of virtual t=0 for the store; 0 = 2026-01-01 */
 };

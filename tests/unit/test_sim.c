@@ -327,8 +327,8 @@ struct runfix {
     struct sim_report rep;
 };
 
-static void run_text(struct runfix *f, const char *cluster, const char *trace, int64_t min_runtime,
-                     const char *db)
+static void run_grace(struct runfix *f, const char *cluster, const char *trace, int64_t min_runtime,
+                      const char *db, int64_t grace)
 {
     char err[512] = "";
     struct sim_opts o;
@@ -336,6 +336,7 @@ static void run_text(struct runfix *f, const char *cluster, const char *trace, i
     memset(&o, 0, sizeof(o));
     o.min_runtime_s = min_runtime;
     o.db_path = db;
+    o.grace_s = grace;
     if (sim_load_cluster_mem(cluster, strlen(cluster), "c.yaml", &f->c, err, sizeof(err)))
         fail_msg("cluster: %s", err);
     if (sim_load_trace_mem(trace, strlen(trace), "t.yaml", 0, &f->t, err, sizeof(err)))
@@ -345,6 +346,13 @@ static void run_text(struct runfix *f, const char *cluster, const char *trace, i
     if (sim_run(&f->c, &f->t, &o, &f->r, err, sizeof(err)))
         fail_msg("run: %s", err);
     assert_int_equal(sim_report_compute(&f->c, &f->t, &f->r, &f->rep), 0);
+}
+
+/* Victims stop at once (grace 0) unless a test says otherwise. */
+static void run_text(struct runfix *f, const char *cluster, const char *trace, int64_t min_runtime,
+                     const char *db)
+{
+    run_grace(f, cluster, trace, min_runtime, db, 0);
 }
 
 static void run_release(struct runfix *f)
@@ -453,12 +461,26 @@ static void test_run_preemption(void **st)
     assert_int_equal(f.rep.preemptions[SIM_CLASS_BATCH], 1);
     assert_int_equal(f.rep.preemptions[SIM_CLASS_TRAINING], 0);
     assert_true(fabs(f.rep.lost_gpu_h[SIM_CLASS_BATCH] - 240.0 / 3600) < 1e-9);
+    assert_int_equal(f.rep.ntop_preempted, 1);
+    assert_string_equal(f.t.jobs[f.rep.top_preempted[0]].name, "L");
     run_release(&f);
     /* checkpointing: L keeps 30 s, ends at 80 + 70 = 150, nothing lost */
     snprintf(buf, sizeof(buf), "%s", PRE_TRACE(", checkpoint: true"));
     run_text(&f, ONE_NODE, buf, 0, NULL);
     assert_int_equal(out_of(&f, "L")->finish, 150);
     assert_int_equal(out_of(&f, "L")->lost_gpu_s, 0);
+    run_release(&f);
+    /* a 30 s grace period: L keeps the node until 60 (shown to the core as
+     * terminating for H), H runs 60-110, L restarts at 110 and ends at 210
+     * having lost 60 s x 8 GPUs */
+    snprintf(buf, sizeof(buf), "%s", PRE_TRACE(""));
+    run_grace(&f, ONE_NODE, buf, 0, NULL, 30);
+    assert_int_equal(out_of(&f, "H")->first_start, 60);
+    assert_int_equal(out_of(&f, "H")->finish, 110);
+    assert_int_equal(out_of(&f, "L")->preemptions, 1);
+    assert_int_equal(out_of(&f, "L")->finish, 210);
+    assert_int_equal(out_of(&f, "L")->waited, 50);
+    assert_int_equal(out_of(&f, "L")->lost_gpu_s, 480);
     run_release(&f);
     /* minimum runtime 60 s protects L until t=60: H starts at 60, ends 110; L restarts at 110 */
     snprintf(buf, sizeof(buf), "%s", PRE_TRACE(""));
@@ -538,11 +560,11 @@ static void test_run_store(void **st)
     int n[2] = {0, 0};
     assert_non_null(mkdtemp(dir));
     snprintf(db, sizeof(db), "%s/sim.db", dir);
-    run_text(&f, ONE_NODE,
-             "jobs:\n"
-             "  - {name: L, team: t, class: Batch, priority: 10, gpus: 8, duration: 100}\n"
-             "  - {name: H, team: t, class: Training, priority: 100, gpus: 8, duration: 50, arrival: 30}\n",
-             0, db);
+    run_grace(&f, ONE_NODE,
+              "jobs:\n"
+              "  - {name: L, team: t, class: Batch, priority: 10, gpus: 8, duration: 100}\n"
+              "  - {name: H, team: t, class: Training, priority: 100, gpus: 8, duration: 50, arrival: 30}\n",
+              0, db, -1);
     run_release(&f);
     struct store_opts so = {0, 0, 1};
     assert_int_equal(store_open(db, &so, &s, err, sizeof(err)), 0);
