@@ -908,7 +908,7 @@ static void progress(struct run *r, struct timespec *last, int final)
         return;
     }
     *last = now;
-    fprintf(stderr, "\rsimulating: t=%lldh%02lldm  jobs done %lld/%zu  waiting %zu   ",
+    fprintf(stderr, "\rsimulating: t=%lldh%02lldm  jobs done %lld/%zu  active %zu   ",
             (long long)(r->now / 3600), (long long)(r->now % 3600 / 60), (long long)r->ndone, r->t->njobs,
             r->nactive);
 }
