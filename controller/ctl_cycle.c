@@ -489,6 +489,95 @@ static int pool_exists(struct rc_ctx *r, const char *name)
     return 0;
 }
 
+/* Highest gangq.io/attempt label among the job's pods (0 when none). */
+static int max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
+{
+    int np = 0, best = 0;
+    const cJSON **pods = memo_pods(r, m, &np);
+    for (int i = 0; i < np; i++) {
+        const char *a = ctl_obj_label(pods[i], CTL_LABEL_ATTEMPT);
+        int64_t v;
+        if (a && !gq_parse_i64(a, (size_t)-1, &v) && v > best && v < 1000000)
+            best = (int)v;
+    }
+    return best;
+}
+
+static int ledger_set(struct rc_ctx *r, struct cj *j);
+
+/* A job new to the store whose pods already run (the store was lost or is
+ * another replica's): adopt the newest complete attempt instead of admitting
+ * the gang a second time. */
+static int adopt(struct rc_ctx *r, struct cj *j)
+{
+    int np = 0, rc = 0;
+    const cJSON **pods = memo_pods(r, j->memo, &np);
+    int attempt = max_pod_attempt(r, j->memo);
+    if (!np || !attempt)
+        return 0;
+    struct ctl_placement pl;
+    ctl_placement_init(&pl);
+    pl.attempt = attempt;
+    for (int i = 0; i < np; i++) {
+        const cJSON *pod = pods[i];
+        const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT), *rp = ctl_obj_label(pod, CTL_LABEL_REPLICA);
+        const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+        const cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                                  cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "ownerReferences"), 0);
+        const char *uid = ctl_obj_str(ref, "uid", NULL);
+        int64_t av, rv;
+        if (!a || !rp || !nn || !uid || strcmp(uid, j->job.meta.uid) || gq_parse_i64(a, (size_t)-1, &av) ||
+            av != attempt || gq_parse_i64(rp, (size_t)-1, &rv) || ctl_pod_terminal(pod) ||
+            ctl_obj_str(pod, "metadata", "deletionTimestamp"))
+            continue;
+        struct ctl_podusage u;
+        ctl_pod_usage(pod, &u);
+        if (ctl_placement_add(&pl, (int)rv, nn, u.devs))
+            continue;
+        /* keep the pod's own name: a re-placed replica carries a generation */
+        char want[API_NAME_MAX + 32];
+        const char *pn = ctl_obj_str(pod, "metadata", "name");
+        struct ctl_prep *p = &pl.rep[ctl_placement_find(&pl, (int)rv)];
+        ctl_pod_name(j->job.meta.name, &pl, p, want, sizeof(want));
+        size_t wl = strlen(want);
+        const char *g = pn && strlen(pn) > wl + 2 && !strncmp(pn, want, wl) && !strncmp(pn + wl, "-g", 2)
+                            ? pn + wl : NULL;
+        if (g) {
+            int64_t gv;
+            if (!gq_parse_i64(g + 2, (size_t)-1, &gv) && gv > 0 && gv < 1000000) {
+                p->gen = (int)gv;
+                if (p->gen > pl.reseq)
+                    pl.reseq = p->gen;
+            }
+        }
+    }
+    int gang = j->job.spec.gang != API_FALSE;
+    if (pl.n == 0 || (gang && pl.n != j->job.spec.replicas)) {
+        ctl_placement_release(&pl);
+        return 0; /* incomplete: its pods are strays and get deleted */
+    }
+    struct gq_buf b;
+    gq_buf_init(&b, 1u << 20);
+    if ((rc = ctl_placement_format(&pl, &b)))
+        goto out;
+    struct store_transition t = {STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0};
+    if ((rc = store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err))))
+        goto out;
+    j->row->state = STORE_ADMITTED;
+    j->state = STORE_ADMITTED;
+    ctl_placement_release(&j->pl);
+    j->pl = pl;
+    ctl_placement_init(&pl);
+    if ((rc = ledger_set(r, j)) || (rc = audit(r, "adopt", j, j->key, "", b.p, "pods found without a store row")))
+        goto out;
+    LOGC(r->c, GQ_LOG_WARN, "adopted running pods of a job unknown to the store", " job=%s attempt=%d replicas=%d",
+         j->key, j->pl.attempt, j->pl.n);
+out:
+    ctl_placement_release(&pl);
+    gq_buf_release(&b);
+    return rc;
+}
+
 /* Decode, default, validate; upsert the store row. */
 static int job_prepare(struct rc_ctx *r, struct cj *j)
 {
@@ -522,8 +611,9 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     }
 
     j->row = row_find(r, j->key);
-    int fresh = !j->row || strcmp(j->row->uid, j->job.meta.uid);
-    int changed = fresh || j->row->generation != j->job.meta.generation ||
+    int fresh = !j->row;
+    int changed_uid = j->row && strcmp(j->row->uid, j->job.meta.uid);
+    int changed = fresh || changed_uid || j->row->generation != j->job.meta.generation ||
                   strcmp(j->row->team, j->job.spec.team) ||
                   j->row->priority != j->job.spec.effective_priority;
     if (changed) {
@@ -570,7 +660,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
                 qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
             j->row = row_find(r, j->key);
         }
-        if (fresh) {
+        if (fresh || changed_uid) {
             LOGC(r->c, GQ_LOG_INFO, "job queued", " job=%s team=%s gpus=%d", j->key,
                  j->job.spec.team, (int)sj.gpus);
             if ((rc = audit(r, "enqueue", j, j->key, "", "", "")))
@@ -587,6 +677,8 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     if (!j->memo)
         return GQ_ENOMEM;
     j->memo->seen_cycle = r->c->reconciles;
+    if (fresh && j->state == STORE_QUEUED && !j->failed_invalid && (rc = adopt(r, j)))
+        return rc;
     for (int i = 0; i < r->nintents; i++)
         if (r->intents[i].kind == STORE_INTENT_ADMIT && !strcmp(r->intents[i].job_key, j->key))
             j->admit_pending = 1;
@@ -787,7 +879,8 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     gq_buf_init(&b, 1u << 20);
     if (!partial) {
         ctl_placement_release(&j->pl);
-        j->pl.attempt = (int)j->row->attempts + 1;
+        /* above any attempt whose pods may still exist (adopted, or a lost store) */
+        j->pl.attempt = (int)GQ_MAX(j->row->attempts, max_pod_attempt(r, j->memo)) + 1;
     }
     if (d->domain && !partial)
         gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));

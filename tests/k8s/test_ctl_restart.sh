@@ -60,6 +60,18 @@ attempts=$(jq -r '[.items[].metadata.labels["gangq.io/attempt"]] | unique | join
 assert_eq 1 "$attempts" "every job admitted once (attempt 1)"
 pass "after 3 SIGKILLs: 24/24 jobs Running, 32 pods, no duplicate, <= 8 GPUs per node, all attempt 1"
 
+# --- the store lost: the controller adopts the running pods instead of admitting again
+gq_ctl_stop
+rm -f "$GQ_TEST_TMP/gangq.db" "$GQ_TEST_TMP/gangq.db-wal" "$GQ_TEST_TMP/gangq.db-shm"
+gq_ctl_start --leader-elect=false
+wait_for 30 "24 jobs adopted" bash -c "[ \$(grep -c 'adopted running pods' '$GQ_TEST_TMP/controller.log') -ge 24 ]"
+wait_for 30 "all 24 jobs Running again" check_all
+sleep 2
+pods=$(k -n rs get pods -o json)
+assert_eq 32 "$(jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length' <<<"$pods")" "still exactly 32 pods"
+assert_eq 1 "$(jq -r '[.items[].metadata.labels["gangq.io/attempt"]] | unique | join(",")' <<<"$pods")" "no new attempt"
+pass "store deleted: 24 jobs adopted from their pods, nothing admitted twice"
+
 # --- API server restart under the controller
 lists_of() { { grep -o 'total_lists=[0-9]*' "$GQ_TEST_TMP/controller.log" || true; } | tail -1 | cut -d= -f2; }
 wait_for 10 "informer counters logged" bash -c "sed -n '/--- start/h; /--- start/!H; \${x;p}' '$GQ_TEST_TMP/controller.log' | grep -q total_lists"
