@@ -336,7 +336,8 @@ void sim_report_print(FILE *f, const struct sim_cluster *c, const struct sim_tra
         fprintf(f, "  most preempted:");
         for (int k = 0; k < rep->ntop_preempted; k++) {
             size_t i = rep->top_preempted[k];
-            fprintf(f, "%s %s %d times", k ? "," : "", t->jobs[i].name, res->jobs[i].preemptions);
+            fprintf(f, "%s %s %d time%s", k ? "," : "", t->jobs[i].name, res->jobs[i].preemptions,
+                    res->jobs[i].preemptions == 1 ? "" : "s");
         }
         fprintf(f, "\n");
     }
