@@ -99,3 +99,4 @@ pass "unknown team: Queued with condition Valid=False UnknownTeam and the messag
 gq_ctl_stop
 assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "controller stopped" "graceful stop logged"
 pass "SIGTERM: clean exit"
+assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

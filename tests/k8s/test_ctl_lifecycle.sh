@@ -78,3 +78,4 @@ k -n lf delete pod dl-1-0 --grace-period=0 --force >/dev/null 2>&1
 wait_for 30 "dl re-admitted" bash -c "kubectl -n lf get pod dl-2-0 -o name >/dev/null 2>&1"
 pass "pod deleted by someone else: gang requeued and re-admitted"
 gq_ctl_stop
+assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

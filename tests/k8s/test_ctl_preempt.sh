@@ -93,3 +93,4 @@ job bt more Batch 10 1 1
 wait_jsonpath 20 Queued -n bt gpujob more -o jsonpath='{.status.state}'
 pass "quota edit audited (old and new spec), running work kept, new work waits: $line"
 gq_ctl_stop
+assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

@@ -94,3 +94,4 @@ assert_eq "$l1" "$l2" "no relists while idle after the restart"
 gq_ctl_alive || fail "controller died across the API server restart"
 pass "API server restarted: controller caught up (new job admitted after s01 deleted); lists $before -> $l2, stable"
 gq_ctl_stop
+assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

@@ -108,3 +108,4 @@ a1=$(k -n ta get gpujob a1 -o jsonpath='{.status.state} {.status.lastPreemption.
 assert_eq "Preempted tb/b1" "$a1" "the borrower ta/a1 is reclaimed for the lender"
 pass "lender tb admitted within its nominal quota by reclaiming from the borrower (ta/a1: $a1)"
 gq_ctl_stop
+assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"
