@@ -47,7 +47,20 @@ struct sched_index {
     int32_t *rslots;
     size_t nrslots;
     int64_t total_milli;
+    uint64_t seq; /* placements so far: seeds FGD's tie-break draw */
 };
+
+/* FGD's tie-break: kube-scheduler picks uniformly among the nodes with the
+ * highest score (selectHost's reservoir sampling). A hash of (placement number,
+ * node) gives every tied node an independent pseudo-random key per placement;
+ * the lowest key wins. Deterministic, so a replay is reproducible. */
+static uint64_t tie_key(uint64_t seq, int node)
+{
+    uint64_t z = seq * 0x9e3779b97f4a7c15ULL + (uint64_t)(uint32_t)node * 0xd1b54a32d192ed03ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 
 static char *ix_strdup(struct sched_index *ix, const char *s)
 {
@@ -333,7 +346,7 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
             }
         }
         c.devs = sc_pick_devs(n, &r, ix->sh, ix->nsh, ix->pol, ix->frag[i], &c.delta);
-        c.level = sc_fgd_level(c.delta, ix->levels);
+        c.level = sc_fgd_level(c.delta, ix->pol == SCHED_POLICY_FGD ? SC_FGD_PLUGIN_LEVELS : ix->levels);
         if (e) {
             e->level = c.level;
             e->rid = (uint32_t)rid + 1;
@@ -346,7 +359,16 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         c.in_use = n->free_milli < n->ndev * 1000;
         c.free_after = n->free_milli - (r.gpus > 0 ? (int64_t)r.gpus * 1000 : r.milli);
         c.cpu_after = n->cpu_free - r.cpu;
-        if (!have || sc_cand_cmp(&c, &best, ix->pol) < 0) {
+        int better;
+        if (!have)
+            better = 1;
+        else if (ix->pol == SCHED_POLICY_FGD)
+            /* the published plugin: 0..100 score, uniform pick among the best */
+            better = c.level != best.level ? c.level > best.level
+                                           : tie_key(ix->seq, i) < tie_key(ix->seq, best.node);
+        else
+            better = sc_cand_cmp(&c, &best, ix->pol) < 0;
+        if (better) {
             best = c;
             have = 1;
             if (ix->pol == SCHED_POLICY_FIRSTFIT)
@@ -355,6 +377,7 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
     }
     if (!have)
         return GQ_ENOTFOUND;
+    ix->seq++;
     sc_apply(&ix->n[best.node], &r, best.devs, 1);
     node_changed(ix, best.node);
     out->node = best.node;

@@ -91,6 +91,8 @@ int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_pol
 /* GANGQ's quantised FGD score: floor(levels * sigmoid(-delta / 1000)), delta in
  * milli-GPU; like the FGD scheduler plugin's 0..100 score, at finer resolution. */
 int32_t sc_fgd_level(double delta, int levels);
+/* The published FGD plugin's score resolution (framework.MaxNodeScore). */
+#define SC_FGD_PLUGIN_LEVELS 100
 
 /* String interner: maps string content to dense ids 0..n-1 in insertion order. */
 struct sc_strtab {

@@ -234,6 +234,10 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
         int better;
         if (best < 0)
             better = 1;
+        else if (pol == SCHED_POLICY_FGD)
+            /* the FGD plugin: the device with the highest 0..100 score, the
+             * lowest index among equals (fgd_score.go) */
+            better = sc_fgd_level(dd, SC_FGD_PLUGIN_LEVELS) > sc_fgd_level(bestd, SC_FGD_PLUGIN_LEVELS);
         else if (dd != bestd)
             better = dd < bestd;
         else

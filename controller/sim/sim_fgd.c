@@ -51,16 +51,25 @@ static void pod_request(const struct sim_openb_pod *p, struct sched_request *req
 
 /* The workload's shape distribution: distinct (gpus, gpu milli, cpu) with
  * their frequency in the trace, as FGD's "typical pods". */
+/* SortTargetPodInDecreasingCount: count descending; among equal counts the
+ * reverse of PodResource.Less (MilliCpu, then MilliGpu per GPU, then GpuNumber,
+ * all descending). */
+static int shape_milli(const struct sched_shape *x)
+{
+    return x->req.gpus > 0 ? 1000 : x->req.gpu_milli;
+}
+
 static int cmp_weight_desc(const void *a, const void *b)
 {
     const struct sched_shape *x = a, *y = b;
     if (x->weight != y->weight)
         return x->weight > y->weight ? -1 : 1;
-    if (x->req.gpus != y->req.gpus)
-        return x->req.gpus < y->req.gpus ? -1 : 1;
-    if (x->req.gpu_milli != y->req.gpu_milli)
-        return x->req.gpu_milli < y->req.gpu_milli ? -1 : 1;
-    return (x->req.cpu_milli > y->req.cpu_milli) - (x->req.cpu_milli < y->req.cpu_milli);
+    if (x->req.cpu_milli != y->req.cpu_milli)
+        return x->req.cpu_milli > y->req.cpu_milli ? -1 : 1;
+    if (shape_milli(x) != shape_milli(y))
+        return shape_milli(x) > shape_milli(y) ? -1 : 1;
+    int gx = x->req.gpus > 0 ? x->req.gpus : (x->req.gpu_milli > 0), gy = y->req.gpus > 0 ? y->req.gpus : (y->req.gpu_milli > 0);
+    return (gx < gy) - (gx > gy);
 }
 
 static int build_shapes(const struct sim_openb *o, double typical_pct, struct sched_shape **out, int *nout)
@@ -93,19 +102,17 @@ static int build_shapes(const struct sim_openb *o, double typical_pct, struct sc
         sh[n].weight = 1.0;
         n++;
     }
-    /* typical_pct in (0, 100): FGD's "typical pods" cut (utils.GetTypicalPods):
-     * the most frequent shapes, taken 10 at a time in decreasing count until
-     * they cover typical_pct % of the tasks (FGD's default is 60); each weight
-     * stays its count over all tasks. 0 or >= 100: every shape. */
+    /* typical_pct in (0, 100): FGD's "typical pods" (utils.GetTypicalPods with
+     * the experiments' typicalPodsConfig: CPU-only pods included, step 1): the
+     * most frequent shapes, one at a time in decreasing count, until they
+     * cover typical_pct % of the tasks; the weights are then renormalised over
+     * the kept shapes (sched_index_set_shapes does that). >= 100: every shape. */
     qsort(sh, (size_t)n, sizeof(*sh), cmp_weight_desc);
     if (typical_pct > 0 && typical_pct < 100) {
         double cum = 0, want = typical_pct / 100.0 * (double)o->npods;
         int keep = 0;
-        while (cum < want && keep < n) {
-            int stop = keep + 10;
-            for (; keep < stop && keep < n; keep++)
-                cum += sh[keep].weight;
-        }
+        while (cum < want && keep < n)
+            cum += sh[keep++].weight;
         n = keep;
     }
     for (int i = 0; i < n; i++)
@@ -155,7 +162,7 @@ int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy p
     if ((rc = build_shapes(o, typical_pct, &shapes, &nshapes)) ||
         (rc = sched_index_set_shapes(ix, shapes, nshapes, err, errlen)))
         goto out;
-    if ((rc = sim_openb_workload(o, seed, 1.3, &order, &norder, &ninf)))
+    if ((rc = sim_openb_workload_tune(o, seed, SIM_FGD_TUNE, &order, &norder, &ninf, &out->removed)))
         goto out;
     arr = malloc((norder + 1) * sizeof(*arr));
     used = malloc((norder + 1) * sizeof(*used));

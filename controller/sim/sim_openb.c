@@ -298,6 +298,70 @@ int sim_openb_workload(const struct sim_openb *o, uint64_t seed, double ratio, s
     return GQ_OK;
 }
 
+int sim_openb_workload_tune(const struct sim_openb *o, uint64_t seed, double ratio, size_t **order,
+                            size_t *norder, size_t *nadded, size_t *nremoved)
+{
+    size_t n = o->npods, cap, k, m;
+    size_t *ord = NULL;
+    struct sim_rng rng;
+    double tgt = ratio * (double)o->node_gpu_milli;
+    int64_t gpu = o->pod_gpu_milli;
+    *order = NULL;
+    *norder = 0;
+    *nadded = 0;
+    *nremoved = 0;
+    if (n == 0 || !(ratio > 0))
+        return GQ_EINVAL;
+    cap = n;
+    ord = malloc(cap * sizeof(*ord));
+    if (!ord)
+        return GQ_ENOMEM;
+    for (k = 0; k < n; k++)
+        ord[k] = k;
+    sim_rng_seed(&rng, seed);
+    for (k = n - 1; k > 0; k--) { /* Fisher-Yates */
+        size_t j = (size_t)sim_rng_below(&rng, k + 1);
+        size_t t = ord[k];
+        ord[k] = ord[j];
+        ord[j] = t;
+    }
+    m = n;
+    if ((double)gpu > tgt) {
+        /* tuneDownPods: remove random pods, keeping the others' order */
+        while ((double)gpu > tgt && m > 0) {
+            size_t idx = (size_t)sim_rng_below(&rng, m);
+            gpu -= sim_openb_pod_gpu_milli(&o->pods[ord[idx]]);
+            memmove(&ord[idx], &ord[idx + 1], (m - idx - 1) * sizeof(*ord));
+            m--;
+            (*nremoved)++;
+        }
+    } else if ((double)gpu < tgt && o->pod_gpu_milli > 0) { /* else it never ends */
+        /* tuneUpPods: append random draws (do-while) until the next would overshoot */
+        for (;;) {
+            size_t idx = (size_t)sim_rng_below(&rng, n);
+            const struct sim_openb_pod *p = &o->pods[idx];
+            if ((double)(gpu + p->gpu_milli) > tgt)
+                break;
+            if (m == cap) {
+                size_t nc = cap * 2;
+                size_t *q = realloc(ord, nc * sizeof(*q));
+                if (!q) {
+                    free(ord);
+                    return GQ_ENOMEM;
+                }
+                ord = q;
+                cap = nc;
+            }
+            gpu += sim_openb_pod_gpu_milli(p);
+            ord[m++] = idx;
+            (*nadded)++;
+        }
+    }
+    *order = ord;
+    *norder = m;
+    return GQ_OK;
+}
+
 void sim_openb_bin(const int64_t *arrived, const int64_t *used, size_t n, int64_t total_milli,
                    double alloc[SIM_OPENB_BINS], int have[SIM_OPENB_BINS])
 {

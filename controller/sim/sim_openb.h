@@ -78,6 +78,19 @@ int64_t sim_openb_pod_gpu_milli(const struct sim_openb_pod *p);
 int sim_openb_workload(const struct sim_openb *o, uint64_t seed, double ratio, size_t **order,
                        size_t *norder, size_t *ninflated);
 
+/* The replay order of the published experiments (simulator.go with
+ * "-tune 1.3 -tuneseed S --shuffle-pod=true", workload inflation off): the
+ * trace's pods in a seeded shuffled order, then "workload tuning" to ratio x
+ * the cluster's GPU capacity. When the trace requests more GPU than that,
+ * pods drawn uniformly at random are removed (tuneDownPods) until it does not;
+ * otherwise pods drawn uniformly with replacement from the trace are appended
+ * (tuneUpPods) until the next draw's per-GPU milli would take the total above
+ * the target (the original compares the per-GPU milli, not num_gpu x milli,
+ * and so may overshoot by a multi-GPU task; kept for fidelity). *order is
+ * malloc'ed; *nadded / *nremoved count the tuned pods. */
+int sim_openb_workload_tune(const struct sim_openb *o, uint64_t seed, double ratio, size_t **order,
+                            size_t *norder, size_t *nadded, size_t *nremoved);
+
 /* Bin a run per merge_alloc_discrete.py: arrived% = round(arrived/total*100)
  * (ties to even), alloc% = used/total*100 rounded to 2 decimals; bin X is the
  * mean alloc% of events whose arrived% is X, or if none, of events with

@@ -264,6 +264,36 @@ static void test_openb_workload(void **st)
     assert_memory_equal(ord, ord2, n * sizeof(*ord));
     free(ord);
     free(ord2);
+
+    /* workload tuning (the published runs' -tune): ratio 1.3 of 4000 = 5200
+     * GPU milli; the trace has 3000, so draws are appended until the next
+     * would overshoot: the GPU total ends in (5200 - 1000, 5200]. */
+    size_t nadd = 0, nrem = 0;
+    assert_int_equal(sim_openb_workload_tune(&o, 42, 1.3, &ord, &n, &nadd, &nrem), 0);
+    assert_int_equal(nrem, 0);
+    assert_int_equal(n, 4 + nadd);
+    assert_true(nadd >= 2);
+    g = 0;
+    memset(seen, 0, sizeof(seen));
+    for (size_t i = 0; i < n; i++) {
+        g += sim_openb_pod_gpu_milli(&o.pods[ord[i]]);
+        if (i < 4)
+            seen[ord[i]]++;
+    }
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(seen[i], 1); /* the trace first, shuffled */
+    assert_true(g > 4200 && g <= 5200);
+    free(ord);
+    /* ratio 0.5: 2000 milli; the 3000 of the trace is cut down by removing
+     * random pods (CPU-only ones may go too) until it fits, order kept */
+    assert_int_equal(sim_openb_workload_tune(&o, 7, 0.5, &ord, &n, &nadd, &nrem), 0);
+    assert_int_equal(nadd, 0);
+    assert_int_equal(n + nrem, 4);
+    g = 0;
+    for (size_t i = 0; i < n; i++)
+        g += sim_openb_pod_gpu_milli(&o.pods[ord[i]]);
+    assert_true(g <= 2000 && g >= 1000);
+    free(ord);
     sim_openb_release(&o);
     /* bad pod row */
     write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,2,500\n");
@@ -656,8 +686,9 @@ static void test_fgd_replay_small(void **st)
     assert_non_null(mkdtemp(dir));
     snprintf(np, sizeof(np), "%s/nodes.csv", dir);
     snprintf(pp, sizeof(pp), "%s/pods.csv", dir);
-    /* one node, 2 GPUs; three 1-GPU tasks: the third fits nowhere. GPU requests
-     * (3000) exceed the cluster (2000), so inflation adds nothing. */
+    /* one node, 2 GPUs; three 1-GPU tasks. GPU requests (3000) exceed 1.3 x
+     * the cluster (2600), so workload tuning removes one task and adds none;
+     * the two left both fit. */
     write_file(np, "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,8192,2,T4\n");
     write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,1,1000\np1,1000,10,1,1000\n"
                    "p2,1000,10,1,1000\n");
@@ -665,18 +696,20 @@ static void test_fgd_replay_small(void **st)
     assert_int_equal(sim_openb_load_nodes(&o, np, err, sizeof(err)), 0);
     assert_int_equal(sim_openb_load_pods(&o, pp, err, sizeof(err)), 0);
     assert_int_equal(sim_fgd_replay(&o, 42, SCHED_POLICY_GANGQ, 0, &run, err, sizeof(err)), 0);
-    assert_int_equal(run.tasks, 3);
+    assert_int_equal(run.tasks, 2);
     assert_int_equal(run.inflated, 0);
+    assert_int_equal(run.removed, 1);
     assert_int_equal(run.placed, 2);
-    assert_int_equal(run.failed, 1);
-    /* events: arrived 50 % used 50 %, arrived 100 % used 100 %, arrived 150 % used 100 % */
+    assert_int_equal(run.failed, 0);
+    /* events: arrived 50 % used 50 %, arrived 100 % used 100 % */
     assert_true(run.have[50] && fabs(run.alloc[50] - 50.0) < 1e-9);
     assert_true(run.have[100] && fabs(run.alloc[100] - 100.0) < 1e-9);
     assert_true(fabs(run.unalloc_pct - 0.0) < 1e-9);
     sim_openb_release(&o);
 
     /* shares: two 600-milli tasks cannot share one GPU; on a 1-GPU node the
-     * second fails: arrived 1200 of 1000, used 600. */
+     * second fails: arrived 1200 of 1000, used 600 (tuning: 1200 + 600 would
+     * pass 1300, so nothing is added). */
     write_file(np, "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,8192,1,T4\n");
     write_file(pp, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,1,600\np1,1000,10,1,600\n");
     memset(&o, 0, sizeof(o));
