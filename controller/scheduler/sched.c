@@ -132,6 +132,7 @@ struct cy_quota {
 struct cy_group {
     int64_t lendable_sum;
     int64_t over_sum;
+    int64_t claimed; /* milli claimed by waiting preemptors of the group's teams */
 };
 
 struct sort_key {
@@ -153,6 +154,7 @@ struct cy_team {
     int32_t hprio;     /* head job's priority and enqueue time (cached) */
     int64_t henq;
     int hjob;
+    int hborrow;       /* the head must borrow (goes after heads within nominal) */
     struct sort_key *keys; /* queue's sort keys, same order */
     const char *name;
 };
@@ -164,6 +166,8 @@ struct cy_job {
     int32_t victim;    /* chosen as victim this cycle */
     int32_t decided;   /* 1 admitted, 2 waiting */
     int32_t stopping;  /* terminating victims making room for this job */
+    int32_t claim_e;   /* quota entry its claim is charged to, -1 none */
+    int64_t claim;     /* milli claimed while it waits for its victims */
     const char *msg;   /* WAIT message */
 };
 
@@ -956,6 +960,20 @@ static uint64_t quota_mask(const struct cy *cy, int jx)
 
 static void team_share_update(struct cy_team *ct);
 
+/* Charge (sign +1) or refund (-1) a placement to team quota only. */
+static void charge_quota(struct cy *cy, int team, const struct sc_req *r,
+                         const struct sched_replica *reps, int n, int sign)
+{
+    if (!sc_is_gpu(r) || cy->t[team].unlimited)
+        return;
+    int64_t per = req_milli(r);
+    for (int x = 0; x < n; x++) {
+        int e = quota_entry(cy, team, cy->n[reps[x].node].c.type);
+        if (e >= 0)
+            quota_charge(cy, e, sign * per);
+    }
+}
+
 /* Charge (sign +1) or refund (-1) a placement to team quota and share. */
 static void charge(struct cy *cy, int team, const struct sc_req *r,
                    const struct sched_replica *reps, int n, int sign)
@@ -963,16 +981,95 @@ static void charge(struct cy *cy, int team, const struct sc_req *r,
     if (!sc_is_gpu(r))
         return;
     struct cy_team *t = &cy->t[team];
-    int64_t per = req_milli(r);
-    for (int x = 0; x < n; x++) {
-        t->alloc += sign * per;
-        if (t->unlimited)
-            continue;
-        int e = quota_entry(cy, team, cy->n[reps[x].node].c.type);
-        if (e >= 0)
-            quota_charge(cy, e, sign * per);
-    }
+    t->alloc += sign * req_milli(r) * n;
+    charge_quota(cy, team, r, reps, n, sign);
     team_share_update(t);
+}
+
+/*
+ * The quota entry a job is charged to on a node of GPU type `type` (-1: the
+ * first acceptable type that has an entry, else "*"); -1 when none.
+ */
+static int job_entry(const struct cy *cy, int jx, int type)
+{
+    const struct cy_job *cj = &cy->j[jx];
+    if (cy->t[cj->team].unlimited || !sc_is_gpu(&cj->r))
+        return -1;
+    if (type >= 0 && type < SC_MAX_GPU_TYPES && (cj->r.types & ((uint64_t)1 << type)))
+        return quota_entry(cy, cj->team, type);
+    int ntypes = cy->ctx->types.n;
+    for (int ty = 0; ty < ntypes && ty < SC_MAX_GPU_TYPES; ty++) {
+        if (!(cj->r.types & ((uint64_t)1 << ty)))
+            continue;
+        int e = quota_entry(cy, cj->team, ty);
+        if (e >= 0)
+            return e;
+    }
+    return quota_entry(cy, cj->team, -1);
+}
+
+/*
+ * A waiting preemptor's claim: its whole need charged to its team's quota
+ * entry (so to its nominal, and beyond nominal to the cohort's lendable pool)
+ * while its victims stop. Nobody else can borrow what it claimed. type: GPU
+ * type of the nodes it will use (-1 unknown).
+ */
+static void claim_set(struct cy *cy, int jx, int type)
+{
+    struct cy_job *cj = &cy->j[jx];
+    if (cj->claim_e >= 0)
+        return;
+    int e = job_entry(cy, jx, type);
+    if (e < 0)
+        return;
+    cj->claim_e = e;
+    cj->claim = req_milli(&cj->r) * cj->want;
+    quota_charge(cy, e, cj->claim);
+    cy->g[cy->q[e].group].claimed += cj->claim;
+}
+
+static void claim_drop(struct cy *cy, int jx)
+{
+    struct cy_job *cj = &cy->j[jx];
+    if (cj->claim_e < 0)
+        return;
+    quota_charge(cy, cj->claim_e, -cj->claim);
+    cy->g[cy->q[cj->claim_e].group].claimed -= cj->claim;
+    cj->claim_e = -1;
+    cj->claim = 0;
+}
+
+/*
+ * 1 when the job cannot stay within its team's nominal quota on any
+ * acceptable type (it must borrow from the cohort); 0 for teams without
+ * quota, CPU-only jobs and jobs with no usable quota entry.
+ */
+static int must_borrow(const struct cy *cy, int jx)
+{
+    const struct cy_job *cj = &cy->j[jx];
+    if (cy->t[cj->team].unlimited || !sc_is_gpu(&cj->r) || cj->want <= 0)
+        return 0;
+    int64_t need = req_milli(&cj->r) * cj->want;
+    int ntypes = cy->ctx->types.n, seen = 0;
+    for (int ty = 0; ty < ntypes && ty < SC_MAX_GPU_TYPES; ty++) {
+        if (!(cj->r.types & ((uint64_t)1 << ty)))
+            continue;
+        int e = quota_entry(cy, cj->team, ty);
+        if (e < 0)
+            continue;
+        seen = 1;
+        if (cy->q[e].used + need <= cy->q[e].nominal)
+            return 0;
+    }
+    if (cj->r.types == SC_ANY) {
+        int e = quota_entry(cy, cj->team, -1);
+        if (e >= 0) {
+            seen = 1;
+            if (cy->q[e].used + need <= cy->q[e].nominal)
+                return 0;
+        }
+    }
+    return seen;
 }
 
 /* ---------------- explanations ---------------- */
@@ -1139,6 +1236,11 @@ static void explain_quota(struct cy *cy, int jx, struct gq_buf *b)
             fmt_gpus(b, may);
             gq_buf_puts(b, ")");
         }
+    }
+    if (g->claimed > 0) {
+        gq_buf_puts(b, ", ");
+        fmt_gpus(b, g->claimed);
+        gq_buf_puts(b, " claimed by jobs waiting for preempted jobs");
     }
     gq_buf_puts(b, ", needs ");
     fmt_gpus(b, need);
@@ -1389,6 +1491,7 @@ static int build(struct cy *cy)
         if (req_from(cy, &jb->req, &cj->r) != 0)
             return bad(cy, "job %s: bad request (gpus %d)", jb->id, jb->req.gpus);
         cj->team = jb->team >= 0 ? jb->team : s->nteams;
+        cj->claim_e = -1;
         if (jb->state == SCHED_JOB_RUNNING) {
             if (jb->nplaced < 0 || jb->nplaced > jb->replicas || (jb->nplaced && !jb->placement))
                 return bad(cy, "job %s: bad placement (%d replicas)", jb->id, jb->nplaced);
@@ -1410,12 +1513,18 @@ static int build(struct cy *cy)
         }
     }
 
-    /* victims still stopping, per job they make room for */
+    /* victims still stopping, per job they make room for. While its victims
+     * stop, a waiting preemptor holds a claim on the quota it needs; the
+     * victims keep theirs (their pods still run) until they are gone. */
     for (int x = 0; x < cy->nj; x++) {
         const struct sched_job *jb = &s->jobs[x];
         if (jb->state == SCHED_JOB_RUNNING && jb->terminating && jb->terminating_for >= 0 &&
-            jb->terminating_for < cy->nj)
-            cy->j[jb->terminating_for].stopping++;
+            jb->terminating_for < cy->nj) {
+            int p = jb->terminating_for;
+            cy->j[p].stopping++;
+            if (cy->j[p].want > 0 && p != x)
+                claim_set(cy, p, jb->nplaced > 0 ? cy->n[jb->placement[0].node].c.type : -1);
+        }
     }
 
     /* derive shapes from the waiting queue when none given */
@@ -1531,6 +1640,7 @@ static void team_head(struct cy *cy, int t)
     ct->hprio = ct->keys[ct->head].prio;
     ct->henq = ct->keys[ct->head].enq;
     ct->hjob = ct->keys[ct->head].idx;
+    ct->hborrow = must_borrow(cy, ct->hjob);
     /* the queue visits jobs in an order unrelated to memory: fetch ahead */
     if (ct->head + 4 < ct->nqueue) {
         int nx = ct->keys[ct->head + 4].idx;
@@ -1557,7 +1667,9 @@ static int next_team(const struct cy *cy)
         const struct cy_team *b = &cy->t[best];
         int better;
         double sh = team_share(cy, t);
-        if (ct->hprio != b->hprio)
+        if (ct->hborrow != b->hborrow)
+            better = !ct->hborrow; /* within nominal quota before borrowing */
+        else if (ct->hprio != b->hprio)
             better = ct->hprio > b->hprio;
         else if (sh != bs)
             better = sh < bs;
@@ -1580,6 +1692,7 @@ struct victim {
     int prot;     /* borrower of a protected pool home to the preemptor */
     int borrower; /* its team is over nominal */
     int lent;     /* borrows quota the preemptor's team lends */
+    int qborrow;  /* its team is over nominal on the GPU type it runs on */
 };
 
 static int team_over_nominal(const struct cy *cy, int t)
@@ -1617,6 +1730,15 @@ static int victim_cmp(const struct cy *cy, const struct victim *a, const struct 
     if (x->admitted_at != y->admitted_at)
         return x->admitted_at > y->admitted_at ? -1 : 1;
     return strcmp(x->id, y->id);
+}
+
+/* May a preemptor that borrows take this victim (see plan_preempt)? */
+static int borrower_victim_ok(const struct cy *cy, int jx, const struct victim *w)
+{
+    const struct sched_job *J = &cy->s->jobs[jx], *V = &cy->s->jobs[w->job];
+    if (cy->j[w->job].team == cy->j[jx].team || w->prot)
+        return 1;
+    return w->qborrow && V->priority < J->priority;
 }
 
 static void remove_job(struct cy *cy, int v, int sign)
@@ -1694,7 +1816,7 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
             rel = mark[V->placement[p].node] == cy->stamp;
         if (!rel)
             continue;
-        struct victim w = {v, 0, 0, 0};
+        struct victim w = {v, 0, 0, 0, 0};
         /* protected pool borrower whose pool is home to the preemptor */
         for (int p = 0; p < V->nplaced && !w.prot; p++) {
             int pl = cy->n[V->placement[p].node].pool;
@@ -1704,6 +1826,10 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
         }
         w.borrower = team_over_nominal(cy, cV->team);
         w.lent = w.borrower && cV->team != cJ->team && team_under_nominal_in(cy, cJ->team, jcoh);
+        {
+            int ve = job_entry(cy, v, cy->n[V->placement[0].node].c.type);
+            w.qborrow = ve >= 0 && cy->q[ve].used > cy->q[ve].nominal;
+        }
         if (!(V->priority < J->priority || w.lent || w.prot))
             continue;
         vs[nv++] = w;
@@ -1723,8 +1849,11 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
     int *chosen = slot(cy->ctx, SL_ORDER, (size_t)nv * sizeof(int));
     if (!chosen)
         return GQ_ENOMEM;
-    int nch = 0, ok = 0, rc = 0;
+    int nch = 0, ok = 0, rc = 0, pass = 0;
     cy->nocache = 1;
+retry:
+    nch = 0;
+    ok = 0;
     for (int a = 0; a < nv; a++) {
         remove_job(cy, vs[a].job, 1);
         chosen[nch++] = a;
@@ -1762,9 +1891,32 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
         goto out;
     }
     int got = rc;
+    /* A job that still borrows once its victims are gone goes, when they are
+     * requeued, after every job within nominal and after higher-priority
+     * borrowers: a victim of another team that is one of those would be
+     * admitted first and take the room back, and the two would preempt each
+     * other in turn. Such a job may only take, from other teams, lower-priority
+     * victims that borrow on their GPU type (or protected-pool borrowers).
+     * Plan again without the others. */
+    int e = job_entry(cy, pc->jx, cy->n[reps[0].node].c.type);
+    int borrows = e >= 0 && cy->q[e].used + req_milli(&cJ->r) * cJ->want > cy->q[e].nominal;
+    int bad_victim = 0;
+    for (int c = 0; c < nch && borrows && !bad_victim; c++)
+        bad_victim = !borrower_victim_ok(cy, pc->jx, &vs[chosen[c]]);
     /* restore victims' usage: they still run until they stop */
     for (int c = nch - 1; c >= 0; c--)
         remove_job(cy, vs[chosen[c]].job, -1);
+    if (bad_victim) {
+        int m = 0;
+        for (int a = 0; a < nv; a++)
+            if (borrower_victim_ok(cy, pc->jx, &vs[a]))
+                vs[m++] = vs[a];
+        nv = m;
+        rc = 0;
+        if (pass++ > 0 || nv == 0)
+            goto out;
+        goto retry;
+    }
     for (int y = 0; y < got; y++)
         cy->n[reps[y].node].reserved_by = pc->jx;
     for (int c = 0; c < nch; c++) {
@@ -1888,14 +2040,17 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
 
 /* Hold the nodes of victims still stopping for job jx (no one else may take
  * what they free); returns how many victims are still stopping. */
-static int hold_for(struct cy *cy, int jx)
+static int hold_for(struct cy *cy, int jx, int *type)
 {
     int n = 0;
+    *type = -1;
     for (int x = 0; x < cy->nj; x++) {
         const struct sched_job *V = &cy->s->jobs[x];
         if (V->state != SCHED_JOB_RUNNING || !V->terminating || V->terminating_for != jx)
             continue;
         n++;
+        if (*type < 0 && V->nplaced > 0)
+            *type = cy->n[V->placement[0].node].c.type;
         for (int p = 0; p < V->nplaced; p++) {
             struct cy_node *nd = &cy->n[V->placement[p].node];
             if (nd->reserved_by < 0)
@@ -2067,14 +2222,19 @@ static int run(struct cy *cy)
     reps = malloc((size_t)maxwant * sizeof(*reps));
     if (!reps)
         return GQ_ENOMEM;
-    for (;;) {
+    for (int last = -1;;) {
+        /* only the last job's team changed its quota usage (admission or claim) */
+        if (last >= 0 && cy->t[last].head < cy->t[last].nqueue)
+            cy->t[last].hborrow = must_borrow(cy, cy->t[last].hjob);
         int t = next_team(cy);
         if (t < 0)
             break;
+        last = t;
         int jx = cy->t[t].queue[cy->t[t].head++];
         team_head(cy, t);
         order[no++] = jx;
         struct cy_job *cj = &cy->j[jx];
+        claim_drop(cy, jx); /* its own claim does not block it; set again if it still waits */
         const struct sched_job *jb = &s->jobs[jx];
         uint64_t qm = quota_mask(cy, jx);
         int gpu = sc_is_gpu(&cj->r);
@@ -2084,9 +2244,9 @@ static int run(struct cy *cy)
             rc = make_pc(cy, jx, cj->r.types, &pc);
             if (rc)
                 goto out;
-            int got = 0;
+            int got = 0, ctype = -1;
             if (cj->stopping > 0) {
-                got = hold_for(cy, jx);
+                got = hold_for(cy, jx, &ctype);
             } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
                 cy->preempt_tries++;
                 got = plan_preempt(cy, &pc, reps, 1);
@@ -2094,8 +2254,11 @@ static int run(struct cy *cy)
                     rc = got;
                     goto out;
                 }
+                if (got > 0)
+                    ctype = cy->n[reps[0].node].c.type;
             }
             if (got > 0) {
+                claim_set(cy, jx, ctype);
                 char e[96];
                 snprintf(e, sizeof(e), "waiting for %d preempted job%s to stop", got,
                          got == 1 ? "" : "s");
@@ -2139,9 +2302,9 @@ static int run(struct cy *cy)
             rc = GQ_ENOMEM;
             goto out;
         }
-        int pre = 0;
+        int pre = 0, ctype = -1;
         if (cj->stopping > 0) {
-            pre = hold_for(cy, jx); /* its victims are still stopping: no new ones */
+            pre = hold_for(cy, jx, &ctype); /* its victims are still stopping: no new ones */
         } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
             /* worth trying only when some running job could be a victim */
             cy->preempt_tries++;
@@ -2150,8 +2313,11 @@ static int run(struct cy *cy)
                 rc = pre;
                 goto out;
             }
+            if (pre > 0)
+                ctype = cy->n[reps[0].node].c.type;
         }
         if (pre > 0) {
+            claim_set(cy, jx, ctype);
             char e[96];
             snprintf(e, sizeof(e), "waiting for %d preempted job%s to stop", pre,
                      pre == 1 ? "" : "s");
