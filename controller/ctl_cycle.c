@@ -19,6 +19,7 @@ struct cj {
     char key[CTL_KEY_MAX];
     struct api_gpujob job;
     int decoded;                /* decode gave a usable spec */
+    int gen_changed;            /* metadata.generation differs from the store's */
     int failed_invalid;         /* decode/validate errors: Failed */
     const char *invalid_reason; /* condition reason (static text) */
     char invalid_msg[API_MSG_MAX];
@@ -613,6 +614,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     j->row = row_find(r, j->key);
     int fresh = !j->row;
     int changed_uid = j->row && strcmp(j->row->uid, j->job.meta.uid);
+    j->gen_changed = !fresh && !changed_uid && j->row->generation != j->job.meta.generation;
     int changed = fresh || changed_uid || j->row->generation != j->job.meta.generation ||
                   strcmp(j->row->team, j->job.spec.team) ||
                   j->row->priority != j->job.spec.effective_priority;
@@ -699,6 +701,17 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
 {
     int rc = 0;
     int s = j->state;
+    if (s == STORE_FAILED && !j->failed_invalid && j->gen_changed &&
+        !strncmp(j->row->message, "invalid spec:", 13)) {
+        /* the user fixed the spec: queue it (it keeps its enqueue time) */
+        if ((rc = transition(r, j, j->job.spec.suspend ? STORE_SUSPENDED : STORE_QUEUED, "", "", NULL,
+                             NULL, 0)) ||
+            (rc = audit(r, "revalidate", j, j->key, "Failed", store_state_name(j->state), "spec fixed")))
+            return rc;
+        event_add(r, j->obj, "Normal", "Revalidated", "spec is valid now: queued");
+        LOGC(r->c, GQ_LOG_INFO, "job revalidated", " job=%s", j->key);
+        return 0;
+    }
     if (s == STORE_SUCCEEDED || s == STORE_FAILED)
         return 0;
     if (j->failed_invalid) {
@@ -978,6 +991,11 @@ static int run_sched(struct rc_ctx *r)
     c->m.cycles++;
     c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
     gq_metrics_observe(c->mh.cycle_dur, c->m.last_cycle_ms / 1000.0);
+    for (int k = 0; k < s.snap.njobs; k++) {
+        struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
+        m->wait_msg[0] = 0; /* the decisions below say what is current */
+        m->position = 0;
+    }
     for (int k = 0; k < res->n; k++) {
         const struct sched_decision *d = &res->d[k];
         struct cj *j = &r->jobs[s.job_in[d->job]];

@@ -96,6 +96,24 @@ wait_jsonpath 10 "False UnknownTeam" -n orphans gpujob lost -o jsonpath='{.statu
 assert_contains "$(k -n orphans describe gpujob lost)" "team nosuchteam does not exist" "describe shows the problem"
 pass "unknown team: Queued with condition Valid=False UnknownTeam and the message"
 
+# A spec the schema accepts but the controller cannot use: Failed with the reason; fixed: queued.
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: badlevel, namespace: research}
+spec:
+  gpu: {count: 1}
+  topology: {required: planet}
+  template: {spec: {containers: [{name: c, image: busybox}]}}
+YAML
+wait_jsonpath 20 Failed -n research gpujob badlevel -o jsonpath='{.status.state}'
+msg=$(k -n research get gpujob badlevel -o jsonpath='{.status.message}')
+assert_contains "$msg" "spec.topology.required" "Failed message names the field"
+assert_eq "False InvalidSpec" "$(k -n research get gpujob badlevel -o jsonpath='{.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}')" "Valid condition"
+k -n research patch gpujob badlevel --type=merge -p '{"spec":{"topology":{"required":"rack"}}}' >/dev/null
+wait_for 20 "fixed job queued/admitted" bash -c "kubectl -n research get gpujob badlevel -o jsonpath='{.status.state}' | grep -Eq 'Queued|Admitted|Running'"
+pass "invalid level: Failed ($msg); after kubectl patch fixing it: $(k -n research get gpujob badlevel -o jsonpath='{.status.state}')"
+
 gq_ctl_stop
 assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "controller stopped" "graceful stop logged"
 pass "SIGTERM: clean exit"

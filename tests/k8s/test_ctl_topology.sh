@@ -81,6 +81,7 @@ wait_state 20 topo gang 'Admitted|Running'
 wait_for 10 "2 gang pods" bash -c "[ \$(kubectl -n topo get pods -l gangq.io/job=gang -o name | wc -l) = 2 ]"
 assert_eq "n3 n4" "$(k -n topo get pods -l gangq.io/job=gang -o jsonpath='{.items[*].spec.nodeName}' | tr ' ' '\n' | sort | xargs)" "pods bound inside rack-2"
 assert_eq "rack-2" "$(k -n topo get gpujob gang -o jsonpath='{.status.admission.domain}')" "admission domain"
+assert_not_contains "$(k -n topo get gpujob gang -o jsonpath='{.status.message}')" "nodes fit" "the waiting explanation is gone once admitted"
 wait_jsonpath 20 Running -n topo gpujob gang -o jsonpath='{.status.state}'
 pass "rack-2 freed: gang admitted with both pods on n3+n4 (domain rack-2), Running"
 
