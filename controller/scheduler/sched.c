@@ -1041,7 +1041,8 @@ static void claim_drop(struct cy *cy, int jx)
 
 /*
  * 1 when the job cannot stay within its team's nominal quota on any
- * acceptable type (it must borrow from the cohort); 0 for teams without
+ * acceptable type (it must borrow from the cohort; its own claim does not
+ * count against it); 0 for teams without
  * quota, CPU-only jobs and jobs with no usable quota entry.
  */
 static int must_borrow(const struct cy *cy, int jx)
@@ -1058,14 +1059,14 @@ static int must_borrow(const struct cy *cy, int jx)
         if (e < 0)
             continue;
         seen = 1;
-        if (cy->q[e].used + need <= cy->q[e].nominal)
+        if (cy->q[e].used - (cj->claim_e == e ? cj->claim : 0) + need <= cy->q[e].nominal)
             return 0;
     }
     if (cj->r.types == SC_ANY) {
         int e = quota_entry(cy, cj->team, -1);
         if (e >= 0) {
             seen = 1;
-            if (cy->q[e].used + need <= cy->q[e].nominal)
+            if (cy->q[e].used - (cj->claim_e == e ? cj->claim : 0) + need <= cy->q[e].nominal)
                 return 0;
         }
     }

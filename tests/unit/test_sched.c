@@ -1076,6 +1076,136 @@ static void test_drop_unneeded_victims(void **st)
     fx_done(&f);
 }
 
+/* The reclaim loop the simulator found (one 8xA100 node, teams a and b with 4
+ * each in one cohort): b/y reclaims its quota from a/x, which borrows it. Once
+ * x has stopped, y (within nominal) is admitted before x (which must borrow),
+ * x waits on quota, and x never preempts y back. */
+static void test_reclaim_no_loop(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "A100", 64000, NULL);
+    f.quotas[0][0] = (struct sched_quota){"A100", 4, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"A100", 4, -1, -1};
+    f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 0};
+    f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 1, 0};
+    f.nt = 2;
+    int x = add_job(&f, "a/x", 8, 1, SCHED_TRAINING, 900);
+    f.jobs[x].team = 0;
+    f.jobs[x].req.types[0] = "A100";
+    f.jobs[x].req.ntypes = 1;
+    run_on(&f, x, 0, 0xFF);
+    int y = add_job(&f, "b/y", 4, 1, SCHED_BATCH, 100);
+    f.jobs[y].team = 1;
+    /* cycle 1: y plans the preemption of x */
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    const struct sched_decision *p = dec(&f, x, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, y);
+    assert_string_equal(p->message, "preempted to make room for b/y (Batch, priority 100): "
+                                    "reclaiming quota lent to team a");
+    assert_string_equal(dec(&f, y, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+    /* cycle 2: x is terminating */
+    f.jobs[x].terminating = 1;
+    f.jobs[x].terminating_for = y;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_int_equal(count_kind(&f, SCHED_ADMIT), 0);
+    assert_string_equal(dec(&f, y, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+    /* cycle 3: x is gone and waits again (priority 900 > 100): y is admitted
+     * first because it fits within b's nominal quota and x must borrow */
+    f.jobs[x].terminating = 0;
+    f.jobs[x].terminating_for = -1;
+    f.jobs[x].state = SCHED_JOB_WAITING;
+    f.jobs[x].nplaced = 0;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    const struct sched_decision *a = dec(&f, y, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_null(dec(&f, x, SCHED_ADMIT));
+    assert_string_equal(dec(&f, x, SCHED_WAIT)->message,
+                        "0/1 nodes fit 8 GPUs: 1 fewer than 8 free GPUs; "
+                        "team a quota 0/4 A100 used, needs 8");
+    assert_int_equal(f.res->d[0].job, y); /* y's ADMIT is the first decision */
+    /* cycle 4: y runs past the minimum runtime; x (borrowing) may not take it
+     * back from b's nominal quota, whatever its priority */
+    f.jobs[y].state = SCHED_JOB_RUNNING;
+    f.place[y][0] = a->rep[0];
+    f.jobs[y].placement = f.place[y];
+    f.jobs[y].nplaced = 1;
+    f.jobs[y].admitted_at = f.now;
+    f.now += 3600;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_int_equal(count_kind(&f, SCHED_ADMIT), 0);
+    assert_string_equal(dec(&f, x, SCHED_WAIT)->message,
+                        "0/1 nodes fit 8 GPUs: 1 fewer than 8 free GPUs; "
+                        "team a quota 0/4 A100 used, needs 8");
+    fx_done(&f);
+}
+
+/* A preemptor waiting for its victims holds a claim on its quota: a borrower
+ * (even of higher priority) is not admitted into it, in the cycle that plans
+ * the preemption nor while the victims stop; once they are gone the preemptor
+ * is admitted, and the borrower gets what is left. */
+static void test_claim_blocks_borrower(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "A100", 64000, NULL);
+    add_node(&f, 4, "A100", 64000, NULL);
+    f.quotas[0][0] = (struct sched_quota){"A100", 4, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"A100", 8, -1, -1};
+    f.quotas[2][0] = (struct sched_quota){"A100", 0, -1, -1};
+    f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 0};
+    f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 1, 0};
+    f.teams[2] = (struct sched_team){"g", "c", 1, f.quotas[2], 1, 0};
+    f.nt = 3;
+    int x = add_job(&f, "a/x", 8, 1, SCHED_TRAINING, 500);
+    f.jobs[x].team = 0;
+    run_on(&f, x, 0, 0xFF);
+    int y = add_job(&f, "b/y", 8, 1, SCHED_BATCH, 100);
+    f.jobs[y].team = 1;
+    int w = add_job(&f, "g/w", 4, 1, SCHED_BATCH, 950);
+    f.jobs[w].team = 2;
+    f.jobs[w].req.types[0] = "A100";
+    f.jobs[w].req.ntypes = 1;
+    /* cycle 1: y (within nominal) goes before w (borrowing) and claims 8 */
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, x, SCHED_PREEMPT));
+    assert_int_equal(dec(&f, x, SCHED_PREEMPT)->for_job, y);
+    assert_null(dec(&f, w, SCHED_ADMIT));
+    const char *claim_msg = "1/2 nodes fit 4 GPUs: 1 reserved for a higher job; team g quota "
+                            "0/0 A100 used, 8 claimed by jobs waiting for preempted jobs, "
+                            "needs 4";
+    assert_string_equal(dec(&f, w, SCHED_WAIT)->message, claim_msg);
+    /* cycle 2: x stops; the claim holds */
+    f.jobs[x].terminating = 1;
+    f.jobs[x].terminating_for = y;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_int_equal(count_kind(&f, SCHED_ADMIT), 0);
+    assert_string_equal(dec(&f, y, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+    assert_string_equal(dec(&f, w, SCHED_WAIT)->message, claim_msg);
+    /* cycle 3: x gone: y admitted on n0, w borrows the 4 left on n1, x waits */
+    f.jobs[x].terminating = 0;
+    f.jobs[x].state = SCHED_JOB_WAITING;
+    f.jobs[x].nplaced = 0;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *ay = dec(&f, y, SCHED_ADMIT);
+    assert_non_null(ay);
+    assert_int_equal(ay->rep[0].node, 0);
+    const struct sched_decision *aw = dec(&f, w, SCHED_ADMIT);
+    assert_non_null(aw);
+    assert_int_equal(aw->rep[0].node, 1);
+    assert_non_null(dec(&f, x, SCHED_WAIT));
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1104,6 +1234,8 @@ int main(void)
         cmocka_unit_test(test_window_finds_late_rack),
         cmocka_unit_test(test_stopping_victims),
         cmocka_unit_test(test_drop_unneeded_victims),
+        cmocka_unit_test(test_reclaim_no_loop),
+        cmocka_unit_test(test_claim_blocks_borrower),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
