@@ -454,9 +454,32 @@ static void inf_synced(void *ud)
     ctl_mark_dirty(u->c);
 }
 
+static int ctl_store_open(struct gq_ctl *c)
+{
+    char err[1024];
+    if (c->st)
+        return 0;
+    if (store_open(c->cfg.db, NULL, &c->st, err, sizeof(err))) {
+        gq_log(c->cfg.log_level, GQ_LOG_ERROR, "ctl", err, NULL);
+        return GQ_EIO;
+    }
+    int64_t n = 0;
+    store_jobs_count(c->st, STORE_MASK_ALL, &n, NULL, 0);
+    gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "store open", " db=%s jobs=%lld", c->cfg.db, (long long)n);
+    return 0;
+}
+
+static void begin_stop(struct gq_ctl *c);
+
 static void lead_started(void *ud)
 {
     struct gq_ctl *c = ud;
+    if (ctl_store_open(c)) {
+        /* cannot work without the store: give the lease back and exit */
+        c->exit_code = 1;
+        begin_stop(c);
+        return;
+    }
     c->leading = 1;
     c->restart_done = 0;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "leading: cycles on", " identity=%s", c->identity);
@@ -487,11 +510,22 @@ static void stop_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
+    (void)loop;
     (void)revents;
     struct gq_ctl *c = w->data;
     if (c->stopping)
         return;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "signal: shutting down", " signal=%d", w->signum);
+    begin_stop(c);
+}
+
+/* Stop watches and timers, release the lease, then wait (bounded) for the
+ * writes in flight before leaving the loop. */
+static void begin_stop(struct gq_ctl *c)
+{
+    struct ev_loop *loop = c->loop;
+    if (c->stopping)
+        return;
     c->stopping = 1;
     ev_timer_stop(loop, &c->debounce);
     ev_timer_stop(loop, &c->resync);
@@ -561,7 +595,8 @@ static int h_readyz(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, 
 {
     (void)req;
     struct gq_ctl *c = ud;
-    int ok = c->st && all_synced(c) && !c->stopping;
+    /* ready: informers synced and, when leading (or without election), the store open */
+    int ok = all_synced(c) && !c->stopping && (c->st || (c->cfg.leader_elect && !c->leading));
     resp->status = ok ? 200 : 503;
     return gq_buf_puts(resp->body, ok ? "ok\n" : "not ready: informers not synced or store closed\n");
 }
@@ -641,19 +676,20 @@ int ctl_run(const struct ctl_config *cfg)
     c->loop = EV_DEFAULT;
     char host[64] = "gangq";
     gethostname(host, sizeof(host) - 1);
-    snprintf(c->identity, sizeof(c->identity), "%s_%ld", host, (long)getpid());
+    const char *pod = getenv("POD_NAME");
+    if (pod && pod[0])
+        snprintf(c->identity, sizeof(c->identity), "%s_%ld", pod, (long)getpid());
+    else
+        snprintf(c->identity, sizeof(c->identity), "%s_%ld", host, (long)getpid());
 
     if (kube_global_init()) {
         gq_log(ll, GQ_LOG_ERROR, "ctl", "curl init failed", NULL);
         goto out;
     }
-    if (store_open(c->cfg.db, NULL, &c->st, err, sizeof(err))) {
-        gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
+    /* With leader election the store is opened when the lease is won: a
+     * standby never writes the database (deploy/: one file, two replicas). */
+    if (!c->cfg.leader_elect && ctl_store_open(c))
         goto out;
-    }
-    int64_t npend = 0;
-    store_jobs_count(c->st, STORE_MASK_ALL, &npend, NULL, 0);
-    gq_log(ll, GQ_LOG_INFO, "ctl", "store open", " db=%s jobs=%lld", c->cfg.db, (long long)npend);
     if (!(c->sched = sched_new())) {
         gq_log(ll, GQ_LOG_ERROR, "ctl", "out of memory", NULL);
         goto out;
@@ -712,7 +748,9 @@ int ctl_run(const struct ctl_config *cfg)
         }
     if (c->cfg.leader_elect) {
         struct kube_leader_opts lo = {0};
+        const char *podns = getenv("POD_NAMESPACE");
         lo.namespace_ = c->cfg.lease_ns[0] ? c->cfg.lease_ns
+                        : (podns && podns[0]) ? podns
                         : (c->kcfg.namespace_ && c->kcfg.namespace_[0]) ? c->kcfg.namespace_
                                                                           : "default";
         lo.name = c->cfg.lease_name;
@@ -769,7 +807,7 @@ static void usage(FILE *f)
             "  --kubeconfig PATH        kubeconfig (default: in-cluster config)\n"
             "  --db PATH                SQLite store (created if absent)\n"
             "  --config FILE            YAML file with the same keys as the flags (flags win)\n"
-            "  --listen ADDR:PORT       /metrics /healthz /readyz\n"
+            "  --listen ADDR:PORT       /metrics /healthz /readyz (in-cluster default :8080)\n"
             "  --log-level L            debug|info|warn|error (info)\n"
             "  --leader-elect=BOOL      Lease leader election (true)\n"
             "  --lease-namespace NS     Lease namespace (config namespace, else default)\n"
@@ -836,6 +874,8 @@ int cmd_controller(int argc, char **argv)
         if (pass == 0 && cfg.levels_set)
             cfg.levels_set = 0; /* flags' --level replace the file's list */
     }
+    if (!cfg.listen[0] && !cfg.kubeconfig[0])
+        gq_strlcpy(cfg.listen, ":8080", sizeof(cfg.listen)); /* in a pod: deploy/ probes port 8080 */
     if (!cfg.db[0]) {
         fprintf(stderr, "gangq controller: --db is required\n");
         usage(stderr);

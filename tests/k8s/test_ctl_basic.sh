@@ -14,13 +14,30 @@ for n in a100-01 a100-02; do
     --label topology.gangq.io/rack=rack-3 --label topology.kubernetes.io/zone=zone-b \
     --label topology.gangq.io/block=block-b1 --label "kubernetes.io/hostname=$n" >/dev/null
 done
+# CLI: usage errors exit 2 with a message; a config file is read, flags override it
+set +e
+out=$("$GANGQ_BIN" controller --db "$GQ_TEST_TMP/x.db" --bogus 1 2>&1); rc=$?
+set -e
+assert_eq 2 "$rc" "unknown flag exit code"
+assert_contains "$out" "unknown option --bogus" "unknown flag message"
+printf 'min-runtime: soon\n' >"$GQ_TEST_TMP/bad.yaml"
+set +e
+out=$("$GANGQ_BIN" controller --config "$GQ_TEST_TMP/bad.yaml" --db "$GQ_TEST_TMP/x.db" 2>&1); rc=$?
+set -e
+assert_eq 2 "$rc" "bad config file exit code"
+assert_contains "$out" "bad.yaml: --min-runtime" "bad config file message names file and key"
+printf 'log-level: debug\nmin-runtime: 90s\nlevels: [zone=topology.kubernetes.io/zone, rack=topology.gangq.io/rack, node=kubernetes.io/hostname]\n' >"$GQ_TEST_TMP/ctl.yaml"
+pass "CLI: unknown flag and bad config file refused with exit 2"
+
 gq_fakelet_loop --interval 0.5
-gq_ctl_start --log-level debug --listen 127.0.0.1:0
+gq_ctl_start --config "$GQ_TEST_TMP/ctl.yaml" --min-runtime 2m --listen 127.0.0.1:0
 wait_for 20 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
+assert_contains "$(grep 'controller started' "$GQ_TEST_TMP/controller.log")" "min_runtime_s=120 levels=3" "config file read (3 levels), flag overrides its min-runtime"
+assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "level=debug" "log level from the config file"
 port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
 wait_for 10 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
 assert_eq ok "$(curl -s "http://127.0.0.1:$port/healthz")" "/healthz"
-pass "controller started, took the lease, /readyz and /healthz answer on port $port"
+pass "controller started with --config (flags win), took the lease, /readyz and /healthz answer on port $port"
 
 cat <<YAML | k apply -f - >/dev/null
 apiVersion: gangq.io/v1alpha1

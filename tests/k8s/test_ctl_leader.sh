@@ -39,6 +39,8 @@ assert_not_contains "$(cat "$blog")" "leading: cycles on" "the standby does not 
 bport=$(grep -o 'http server listening.*port=[0-9]*' "$blog" | grep -o '[0-9]*$')
 assert_match "$(curl -s "http://127.0.0.1:$bport/metrics")" $'gangq_leader 0\n' "standby reports gangq_leader 0"
 assert_eq 1 "$(k -n le get pods -o name | wc -l)" "one pod for j1"
+assert_not_contains "$(cat "$blog")" "store open" "the standby does not open the store"
+assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$bport/readyz")" "standby ready (synced)"
 pass "A leads (lease $holder), B standby: synced, no cycles, no writes"
 
 gq_ctl_stop
@@ -48,6 +50,7 @@ assert_match "$holder" "_$bpid\$" "lease now held by B"
 job j2
 wait_for 20 "j2 admitted by B" bash -c "kubectl -n le get gpujob j2 -o jsonpath='{.status.state}' | grep -Eq 'Admitted|Running'"
 assert_contains "$(cat "$blog")" "job=le/j2" "B admitted j2"
+assert_contains "$(cat "$blog")" "store open" "B opened the store after winning the lease"
 assert_eq 2 "$(k -n le get pods -o name | wc -l)" "one pod each for j1 and j2 (j1 not admitted again)"
 assert_match "$(curl -s "http://127.0.0.1:$bport/metrics")" $'gangq_leader 1\n' "new leader reports gangq_leader 1"
 pass "A stopped (lease released): B leads, admits j2, j1 untouched"
