@@ -90,6 +90,13 @@ static void create_cb(const struct kube_response *resp, void *ud)
     o->outstanding--;
     if (resp->rc != GQ_OK && resp->rc != GQ_ECONFLICT) {
         o->failed = 1;
+        /* refused for what the pod is (400 bad request, 403 forbidden, 422
+         * invalid): retrying cannot help; the next reconcile fails the job */
+        if (resp->status == 400 || resp->status == 403 || resp->status == 422) {
+            struct ctl_memo *m = ctl_memo_get(&o->c->memo, o->key, 0);
+            if (m)
+                gq_strlcpy(m->create_err, resp->errmsg, sizeof(m->create_err));
+        }
         LOGA(o->c, GQ_LOG_WARN, "pod create failed; will retry", " job=%s status=%ld err=\"%s\"",
              o->key, resp->status, resp->errmsg);
     }

@@ -771,6 +771,31 @@ static int requeue(struct rc_ctx *r, struct cj *j, const char *why)
     return 0;
 }
 
+/* The API server refused one of the job's pods: fail the job with its answer. */
+static int job_create_refused(struct rc_ctx *r, struct cj *j)
+{
+    int rc = 0;
+    char msg[API_MSG_MAX];
+    if (!j->memo || !j->memo->create_err[0] || !holds(j->state))
+        return 0;
+    snprintf(msg, sizeof(msg), "pod create refused by the API server: %s", j->memo->create_err);
+    j->memo->create_err[0] = 0;
+    for (int i = 0; i < r->nintents; i++)
+        if (r->intents[i].kind == STORE_INTENT_ADMIT && !strcmp(r->intents[i].job_key, j->key) &&
+            !ctl_intent_inflight(r->c, r->intents[i].id) &&
+            (rc = store_intent_done(r->c->st, r->intents[i].id, r->now, r->err, sizeof(r->err))))
+            return rc;
+    j->admit_pending = 0;
+    int s = j->state;
+    if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "create-refused")) ||
+        (rc = transition(r, j, STORE_FAILED, "", msg, NULL, NULL, 0)) ||
+        (rc = audit(r, "fail", j, j->key, store_state_name(s), "Failed", msg)))
+        return rc;
+    event_add(r, j->obj, "Warning", "Failed", "%s", msg);
+    LOGC(r->c, GQ_LOG_WARN, "job failed: pod refused", " job=%s msg=\"%s\"", j->key, msg);
+    return 0;
+}
+
 /* Lifecycle of an admitted job from its pods. */
 static int job_lifecycle(struct rc_ctx *r, struct cj *j)
 {
@@ -1296,9 +1321,17 @@ void ctl_reconcile(struct gq_ctl *c)
              store_state_name(row->state));
     }
     for (int i = 0; i < r->njobs; i++)
-        if ((rc = job_lifecycle(r, &r->jobs[i])))
+        if ((rc = job_create_refused(r, &r->jobs[i])) || (rc = job_lifecycle(r, &r->jobs[i])))
             goto fail;
     account_usage(r);
+    if (r->now - c->last_prune_ms > 600000) {
+        /* housekeeping: done intents after a day, usage older than ten half-lives */
+        if ((rc = store_intents_prune(c->st, r->now - 86400000LL, r->err, sizeof(r->err))) ||
+            (rc = store_usage_prune(c->st, r->now - (int64_t)(c->cfg.usage_half_life_s * 10000.0), r->err,
+                                    sizeof(r->err))))
+            goto fail;
+        c->last_prune_ms = r->now;
+    }
     for (int i = 0; i < r->njobs; i++)
         if (r->jobs[i].invalid_reason && !r->jobs[i].failed_invalid) {
             gq_strlcpy(r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, sizeof(r->jobs[i].memo->wait_msg));

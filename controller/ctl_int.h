@@ -35,6 +35,7 @@ struct ctl_memo {
     int64_t missing_since_ms;     /* a placed replica's pod is absent since */
     int64_t seen_cycle;           /* last reconcile that saw the object or row */
     int cleanup_inflight;         /* stray pod deletes in flight */
+    char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
     /* per reconcile: this job's pods (borrowed from the pod cache) */
     const cJSON **pods;
     int npods, podcap;
@@ -89,6 +90,7 @@ struct gq_ctl {
     int restart_done;     /* pending intents of the previous run were looked at */
     int64_t reconciles;
     int64_t last_usage_ms;
+    int64_t last_prune_ms;
     int64_t *inflight_intents; /* intent ids being acted on */
     size_t ninflight, capinflight;
     ev_timer debounce, resync, stop_timer;

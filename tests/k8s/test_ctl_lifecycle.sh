@@ -77,5 +77,20 @@ wait_jsonpath 20 Running -n lf gpujob dl -o jsonpath='{.status.state}'
 k -n lf delete pod dl-1-0 --grace-period=0 --force >/dev/null 2>&1
 wait_for 30 "dl re-admitted" bash -c "kubectl -n lf get pod dl-2-0 -o name >/dev/null 2>&1"
 pass "pod deleted by someone else: gang requeued and re-admitted"
+# --- a pod template the API server refuses: the job fails with the server's answer
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: badtpl, namespace: lf}
+spec:
+  gpu: {count: 1}
+  template: {spec: {containers: [{name: Not_A_Valid_Name, image: busybox}]}}
+YAML
+wait_jsonpath 30 Failed -n lf gpujob badtpl -o jsonpath='{.status.state}'
+msg=$(k -n lf get gpujob badtpl -o jsonpath='{.status.message}')
+assert_contains "$msg" "pod create refused by the API server: POST" "Failed with the API server's answer"
+assert_contains "$msg" "HTTP 422" "the status code"
+wait_for 10 "quota released" bash -c "[ \"\$(kubectl -n lf get gpujob badtpl -o jsonpath='{.status.admission}')\" = '' ]"
+pass "pod template refused (422): job Failed: $msg"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"
