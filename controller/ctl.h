@@ -55,6 +55,7 @@
 #define CTL_KEY_MAX (API_NS_MAX + API_NAME_MAX) /* "namespace/name" */
 #define CTL_PATH_MAX 1024
 #define CTL_DRAIN_SLACK_S 30      /* terminating pods past their deadline stop holding cycles */
+#define CTL_DRAIN_INTENT_MS 60000 /* a pending delete intent holds cycles at most this long */
 #define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long = deleted */
 #define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
 
@@ -79,6 +80,7 @@ struct ctl_config {
     double cycle_interval_s;       /* periodic resync; default 2 */
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
+    int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
 };
 
 void ctl_config_default(struct ctl_config *c);

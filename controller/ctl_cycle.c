@@ -1179,8 +1179,13 @@ static int drain_check(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     for (int i = 0; i < r->nintents; i++)
-        if (r->intents[i].kind != STORE_INTENT_ADMIT)
-            return 1;
+        if (r->intents[i].kind != STORE_INTENT_ADMIT) {
+            if (r->now - r->intents[i].created_ms < CTL_DRAIN_INTENT_MS)
+                return 1;
+            LOGC(c, GQ_LOG_WARN, "delete intent still pending; not holding cycles for it",
+                 " job=%s id=%lld age_s=%lld", r->intents[i].job_key, (long long)r->intents[i].id,
+                 (long long)((r->now - r->intents[i].created_ms) / 1000));
+        }
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;

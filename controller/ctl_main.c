@@ -137,6 +137,14 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
         }
         return 0;
     }
+    if (!strcmp(key, "db-max-pages")) {
+        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0) {
+            gq_errf(err, errlen, "--db-max-pages: expected a page count, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        c->db_max_pages = i;
+        return 0;
+    }
     if (!strcmp(key, "max-retries")) {
         if (gq_parse_i64(val, (size_t)-1, &i) || i < 0 || i > 1000) {
             gq_errf(err, errlen, "--max-retries: expected 0..1000, got \"%s\"", val);
@@ -463,6 +471,8 @@ static int ctl_store_open(struct gq_ctl *c)
         gq_log(c->cfg.log_level, GQ_LOG_ERROR, "ctl", err, NULL);
         return GQ_EIO;
     }
+    if (c->cfg.db_max_pages > 0 && store_set_max_pages(c->st, c->cfg.db_max_pages, err, sizeof(err)))
+        gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", err, NULL);
     int64_t n = 0;
     store_jobs_count(c->st, STORE_MASK_ALL, &n, NULL, 0);
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "store open", " db=%s jobs=%lld", c->cfg.db, (long long)n);
@@ -820,7 +830,8 @@ static void usage(FILE *f)
             "  --node-lost-grace DUR    NotReady this long = node lost (40s)\n"
             "  --max-retries N          failed-gang requeues before Failed (3)\n"
             "  --usage-half-life DUR    fair-share usage decay (24h)\n"
-            "  --cycle-interval DUR     periodic resync (2s)\n");
+            "  --cycle-interval DUR     periodic resync (2s)\n"
+            "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n");
 }
 
 int cmd_controller(int argc, char **argv)
