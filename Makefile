@@ -76,9 +76,13 @@ test: all
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory integration
 
+# Benchmarks (not tests): the core's cycle, the store, the openb FGD replay, and
+# kubectl apply of 1,000 GPUJobs against the real API server.
 bench: all
 	$(BUILD)/gangq bench sched
 	$(BUILD)/gangq bench store
+	$(BUILD)/gangq simulate --openb default,multigpu50,gpushare40 --seeds 42-51
+	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_apply
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Benchmark (not a test; run by `make bench` through tests/k8s/run.sh BUILD bench_apply):
+# time from `kubectl apply` of N single-replica 1-GPU GPUJobs (default 1000) to every job
+# Admitted with its pod created, against the real API server, and the controller's CPU time
+# per admission (utime+stime from /proc). Prints the figures as `ok:` lines and one JSON line.
+. "$(dirname "$0")/lib.sh"
+N=${GQ_BENCH_JOBS:-1000}
+GPUS_PER_NODE=16
+NODES=$(( (N + GPUS_PER_NODE - 1) / GPUS_PER_NODE ))
+ns=$(fresh_ns bench)
+
+# Nodes: one multi-document file registered by the fake kubelet.
+nodes="$GQ_TEST_TMP/nodes.yaml"
+: >"$nodes"
+for i in $(seq 1 "$NODES"); do
+  cat >>"$nodes" <<EON
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: bench-$i
+  labels:
+    kubernetes.io/hostname: bench-$i
+    nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB
+    nvidia.com/gpu.memory: "40960"
+    topology.gangq.io/rack: rack-$(( (i - 1) / 8 ))
+status:
+  capacity: {cpu: "256", memory: 2Ti, nvidia.com/gpu: "$GPUS_PER_NODE", pods: "110"}
+  allocatable: {cpu: "256", memory: 2Ti, nvidia.com/gpu: "$GPUS_PER_NODE", pods: "110"}
+EON
+done
+t=$(date +%s)
+fakelet register "$nodes" >/dev/null 2>&1 || fail "registering $NODES nodes"
+pass "$NODES nodes x $GPUS_PER_NODE GPUs registered in $(( $(date +%s) - t )) s"
+
+k apply -f - >/dev/null <<EOT
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: bench}
+spec: {namespaces: [$ns], weight: 1}
+EOT
+
+jobs="$GQ_TEST_TMP/jobs.yaml"
+: >"$jobs"
+for i in $(seq 1 "$N"); do
+  printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: j%d, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template:\n    spec:\n      containers: [{name: main, image: busybox, resources: {requests: {cpu: 100m, memory: 128Mi}}}]\n' "$i" "$ns" >>"$jobs"
+done
+
+gq_ctl_start --listen 127.0.0.1:0
+wait_for 30 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
+sleep 1
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
+hz=$(getconf CLK_TCK)
+c0=$(cpu_ticks)
+t0=$(date +%s%N)
+k apply -f "$jobs" >/dev/null || fail "kubectl apply of $N jobs"
+t_apply=$(( ($(date +%s%N) - t0) / 1000000 ))
+admitted() {
+  local a p
+  a=$(k get gpujobs -n "$ns" -o jsonpath='{range .items[*]}{.status.state}{"\n"}{end}' | grep -c -E '^(Admitted|Running)$' || true)
+  p=$(k get pods -n "$ns" --no-headers 2>/dev/null | wc -l)
+  [ "$a" -ge "$N" ] && [ "$p" -ge "$N" ]
+}
+wait_for 600 "all $N jobs Admitted with pods" admitted
+t_all=$(( ($(date +%s%N) - t0) / 1000000 ))
+c1=$(cpu_ticks)
+cpu_ms=$(( (c1 - c0) * 1000 / hz ))
+per_us=$(( (c1 - c0) * 1000000 / hz / N ))
+pass "kubectl apply of $N GPUJobs returned after ${t_apply} ms"
+pass "all $N Admitted with pods created ${t_all} ms after the apply started"
+pass "controller CPU ${cpu_ms} ms over the run: ${per_us} us per admission (pod create, status patch, event)"
+echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us}"
+gq_ctl_stop
