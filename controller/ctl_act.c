@@ -461,7 +461,15 @@ void ctl_act_intents(struct gq_ctl *c)
 struct status_op {
     struct gq_ctl *c;
     char key[CTL_KEY_MAX + 8];
+    char path[CTL_PATH_MAX];
 };
+
+static void reread_cb(const struct kube_response *resp, void *ud)
+{
+    struct gq_ctl *c = ud;
+    (void)resp; /* the informer delivers the fresh object; reconcile from it */
+    ctl_mark_dirty(c);
+}
 
 static void status_cb(const struct kube_response *resp, void *ud)
 {
@@ -474,6 +482,8 @@ static void status_cb(const struct kube_response *resp, void *ud)
              * again; 404: the object is gone. Never a blind retry. */
             free(m->last_status);
             m->last_status = NULL;
+            if (resp->rc == GQ_ECONFLICT && kube_get(s->c->client, s->path, reread_cb, s->c))
+                ctl_mark_dirty(s->c);
             if (resp->rc != GQ_ENOTFOUND)
                 LOGA(s->c, GQ_LOG_WARN, "status patch failed", " obj=%s status=%ld err=\"%s\"", s->key,
                      resp->status, resp->errmsg);
@@ -501,6 +511,7 @@ void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJ
     }
     s->c = c;
     gq_strlcpy(s->key, memo_key, sizeof(s->key));
+    gq_strlcpy(s->path, path, sizeof(s->path));
     if (kube_patch_status(c->client, path, patch, status_cb, s)) {
         free(json);
         free(s);

@@ -20,6 +20,7 @@ struct cj {
     struct api_gpujob job;
     int decoded;                /* decode gave a usable spec */
     int gen_changed;            /* metadata.generation differs from the store's */
+    int64_t old_gpus;           /* store's GPUs before this reconcile's upsert (-1 new) */
     int failed_invalid;         /* decode/validate errors: Failed */
     const char *invalid_reason; /* condition reason (static text) */
     char invalid_msg[API_MSG_MAX];
@@ -615,6 +616,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     int fresh = !j->row;
     int changed_uid = j->row && strcmp(j->row->uid, j->job.meta.uid);
     j->gen_changed = !fresh && !changed_uid && j->row->generation != j->job.meta.generation;
+    j->old_gpus = fresh || changed_uid ? -1 : j->row->gpus;
     int changed = fresh || changed_uid || j->row->generation != j->job.meta.generation ||
                   strcmp(j->row->team, j->job.spec.team) ||
                   j->row->priority != j->job.spec.effective_priority;
@@ -722,6 +724,21 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
             return rc;
         event_add(r, j->obj, "Warning", "Failed", "%s", j->invalid_msg);
         LOGC(r->c, GQ_LOG_WARN, "job failed: invalid", " job=%s msg=\"%s\"", j->key, j->invalid_msg);
+        return 0;
+    }
+    if (holds(s) && j->gen_changed && !j->job.spec.suspend &&
+        (j->old_gpus != api_gpujob_gpus(&j->job) ||
+         (j->job.spec.gang != API_FALSE && j->pl.n != j->job.spec.replicas))) {
+        /* the admitted shape no longer matches the spec: place it again */
+        char msg[API_MSG_MAX];
+        snprintf(msg, sizeof(msg), "spec changed while admitted (%lld -> %d GPUs, %d replicas): requeued",
+                 (long long)j->old_gpus, (int)api_gpujob_gpus(&j->job), (int)j->job.spec.replicas);
+        if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "respec")) ||
+            (rc = transition(r, j, STORE_QUEUED, "", msg, NULL, NULL, 0)) ||
+            (rc = audit(r, "requeue", j, j->key, store_state_name(s), "Queued", msg)))
+            return rc;
+        event_add(r, j->obj, "Normal", "Requeued", "%s", msg);
+        LOGC(r->c, GQ_LOG_INFO, "job requeued: spec changed", " job=%s", j->key);
         return 0;
     }
     if (j->job.spec.suspend && s != STORE_SUSPENDED) {

@@ -77,6 +77,15 @@ wait_jsonpath 20 Running -n lf gpujob dl -o jsonpath='{.status.state}'
 k -n lf delete pod dl-1-0 --grace-period=0 --force >/dev/null 2>&1
 wait_for 30 "dl re-admitted" bash -c "kubectl -n lf get pod dl-2-0 -o name >/dev/null 2>&1"
 pass "pod deleted by someone else: gang requeued and re-admitted"
+# --- the shape of an admitted job changed: requeued and placed again with the new shape
+job rsz Batch 1 1
+wait_jsonpath 20 Running -n lf gpujob rsz -o jsonpath='{.status.state}'
+k -n lf patch gpujob rsz --type=merge -p '{"spec":{"gpu":{"count":2}}}' >/dev/null
+wait_for 30 "rsz re-admitted with 2 GPUs" bash -c "kubectl -n lf get pod rsz-2-0 -o jsonpath='{.spec.containers[0].resources.limits.nvidia\.com/gpu}' 2>/dev/null | grep -qx 2"
+wait_for 20 "old pod gone" bash -c "! kubectl -n lf get pod rsz-1-0 >/dev/null 2>&1"
+wait_jsonpath 20 2 -n lf gpujob rsz -o jsonpath='{.status.gpus}'
+pass "gpu.count 1 -> 2 on an admitted job: requeued, re-admitted as attempt 2 with 2 GPUs"
+
 # --- a pod template the API server refuses: the job fails with the server's answer
 cat <<YAML | k apply -f - >/dev/null
 apiVersion: gangq.io/v1alpha1
