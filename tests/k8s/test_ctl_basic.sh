@@ -113,6 +113,18 @@ wait_jsonpath 10 "False UnknownTeam" -n orphans gpujob lost -o jsonpath='{.statu
 assert_contains "$(k -n orphans describe gpujob lost)" "team nosuchteam does not exist" "describe shows the problem"
 pass "unknown team: Queued with condition Valid=False UnknownTeam and the message"
 
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: picky, namespace: research}
+spec:
+  gpu: {count: 1}
+  template: {spec: {nodeSelector: {kubernetes.io/hostname: a100-02}, containers: [{name: c, image: busybox}]}}
+YAML
+wait_jsonpath 20 "Queued NodeSelectorUnsupported" -n research gpujob picky -o jsonpath='{.status.state} {.status.conditions[?(@.type=="Valid")].reason}'
+assert_eq 0 "$(k -n research get pods -l gangq.io/job=picky -o name | wc -l)" "no pod for a job whose node selector excludes nodes"
+pass "nodeSelector excluding nodes: Queued with condition NodeSelectorUnsupported"
+
 # A spec the schema accepts but the controller cannot use: Failed with the reason; fixed: queued.
 cat <<YAML | k apply -f - >/dev/null
 apiVersion: gangq.io/v1alpha1
