@@ -17,7 +17,7 @@
 struct cj {
     const cJSON *obj;
     char key[CTL_KEY_MAX];
-    struct api_gpujob job;
+    const struct api_gpujob *job; /* decoded+defaulted: the memo's cache (borrowed) */
     int decoded;                /* decode gave a usable spec */
     int gen_changed;            /* metadata.generation differs from the store's */
     int64_t old_gpus;           /* store's GPUs before this reconcile's upsert (-1 new) */
@@ -30,6 +30,15 @@ struct cj {
     int state;                  /* current store state, updated as we write */
     int admit_pending;          /* an ADMIT intent is pending */
 };
+
+/* An intent by job key (index into rc_ctx.intents). */
+struct ikey {
+    const char *key;
+    int i;
+};
+
+/* Placeholder job of a cj not prepared (yet): all zero, never written. */
+static const struct api_gpujob ctl_empty_job;
 
 struct pend_event {
     const cJSON *obj;
@@ -57,6 +66,8 @@ struct rc_ctx {
     int nrows, caprows;
     struct store_intent *intents; /* strings owned (strdup'd job_key) */
     int nintents, capintents;
+    struct ikey *iidx;            /* intents sorted by job_key (nintents entries) */
+    uint64_t lookup_sig;          /* Teams + PriorityClasses seen (defaulting inputs) */
     struct pend_event *ev;
     int nev, capev;
     int draining;
@@ -125,6 +136,55 @@ static int intents_cb(void *ud, const struct store_intent *in)
     return 0;
 }
 
+static int ikey_cmp(const void *a, const void *b)
+{
+    const struct ikey *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int intents_index(struct rc_ctx *r)
+{
+    r->iidx = calloc((size_t)r->nintents + 1, sizeof(*r->iidx));
+    if (!r->iidx)
+        return GQ_ENOMEM;
+    for (int i = 0; i < r->nintents; i++)
+        r->iidx[i] = (struct ikey){r->intents[i].job_key, i};
+    if (r->nintents > 1)
+        qsort(r->iidx, (size_t)r->nintents, sizeof(*r->iidx), ikey_cmp);
+    return 0;
+}
+
+/* Position in r->iidx of the first intent of key, or r->nintents when none;
+ * the job's intents follow while iidx[p].key equals key (in id order). */
+static int intent_first(const struct rc_ctx *r, const char *key)
+{
+    int lo = 0, hi = r->nintents;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(r->iidx[mid].key, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nintents && !strcmp(r->iidx[lo].key, key) ? lo : r->nintents;
+}
+
+/* Order-independent signature of the objects defaulting reads (name and
+ * resourceVersion of each): a change invalidates every cached decode. */
+static uint64_t obj_sig(const cJSON *o)
+{
+    const char *parts[2] = {ctl_obj_str(o, "metadata", "name"),
+                            ctl_obj_str(o, "metadata", "resourceVersion")};
+    uint64_t h = 1469598103934665603ULL;
+    for (int k = 0; k < 2; k++) {
+        for (const char *p = parts[k] ? parts[k] : ""; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        h = (h ^ 0xffu) * 1099511628211ULL;
+    }
+    return h;
+}
+
 static int row_cmp(const void *a, const void *b)
 {
     return strcmp((*(struct store_job *const *)a)->key, (*(struct store_job *const *)b)->key);
@@ -182,7 +242,7 @@ static void event_add(struct rc_ctx *r, const cJSON *obj, const char *type, cons
 static int audit(struct rc_ctx *r, const char *action, const struct cj *j, const char *key,
                  const char *oldv, const char *newv, const char *reason)
 {
-    struct store_audit a = {0, r->now, "gangq", action, j ? j->job.spec.team : "", key,
+    struct store_audit a = {0, r->now, "gangq", action, j ? j->job->spec.team : "", key,
                             oldv ? oldv : "", newv ? newv : "", reason ? reason : ""};
     return store_audit_add(r->c->st, &a, r->err, sizeof(r->err));
 }
@@ -222,7 +282,7 @@ static int holds(int state)
 
 static int job_gpus_placed(const struct cj *j)
 {
-    const struct api_gpu *g = &j->job.spec.gpu;
+    const struct api_gpu *g = &j->job->spec.gpu;
     if (!g->present)
         return 0;
     if (g->count)
@@ -249,7 +309,7 @@ static const cJSON *node_obj(struct rc_ctx *r, const char *node)
 
 static int ledger_set(struct rc_ctx *r, struct cj *j)
 {
-    struct store_alloc a = {j->key, j->job.spec.team,
+    struct store_alloc a = {j->key, j->job->spec.team,
                             j->pl.n ? node_product(r, j->pl.rep[0].node) : "",
                             job_gpus_placed(j), 0};
     return store_alloc_set(r->c->st, &a, r->err, sizeof(r->err));
@@ -275,7 +335,7 @@ static int pod_held(const struct cj *j, const cJSON *pod)
     if (i < 0)
         return 0;
     char want[API_NAME_MAX + 32];
-    ctl_pod_name(j->job.meta.name, &j->pl, &j->pl.rep[i], want, sizeof(want));
+    ctl_pod_name(j->job->meta.name, &j->pl, &j->pl.rep[i], want, sizeof(want));
     const char *nn = ctl_obj_str(pod, "spec", "nodeName");
     return !strcmp(want, pn) && nn && !strcmp(nn, j->pl.rep[i].node);
 }
@@ -323,6 +383,7 @@ static int gather_cb_team(const cJSON *o, void *ud)
     struct api_errors e;
     api_errors_init(&e);
     struct api_team *t = &r->teams[r->nteams];
+    r->lookup_sig += obj_sig(o);
     memset(t, 0, sizeof(*t));
     if (api_team_decode(o, t, &e) == GQ_ENOMEM)
         return GQ_ENOMEM;
@@ -363,6 +424,7 @@ static int gather_cb_pc(const cJSON *o, void *ud)
     struct rc_ctx *r = ud;
     const char *name = ctl_obj_str(o, "metadata", "name");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
+    r->lookup_sig += obj_sig(o) * 3;
     if (!name || !cJSON_IsNumber(v))
         return 0;
     struct api_priorityclass *pc = &r->pcs[r->npcs];
@@ -386,7 +448,7 @@ static int gather_cb_job(const cJSON *o, void *ud)
     struct rc_ctx *r = ud;
     struct cj *j = &r->jobs[r->njobs];
     memset(j, 0, sizeof(*j));
-    api_gpujob_init(&j->job);
+    j->job = &ctl_empty_job;
     j->obj = o;
     const char *ns = ctl_obj_str(o, "metadata", "namespace");
     const char *name = ctl_obj_str(o, "metadata", "name");
@@ -462,7 +524,7 @@ static int gather(struct rc_ctx *r)
         qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
     if ((rc = store_intents_pending(c->st, intents_cb, r, r->err, sizeof(r->err))))
         return rc;
-    return 0;
+    return intents_index(r);
 }
 
 /* ------------------------------------------------------------ jobs */
@@ -470,7 +532,7 @@ static int gather(struct rc_ctx *r)
 static int64_t creation_ms(const struct cj *j, int64_t now)
 {
     double w = 0;
-    if (j->job.meta.creation_timestamp[0] && !kube_time_parse(j->job.meta.creation_timestamp, &w))
+    if (j->job->meta.creation_timestamp[0] && !kube_time_parse(j->job->meta.creation_timestamp, &w))
         return (int64_t)(w * 1000.0);
     return now;
 }
@@ -528,7 +590,7 @@ static int adopt(struct rc_ctx *r, struct cj *j)
                                                   cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "ownerReferences"), 0);
         const char *uid = ctl_obj_str(ref, "uid", NULL);
         int64_t av, rv;
-        if (!a || !rp || !nn || !uid || strcmp(uid, j->job.meta.uid) || gq_parse_i64(a, (size_t)-1, &av) ||
+        if (!a || !rp || !nn || !uid || strcmp(uid, j->job->meta.uid) || gq_parse_i64(a, (size_t)-1, &av) ||
             av != attempt || gq_parse_i64(rp, (size_t)-1, &rv) || ctl_pod_terminal(pod) ||
             ctl_obj_str(pod, "metadata", "deletionTimestamp"))
             continue;
@@ -540,7 +602,7 @@ static int adopt(struct rc_ctx *r, struct cj *j)
         char want[API_NAME_MAX + 32];
         const char *pn = ctl_obj_str(pod, "metadata", "name");
         struct ctl_prep *p = &pl.rep[ctl_placement_find(&pl, (int)rv)];
-        ctl_pod_name(j->job.meta.name, &pl, p, want, sizeof(want));
+        ctl_pod_name(j->job->meta.name, &pl, p, want, sizeof(want));
         size_t wl = strlen(want);
         const char *g = pn && strlen(pn) > wl + 2 && !strncmp(pn, want, wl) && !strncmp(pn + wl, "-g", 2)
                             ? pn + wl : NULL;
@@ -553,8 +615,8 @@ static int adopt(struct rc_ctx *r, struct cj *j)
             }
         }
     }
-    int gang = j->job.spec.gang != API_FALSE;
-    if (pl.n == 0 || (gang && pl.n != j->job.spec.replicas)) {
+    int gang = j->job->spec.gang != API_FALSE;
+    if (pl.n == 0 || (gang && pl.n != j->job->spec.replicas)) {
         ctl_placement_release(&pl);
         return 0; /* incomplete: its pods are strays and get deleted */
     }
@@ -580,46 +642,80 @@ out:
     return rc;
 }
 
-/* Decode, default, validate; upsert the store row. */
+/* The job's decoded, defaulted and validated form, from the memo's cache
+ * when the object (uid, resourceVersion) and the defaulting inputs (Teams,
+ * PriorityClasses: r->lookup_sig) are those it was computed from. */
+static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
+{
+    const char *uid = ctl_obj_str(j->obj, "metadata", "uid");
+    const char *rv = ctl_obj_str(j->obj, "metadata", "resourceVersion");
+    if (m->job_valid && uid && rv && m->job_lookup == r->lookup_sig && !strcmp(m->job_uid, uid) &&
+        !strcmp(m->job_rv, rv))
+        return 0;
+    struct api_gpujob nj;
+    struct api_errors e;
+    api_gpujob_init(&nj);
+    api_errors_init(&e);
+    if (api_gpujob_decode(j->obj, &nj, &e) == GQ_ENOMEM) {
+        api_gpujob_release(&nj);
+        return GQ_ENOMEM;
+    }
+    struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
+    api_gpujob_default(&nj, &lk);
+    if (!e.n)
+        api_gpujob_validate(&nj, &r->c->cfg.levels, &e);
+    if (m->job_valid)
+        api_gpujob_release(&m->job);
+    m->job = nj; /* ownership of nj.template moves to the memo */
+    m->job_valid = 1;
+    m->job_lookup = r->lookup_sig;
+    /* an object without uid/resourceVersion is decoded again every time */
+    gq_strlcpy(m->job_uid, uid ? uid : "", sizeof(m->job_uid));
+    gq_strlcpy(m->job_rv, uid && rv ? rv : "", sizeof(m->job_rv));
+    m->job_nerr = e.n;
+    m->job_err[0] = 0;
+    if (e.n)
+        api_error_format(&e, 0, m->job_err, sizeof(m->job_err));
+    return 0;
+}
+
+/* Decode (cached), default, validate; upsert the store row. */
 static int job_prepare(struct rc_ctx *r, struct cj *j)
 {
-    struct api_errors e;
-    api_errors_init(&e);
-    int rc = api_gpujob_decode(j->obj, &j->job, &e);
-    if (rc == GQ_ENOMEM)
+    int rc;
+    j->memo = ctl_memo_get(&r->c->memo, j->key, 1);
+    if (!j->memo)
+        return GQ_ENOMEM;
+    j->memo->seen_cycle = r->c->reconciles;
+    if ((rc = job_decode_cached(r, j, j->memo)))
         return rc;
-    struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
-    api_gpujob_default(&j->job, &lk);
-    if (!e.n)
-        api_gpujob_validate(&j->job, &r->c->cfg.levels, &e);
+    j->job = &j->memo->job;
     j->decoded = 1;
-    if (e.n) {
-        char m[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
-        api_error_format(&e, 0, m, sizeof(m));
+    if (j->memo->job_nerr) {
         j->failed_invalid = 1;
         j->invalid_reason = "InvalidSpec";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", m,
-                 e.n > 1 ? " (and more)" : "");
-    } else if (!j->job.spec.team[0]) {
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", j->memo->job_err,
+                 j->memo->job_nerr > 1 ? " (and more)" : "");
+    } else if (!j->job->spec.team[0]) {
         j->invalid_reason = "NoTeam";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg),
-                 "no Team lists namespace %s and spec.team is not set", j->job.meta.namespace);
-    } else if (!team_exists(r, j->job.spec.team)) {
+                 "no Team lists namespace %s and spec.team is not set", j->job->meta.namespace);
+    } else if (!team_exists(r, j->job->spec.team)) {
         j->invalid_reason = "UnknownTeam";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "team %s does not exist", j->job.spec.team);
-    } else if (j->job.spec.pool[0] && !pool_exists(r, j->job.spec.pool)) {
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "team %s does not exist", j->job->spec.team);
+    } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job.spec.pool);
-    } else if (j->job.spec.nselector > 0) {
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
+    } else if (j->job->spec.nselector > 0) {
         /* The core places by pool, GPU type and topology and has no node
          * selector: a pod bound to a node its selector refuses would be
          * rejected by the kubelet. Harmless only when every node matches. */
         int match = 0;
         for (int n = 0; n < r->nnodes; n++) {
             int ok = 1;
-            for (int k = 0; ok && k < j->job.spec.nselector; k++) {
-                const char *v = ctl_obj_label(r->nodes[n], j->job.spec.node_selector[k].key);
-                ok = v && !strcmp(v, j->job.spec.node_selector[k].value);
+            for (int k = 0; ok && k < j->job->spec.nselector; k++) {
+                const char *v = ctl_obj_label(r->nodes[n], j->job->spec.node_selector[k].key);
+                ok = v && !strcmp(v, j->job->spec.node_selector[k].value);
             }
             match += ok;
         }
@@ -634,26 +730,26 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
 
     j->row = row_find(r, j->key);
     int fresh = !j->row;
-    int changed_uid = j->row && strcmp(j->row->uid, j->job.meta.uid);
-    j->gen_changed = !fresh && !changed_uid && j->row->generation != j->job.meta.generation;
+    int changed_uid = j->row && strcmp(j->row->uid, j->job->meta.uid);
+    j->gen_changed = !fresh && !changed_uid && j->row->generation != j->job->meta.generation;
     j->old_gpus = fresh || changed_uid ? -1 : j->row->gpus;
-    int changed = fresh || changed_uid || j->row->generation != j->job.meta.generation ||
-                  strcmp(j->row->team, j->job.spec.team) ||
-                  j->row->priority != j->job.spec.effective_priority;
+    int changed = fresh || changed_uid || j->row->generation != j->job->meta.generation ||
+                  strcmp(j->row->team, j->job->spec.team) ||
+                  j->row->priority != j->job->spec.effective_priority;
     if (changed) {
         struct store_job sj = {0};
         sj.key = j->key;
-        sj.uid = j->job.meta.uid;
-        sj.team = j->job.spec.team;
-        sj.cls = api_class_name(j->job.spec.class);
-        sj.priority = j->job.spec.effective_priority;
-        sj.gpus = api_gpujob_gpus(&j->job);
+        sj.uid = j->job->meta.uid;
+        sj.team = j->job->spec.team;
+        sj.cls = api_class_name(j->job->spec.class);
+        sj.priority = j->job->spec.effective_priority;
+        sj.gpus = api_gpujob_gpus(j->job);
         sj.enqueue_ms = creation_ms(j, r->now);
-        sj.state = j->job.spec.suspend ? STORE_SUSPENDED : STORE_QUEUED;
+        sj.state = j->job->spec.suspend ? STORE_SUSPENDED : STORE_QUEUED;
         sj.placement = "";
         sj.message = "";
-        sj.generation = j->job.meta.generation;
-        sj.resource_version = j->job.meta.resource_version;
+        sj.generation = j->job->meta.generation;
+        sj.resource_version = j->job->meta.resource_version;
         if ((rc = store_job_upsert(r->c->st, &sj, r->now, r->err, sizeof(r->err))))
             return rc;
         struct store_job *g = NULL;
@@ -686,7 +782,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         }
         if (fresh || changed_uid) {
             LOGC(r->c, GQ_LOG_INFO, "job queued", " job=%s team=%s gpus=%d", j->key,
-                 j->job.spec.team, (int)sj.gpus);
+                 j->job->spec.team, (int)sj.gpus);
             if ((rc = audit(r, "enqueue", j, j->key, "", "", "")))
                 return rc;
         }
@@ -697,14 +793,10 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         ctl_placement_release(&j->pl);
         rc = 0;
     }
-    j->memo = ctl_memo_get(&r->c->memo, j->key, 1);
-    if (!j->memo)
-        return GQ_ENOMEM;
-    j->memo->seen_cycle = r->c->reconciles;
     if (fresh && j->state == STORE_QUEUED && !j->failed_invalid && (rc = adopt(r, j)))
         return rc;
-    for (int i = 0; i < r->nintents; i++)
-        if (r->intents[i].kind == STORE_INTENT_ADMIT && !strcmp(r->intents[i].job_key, j->key))
+    for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++)
+        if (r->intents[r->iidx[p].i].kind == STORE_INTENT_ADMIT)
             j->admit_pending = 1;
     return 0;
 }
@@ -726,7 +818,7 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
     if (s == STORE_FAILED && !j->failed_invalid && j->gen_changed &&
         !strncmp(j->row->message, "invalid spec:", 13)) {
         /* the user fixed the spec: queue it (it keeps its enqueue time) */
-        if ((rc = transition(r, j, j->job.spec.suspend ? STORE_SUSPENDED : STORE_QUEUED, "", "", NULL,
+        if ((rc = transition(r, j, j->job->spec.suspend ? STORE_SUSPENDED : STORE_QUEUED, "", "", NULL,
                              NULL, 0)) ||
             (rc = audit(r, "revalidate", j, j->key, "Failed", store_state_name(j->state), "spec fixed")))
             return rc;
@@ -746,13 +838,13 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
         LOGC(r->c, GQ_LOG_WARN, "job failed: invalid", " job=%s msg=\"%s\"", j->key, j->invalid_msg);
         return 0;
     }
-    if (holds(s) && j->gen_changed && !j->job.spec.suspend &&
-        (j->old_gpus != api_gpujob_gpus(&j->job) ||
-         (j->job.spec.gang != API_FALSE && j->pl.n != j->job.spec.replicas))) {
+    if (holds(s) && j->gen_changed && !j->job->spec.suspend &&
+        (j->old_gpus != api_gpujob_gpus(j->job) ||
+         (j->job->spec.gang != API_FALSE && j->pl.n != j->job->spec.replicas))) {
         /* the admitted shape no longer matches the spec: place it again */
         char msg[API_MSG_MAX];
         snprintf(msg, sizeof(msg), "spec changed while admitted (%lld -> %d GPUs, %d replicas): requeued",
-                 (long long)j->old_gpus, (int)api_gpujob_gpus(&j->job), (int)j->job.spec.replicas);
+                 (long long)j->old_gpus, (int)api_gpujob_gpus(j->job), (int)j->job->spec.replicas);
         if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "respec")) ||
             (rc = transition(r, j, STORE_QUEUED, "", msg, NULL, NULL, 0)) ||
             (rc = audit(r, "requeue", j, j->key, store_state_name(s), "Queued", msg)))
@@ -761,7 +853,7 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
         LOGC(r->c, GQ_LOG_INFO, "job requeued: spec changed", " job=%s", j->key);
         return 0;
     }
-    if (j->job.spec.suspend && s != STORE_SUSPENDED) {
+    if (j->job->spec.suspend && s != STORE_SUSPENDED) {
         if (holds(s) && (rc = release_hold(r, j, STORE_INTENT_SUSPEND, "suspend")))
             return rc;
         if ((rc = transition(r, j, STORE_SUSPENDED, holds(s) ? "" : NULL, "suspended by spec.suspend",
@@ -771,7 +863,7 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
         event_add(r, j->obj, "Normal", "Suspended", "job suspended (spec.suspend=true)%s",
                   holds(s) ? "; its pods are being deleted" : "");
         LOGC(r->c, GQ_LOG_INFO, "job suspended", " job=%s was=%s", j->key, store_state_name(s));
-    } else if (!j->job.spec.suspend && s == STORE_SUSPENDED) {
+    } else if (!j->job->spec.suspend && s == STORE_SUSPENDED) {
         if ((rc = transition(r, j, STORE_QUEUED, "", "", NULL, NULL, 0)) ||
             (rc = audit(r, "resume", j, j->key, "Suspended", "Queued", "spec.suspend=false")))
             return rc;
@@ -817,11 +909,12 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
         return 0;
     snprintf(msg, sizeof(msg), "pod create refused by the API server: %s", j->memo->create_err);
     j->memo->create_err[0] = 0;
-    for (int i = 0; i < r->nintents; i++)
-        if (r->intents[i].kind == STORE_INTENT_ADMIT && !strcmp(r->intents[i].job_key, j->key) &&
-            !ctl_intent_inflight(r->c, r->intents[i].id) &&
-            (rc = store_intent_done(r->c->st, r->intents[i].id, r->now, r->err, sizeof(r->err))))
+    for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++) {
+        const struct store_intent *in = &r->intents[r->iidx[p].i];
+        if (in->kind == STORE_INTENT_ADMIT && !ctl_intent_inflight(r->c, in->id) &&
+            (rc = store_intent_done(r->c->st, in->id, r->now, r->err, sizeof(r->err))))
             return rc;
+    }
     j->admit_pending = 0;
     int s = j->state;
     if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "create-refused")) ||
@@ -847,7 +940,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     for (int k = 0; k < j->pl.n; k++) {
         const struct ctl_prep *p = &j->pl.rep[k];
         char name[API_NAME_MAX + 32];
-        ctl_pod_name(j->job.meta.name, &j->pl, p, name, sizeof(name));
+        ctl_pod_name(j->job->meta.name, &j->pl, p, name, sizeof(name));
         const cJSON *pod = NULL;
         for (int i = 0; i < np; i++) {
             const char *pn = ctl_obj_str(pods[i], "metadata", "name");
@@ -887,7 +980,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     int rc = 0;
     if (nlost) {
         j->memo->missing_since_ms = 0;
-        if (j->job.spec.gang != API_FALSE)
+        if (j->job->spec.gang != API_FALSE)
             return requeue(r, j, why);
         /* non-gang: drop the lost replicas; the core re-places them */
         for (int i = 0; i < nlost; i++)
@@ -909,7 +1002,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         gq_buf_release(&b);
         return rc;
     }
-    int want = j->job.spec.replicas;
+    int want = j->job->spec.replicas;
     if (succeeded == j->pl.n && j->pl.n == want && want > 0) {
         if ((rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err))) ||
             (rc = transition(r, j, STORE_SUCCEEDED, NULL, "every replica succeeded", NULL, NULL, 0)) ||
@@ -920,7 +1013,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         return 0;
     }
     if (j->state == STORE_ADMITTED && running + succeeded == j->pl.n && running > 0 &&
-        (j->pl.n == want || j->job.spec.gang == API_FALSE)) {
+        (j->pl.n == want || j->job->spec.gang == API_FALSE)) {
         if ((rc = transition(r, j, STORE_RUNNING, NULL, NULL, NULL, NULL, 0)))
             return rc;
         LOGC(r->c, GQ_LOG_INFO, "job running", " job=%s", j->key);
@@ -1030,7 +1123,7 @@ static int run_sched(struct rc_ctx *r)
         int st = j->state;
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
-        ins[n] = (struct ctl_jobin){j->key, &j->job, holds(st), j->row->enqueue_ms,
+        ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
                                     j->row->admitted_ms, &j->pl};
         n++;
     }
@@ -1082,10 +1175,47 @@ out:
 
 /* ------------------------------------------------------------ status */
 
+/* Everything ctl_status_compute reads besides prev and the clock, as text:
+ * the status of a job whose inputs equal those of its last written status
+ * (prev = that status) is that status again. */
+static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq_buf *b)
+{
+    int rc = gq_buf_printf(b, "%d|%d|%lld|%lld|%lld|%s|%d|%d|%s|", v->state, v->position,
+                           (long long)v->preemptions, (long long)v->preempted_ms,
+                           (long long)v->admitted_ms, j->job->spec.team,
+                           (int)j->job->spec.effective_priority, (int)api_gpujob_gpus(j->job),
+                           v->invalid_reason ? v->invalid_reason : "-");
+    if (!rc)
+        rc = gq_buf_printf(b, "%s|%zu:%s|%zu:%s|%zu:%s|", j->pl.domain, strlen(v->message ? v->message : ""),
+                           v->message ? v->message : "", strlen(v->preempted_by ? v->preempted_by : ""),
+                           v->preempted_by ? v->preempted_by : "",
+                           strlen(v->preempt_reason ? v->preempt_reason : ""),
+                           v->preempt_reason ? v->preempt_reason : "");
+    for (int i = 0; !rc && i < j->pl.n; i++)
+        rc = gq_buf_printf(b, "%s,", j->pl.rep[i].node);
+    return rc;
+}
+
 static void job_status(struct rc_ctx *r, struct cj *j)
 {
-    if (!j->decoded || !j->row)
+    if (!j->decoded || !j->row || j->memo->status_inflight)
+        return; /* in flight: ctl_act_status would drop it; recomputed next cycle */
+    const char *msg = j->row->message;
+    int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
+    if (j->invalid_reason && !j->failed_invalid)
+        msg = j->invalid_msg;
+    else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
+        msg = j->memo->wait_msg;
+    struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
+                            j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
+                            j->row->admitted_ms, &j->pl, j->invalid_reason};
+    struct gq_buf sig;
+    gq_buf_init(&sig, 1u << 16);
+    int have_sig = !status_sig(j, &v, &sig);
+    if (have_sig && j->memo->last_status && j->memo->status_sig && !strcmp(j->memo->status_sig, sig.p)) {
+        gq_buf_release(&sig);
         return;
+    }
     struct api_gpujob_status prev, out;
     struct api_errors e;
     api_errors_init(&e);
@@ -1098,28 +1228,26 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     } else {
         api_gpujob_status_decode(j->obj, &prev, &e);
     }
-    const char *msg = j->row->message;
-    int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
-    if (j->invalid_reason && !j->failed_invalid)
-        msg = j->invalid_msg;
-    else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
-        msg = j->memo->wait_msg;
-    struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
-                            j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
-                            j->row->admitted_ms, &j->pl, j->invalid_reason};
     const char **nodes = calloc((size_t)j->pl.n + 1, sizeof(*nodes));
     if (!nodes)
-        return;
-    ctl_status_compute(&j->job, &prev, &v, r->now, nodes, j->pl.n, &out);
+        goto out;
+    ctl_status_compute(j->job, &prev, &v, r->now, nodes, j->pl.n, &out);
     cJSON *patch = api_gpujob_status_encode(&out);
     free(nodes);
     if (!patch)
-        return;
+        goto out;
     char path[CTL_PATH_MAX];
-    if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job.meta.namespace, "gpujobs",
-                   j->job.meta.name, NULL))
+    if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
+                   j->job->meta.name, NULL))
         ctl_act_status(r->c, j->key, path, patch);
     cJSON_Delete(patch);
+    /* last_status now holds the status of these inputs (written, in flight
+     * or already equal); a failed patch clears last_status, so it is
+     * computed again */
+    free(j->memo->status_sig);
+    j->memo->status_sig = have_sig && j->memo->last_status ? gq_buf_detach(&sig) : NULL;
+out:
+    gq_buf_release(&sig);
 }
 
 static void team_pool_status(struct rc_ctx *r)
@@ -1132,7 +1260,7 @@ static void team_pool_status(struct rc_ctx *r)
             st.quota += tm->quota[q].gpus;
         for (int i = 0; i < r->njobs; i++) {
             const struct cj *j = &r->jobs[i];
-            if (!j->row || strcmp(j->job.spec.team, tm->meta.name))
+            if (!j->row || strcmp(j->job->spec.team, tm->meta.name))
                 continue;
             if (holds(j->state)) {
                 st.running++;
@@ -1192,8 +1320,8 @@ static void team_pool_status(struct rc_ctx *r)
             const struct cj *j = &r->jobs[i];
             if (!j->row || (j->state != STORE_QUEUED && j->state != STORE_PREEMPTED))
                 continue;
-            if (j->job.spec.pool[0] ? !strcmp(j->job.spec.pool, pl->meta.name)
-                                    : (pl->classes & (1u << (unsigned)j->job.spec.class)) != 0)
+            if (j->job->spec.pool[0] ? !strcmp(j->job->spec.pool, pl->meta.name)
+                                    : (pl->classes & (1u << (unsigned)j->job->spec.class)) != 0)
                 st.pending++;
         }
         cJSON *p = api_gpupool_status_encode(&st);
@@ -1259,12 +1387,8 @@ static void cleanup_strays(struct rc_ctx *r)
             const cJSON **pods = memo_pods(r, m, &np);
             if (!np || m->cleanup_inflight)
                 continue;
-            int busy = 0;
-            for (int i = 0; i < r->nintents; i++)
-                if (!strcmp(r->intents[i].job_key, m->key))
-                    busy = 1;
-            if (busy)
-                continue;
+            if (intent_first(r, m->key) < r->nintents)
+                continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = job_find(r, m->key);
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
@@ -1291,7 +1415,7 @@ static void account_usage(struct rc_ctx *r)
     for (int t = 0; t < r->nteams; t++) {
         double g = 0;
         for (int i = 0; i < r->njobs; i++)
-            if (holds(r->jobs[i].state) && !strcmp(r->jobs[i].job.spec.team, r->teams[t].meta.name))
+            if (holds(r->jobs[i].state) && !strcmp(r->jobs[i].job->spec.team, r->teams[t].meta.name))
                 g += job_gpus_placed(&r->jobs[i]);
         if (g > 0 && store_usage_add(c->st, r->teams[t].meta.name, r->now, g * dt, r->err,
                                      sizeof(r->err)))
@@ -1302,10 +1426,9 @@ static void account_usage(struct rc_ctx *r)
 
 static void rc_release(struct rc_ctx *r)
 {
-    for (int i = 0; i < r->njobs; i++) {
-        api_gpujob_release(&r->jobs[i].job);
+    for (int i = 0; i < r->njobs; i++)
         ctl_placement_release(&r->jobs[i].pl);
-    }
+    free(r->iidx);
     for (int i = 0; i < r->nrows; i++)
         free(r->rows[i]);
     for (int i = 0; i < r->nintents; i++)

@@ -6,6 +6,8 @@
  * are owned by the memo table; request callbacks never hold a memo pointer,
  * only a heap copy of the key, and look the entry up again when they run, so
  * an entry may be dropped while a request for it is in flight.
+ * A job's memo also caches its decoded GPUJob (ctl_cycle.c borrows it for one
+ * reconcile; the memo is not dropped during the reconcile that saw it).
  */
 #ifndef GQ_CTL_INT_H
 #define GQ_CTL_INT_H
@@ -36,6 +38,19 @@ struct ctl_memo {
     int64_t seen_cycle;           /* last reconcile that saw the object or row */
     int cleanup_inflight;         /* stray pod deletes in flight */
     char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
+    /* GPUJob decode cache: job is the decoded+defaulted+validated form of
+     * the object with (job_uid, job_rv) under the Teams/PriorityClasses
+     * signature job_lookup; job_nerr/job_err are its decode/validate errors.
+     * Owned (api_gpujob_release when job_valid). */
+    struct api_gpujob job;
+    int job_valid;
+    char job_uid[API_UID_MAX], job_rv[API_UID_MAX];
+    uint64_t job_lookup;
+    int job_nerr;
+    char job_err[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    /* status inputs last_status was computed from (owned; NULL = none):
+     * equal inputs give the same status, so it is not computed again */
+    char *status_sig;
     /* per reconcile: this job's pods (borrowed from the pod cache) */
     const cJSON **pods;
     int npods, podcap;

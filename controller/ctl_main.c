@@ -284,8 +284,11 @@ static void memo_free(struct ctl_memo *m)
 {
     if (!m)
         return;
+    if (m->job_valid)
+        api_gpujob_release(&m->job);
     free(m->key);
     free(m->last_status);
+    free(m->status_sig);
     free(m->pods);
     free(m);
 }
