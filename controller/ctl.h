@@ -191,13 +191,14 @@ struct ctl_snap {
     struct sched_toleration *tols;
     int *job_in;          /* snapshot job index -> ctl_snapin.jobs index */
     int64_t *gangq_milli; /* per node: GPU milli held by running gangq jobs */
+    struct ctl_snap_nodeix { const char *name; int i; } *node_ix; /* nodes sorted by name */
 };
 
 /* Pool of a node: first GPUPool whose nodeSelector all match, or -1. */
 int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools);
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen);
 void ctl_snap_release(struct ctl_snap *s);
-/* Node index by name in the snapshot, or -1. */
+/* Node index by name in the snapshot, or -1 (O(log nodes)). */
 int ctl_snap_node(const struct ctl_snap *s, const char *name);
 
 /* ------------------------------------------------------------ status */

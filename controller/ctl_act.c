@@ -25,12 +25,25 @@ struct op {
     char key[CTL_KEY_MAX];
 };
 
+/* c->inflight_intents is kept sorted: lookups are O(log n) (the reconcile
+ * asks for every pending intent). Position of id, or where it would go. */
+static size_t inflight_pos(const struct gq_ctl *c, int64_t id)
+{
+    size_t lo = 0, hi = c->ninflight;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->inflight_intents[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int ctl_intent_inflight(const struct gq_ctl *c, int64_t id)
 {
-    for (size_t i = 0; i < c->ninflight; i++)
-        if (c->inflight_intents[i] == id)
-            return 1;
-    return 0;
+    size_t p = inflight_pos(c, id);
+    return p < c->ninflight && c->inflight_intents[p] == id;
 }
 
 static int inflight_add(struct gq_ctl *c, int64_t id)
@@ -43,17 +56,21 @@ static int inflight_add(struct gq_ctl *c, int64_t id)
         c->inflight_intents = n;
         c->capinflight = cap;
     }
-    c->inflight_intents[c->ninflight++] = id;
+    size_t p = inflight_pos(c, id);
+    memmove(&c->inflight_intents[p + 1], &c->inflight_intents[p], (c->ninflight - p) * sizeof(int64_t));
+    c->inflight_intents[p] = id;
+    c->ninflight++;
     return 0;
 }
 
 static void inflight_del(struct gq_ctl *c, int64_t id)
 {
-    for (size_t i = 0; i < c->ninflight; i++)
-        if (c->inflight_intents[i] == id) {
-            c->inflight_intents[i] = c->inflight_intents[--c->ninflight];
-            return;
-        }
+    size_t p = inflight_pos(c, id);
+    if (p < c->ninflight && c->inflight_intents[p] == id) {
+        memmove(&c->inflight_intents[p], &c->inflight_intents[p + 1],
+                (c->ninflight - p - 1) * sizeof(int64_t));
+        c->ninflight--;
+    }
 }
 
 /* Called when a request ends or when all were issued. */

@@ -331,12 +331,31 @@ static int taint_effect(const char *e)
     return SCHED_NO_SCHEDULE;
 }
 
+static int nodeix_cmp(const void *a, const void *b)
+{
+    const struct ctl_snap_nodeix *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
 int ctl_snap_node(const struct ctl_snap *s, const char *name)
 {
-    for (int i = 0; i < s->snap.nnodes; i++)
-        if (!strcmp(s->nodes[i].name, name))
-            return i;
-    return -1;
+    if (!s->node_ix) {
+        for (int i = 0; i < s->snap.nnodes; i++)
+            if (!strcmp(s->nodes[i].name, name))
+                return i;
+        return -1;
+    }
+    /* first entry of that name: the lowest index, as the linear scan */
+    int lo = 0, hi = s->snap.nnodes;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(s->node_ix[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->snap.nnodes && !strcmp(s->node_ix[lo].name, name) ? s->node_ix[lo].i : -1;
 }
 
 void ctl_snap_release(struct ctl_snap *s)
@@ -354,6 +373,7 @@ void ctl_snap_release(struct ctl_snap *s)
     free(s->tols);
     free(s->job_in);
     free(s->gangq_milli);
+    free(s->node_ix);
     memset(s, 0, sizeof(*s));
 }
 
@@ -479,6 +499,12 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     }
     s->snap.nodes = s->nodes;
     s->snap.nnodes = in->nnodes;
+    if ((s->node_ix = calloc((size_t)in->nnodes + 1, sizeof(*s->node_ix)))) {
+        for (int i = 0; i < in->nnodes; i++)
+            s->node_ix[i] = (struct ctl_snap_nodeix){s->nodes[i].name, i};
+        if (in->nnodes > 1)
+            qsort(s->node_ix, (size_t)in->nnodes, sizeof(*s->node_ix), nodeix_cmp);
+    } /* else ctl_snap_node scans */
 
     /* foreign usage */
     for (int i = 0; i < in->nforeign; i++) {
