@@ -1548,7 +1548,12 @@ static int build(struct cy *cy)
                 cy->sh[f].r.mem = 0;
                 cy->sh[f].w = 0;
             }
-            cy->sh[f].w += cy->j[x].want;
+            /* cpu and memory per shape: the demand-weighted mean of its jobs, so the
+             * fragmentation measure sees nodes whose cpu or memory strands GPUs */
+            double w0 = cy->sh[f].w, w1 = w0 + cy->j[x].want;
+            cy->sh[f].r.cpu = (int64_t)(((double)cy->sh[f].r.cpu * w0 + (double)r->cpu * cy->j[x].want) / w1);
+            cy->sh[f].r.mem = (int64_t)(((double)cy->sh[f].r.mem * w0 + (double)r->mem * cy->j[x].want) / w1);
+            cy->sh[f].w = w1;
             wsum += cy->j[x].want;
         }
     }
