@@ -73,13 +73,59 @@ static void inflight_del(struct gq_ctl *c, int64_t id)
     }
 }
 
+static int done_add(struct gq_ctl *c, int64_t id)
+{
+    if (c->ndone == c->capdone) {
+        size_t cap = c->capdone ? c->capdone * 2 : 64;
+        int64_t *n = realloc(c->done_ids, cap * sizeof(*n));
+        if (!n)
+            return GQ_ENOMEM;
+        c->done_ids = n;
+        c->capdone = cap;
+    }
+    c->done_ids[c->ndone++] = id;
+    return 0;
+}
+
+void ctl_act_flush_done(struct gq_ctl *c)
+{
+    char err[256];
+    if (!c->ndone || !c->st || store_in_cycle(c->st))
+        return;
+    int rc = store_begin_cycle(c->st, err, sizeof(err));
+    for (size_t i = 0; !rc && i < c->ndone; i++) {
+        rc = store_intent_done(c->st, c->done_ids[i], ctl_now_ms(), err, sizeof(err));
+        if (rc == GQ_ENOTFOUND)
+            rc = 0; /* no longer pending */
+    }
+    if (rc) {
+        if (store_in_cycle(c->st))
+            store_rollback_cycle(c->st);
+    } else {
+        rc = store_commit_cycle(c->st, err, sizeof(err));
+    }
+    if (rc) {
+        c->m.store_errors++;
+        LOGA(c, GQ_LOG_ERROR, "intents done not recorded; retried next cycle", " n=%zu err=\"%s\"",
+             c->ndone, err);
+        return;
+    }
+    LOGA(c, GQ_LOG_DEBUG, "intents done", " n=%zu", c->ndone);
+    for (size_t i = 0; i < c->ndone; i++)
+        inflight_del(c, c->done_ids[i]);
+    c->ndone = 0;
+}
+
 /* Called when a request ends or when all were issued. */
 static void op_settle(struct op *o)
 {
     if (!o->armed || o->outstanding > 0)
         return;
     struct gq_ctl *c = o->c;
-    if (o->intent_id) {
+    if (o->intent_id && !o->failed && !done_add(c, o->intent_id)) {
+        /* recorded (and left in flight) by ctl_act_flush_done */
+        LOGA(c, GQ_LOG_DEBUG, "intent acted on", " id=%lld job=%s", (long long)o->intent_id, o->key);
+    } else if (o->intent_id) {
         if (!o->failed) {
             char err[256];
             if (store_intent_done(c->st, o->intent_id, ctl_now_ms(), err, sizeof(err))) {

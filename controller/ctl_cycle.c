@@ -37,6 +37,14 @@ struct ikey {
     int i;
 };
 
+/* A node of this reconcile by name; its info parsed on first use. */
+struct rnode {
+    const char *name;
+    const cJSON *obj;
+    int have_ni;
+    struct ctl_nodeinfo ni;
+};
+
 /* Placeholder job of a cj not prepared (yet): all zero, never written. */
 static const struct api_gpujob ctl_empty_job;
 
@@ -58,6 +66,8 @@ struct rc_ctx {
     int npools;
     const cJSON **nodes;
     int nnodes;
+    struct rnode *nix;            /* named nodes sorted by name (nnix entries) */
+    int nnix;
     const cJSON **foreign;
     int nforeign, capforeign;
     struct cj *jobs;
@@ -170,14 +180,23 @@ static int intent_first(const struct rc_ctx *r, const char *key)
     return lo < r->nintents && !strcmp(r->iidx[lo].key, key) ? lo : r->nintents;
 }
 
-/* Order-independent signature of the objects defaulting reads (name and
- * resourceVersion of each): a change invalidates every cached decode. */
+/* Order-independent signature of the objects defaulting reads: a change
+ * invalidates every cached decode. An object is its name, uid and
+ * metadata.generation (spec changes; a Team's status writes do not count),
+ * or its resourceVersion when it has no generation (PriorityClass). */
 static uint64_t obj_sig(const cJSON *o)
 {
-    const char *parts[2] = {ctl_obj_str(o, "metadata", "name"),
-                            ctl_obj_str(o, "metadata", "resourceVersion")};
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(md, "generation");
+    char gen[32];
+    if (cJSON_IsNumber(g) && g->valuedouble >= 1 && g->valuedouble < 9e15)
+        snprintf(gen, sizeof(gen), "g%lld", (long long)g->valuedouble);
+    else
+        gen[0] = 0;
+    const char *parts[3] = {ctl_obj_str(md, "name", NULL), ctl_obj_str(md, "uid", NULL),
+                            gen[0] ? gen : ctl_obj_str(md, "resourceVersion", NULL)};
     uint64_t h = 1469598103934665603ULL;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         for (const char *p = parts[k] ? parts[k] : ""; *p; p++)
             h = (h ^ (unsigned char)*p) * 1099511628211ULL;
         h = (h ^ 0xffu) * 1099511628211ULL;
@@ -290,21 +309,40 @@ static int job_gpus_placed(const struct cj *j)
     return (g->shares * j->pl.n + 999) / 1000;
 }
 
-static const char *node_product(struct rc_ctx *r, const char *node)
+static int rnode_cmp(const void *a, const void *b)
 {
-    for (int i = 0; i < r->nnodes; i++) {
-        const char *n = ctl_obj_str(r->nodes[i], "metadata", "name");
-        if (n && !strcmp(n, node)) {
-            const char *p = ctl_obj_label(r->nodes[i], r->c->cfg.gpu_product_label);
-            return p ? p : "";
-        }
-    }
-    return "";
+    return strcmp(((const struct rnode *)a)->name, ((const struct rnode *)b)->name);
 }
 
-static const cJSON *node_obj(struct rc_ctx *r, const char *node)
+static int nodes_index(struct rc_ctx *r)
 {
-    return kube_informer_get(r->c->inf[INF_NODES], NULL, node);
+    r->nix = calloc((size_t)r->nnodes + 1, sizeof(*r->nix));
+    if (!r->nix)
+        return GQ_ENOMEM;
+    for (int i = 0; i < r->nnodes; i++) {
+        const char *n = ctl_obj_str(r->nodes[i], "metadata", "name");
+        if (n)
+            r->nix[r->nnix++] = (struct rnode){n, r->nodes[i], 0, {0}};
+    }
+    if (r->nnix > 1)
+        qsort(r->nix, (size_t)r->nnix, sizeof(*r->nix), rnode_cmp);
+    return 0;
+}
+
+/* The node of this name in the node cache (as of this reconcile), or NULL. */
+static struct rnode *node_find(struct rc_ctx *r, const char *name)
+{
+    struct rnode k = {name, NULL, 0, {0}};
+    if (!r->nnix)
+        return NULL;
+    return bsearch(&k, r->nix, (size_t)r->nnix, sizeof(*r->nix), rnode_cmp);
+}
+
+static const char *node_product(struct rc_ctx *r, const char *node)
+{
+    struct rnode *n = node_find(r, node);
+    const char *p = n ? ctl_obj_label(n->obj, r->c->cfg.gpu_product_label) : NULL;
+    return p ? p : "";
 }
 
 static int ledger_set(struct rc_ctx *r, struct cj *j)
@@ -348,13 +386,16 @@ static int pod_deleting(const cJSON *pod)
 /* A node that is gone or NotReady past the grace period. */
 static int node_lost(struct rc_ctx *r, const char *name, char *why, size_t len)
 {
-    const cJSON *n = node_obj(r, name);
+    struct rnode *n = node_find(r, name);
     if (!n) {
         snprintf(why, len, "node %s was deleted", name);
         return 1;
     }
-    struct ctl_nodeinfo ni;
-    ctl_node_info(n, &ni);
+    if (!n->have_ni) {
+        ctl_node_info(n->obj, &n->ni);
+        n->have_ni = 1;
+    }
+    const struct ctl_nodeinfo ni = n->ni;
     if (!ni.ready && ni.ready_since > 0 &&
         (double)r->now / 1000.0 - ni.ready_since > r->c->cfg.node_lost_grace_s) {
         snprintf(why, len, "node %s not ready for more than %.0fs", name, r->c->cfg.node_lost_grace_s);
@@ -516,6 +557,8 @@ static int gather(struct rc_ctx *r)
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), gather_cb_job, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), gather_cb_pod, r)))
         return rc;
+    if ((rc = nodes_index(r)))
+        return rc;
     if (r->njobs > 1)
         qsort(r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
     if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
@@ -642,16 +685,39 @@ out:
     return rc;
 }
 
+/* The cache key of a GPUJob object's decode: what api_gpujob_decode reads
+ * that can change under one uid. With the status subresource, the spec
+ * changes only with metadata.generation, so a status write (new
+ * resourceVersion) does not invalidate it; without a generation the
+ * resourceVersion is the key. Name, namespace and creationTimestamp are
+ * fixed for a uid; deletionTimestamp only appears. */
+static void job_cache_key(const cJSON *obj, char *out, size_t len)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(md, "generation");
+    const char *del = ctl_obj_str(md, "deletionTimestamp", NULL);
+    if (cJSON_IsNumber(g) && g->valuedouble >= 1 && g->valuedouble < 9e15)
+        snprintf(out, len, "g%lld%s", (long long)g->valuedouble, del ? "d" : "");
+    else
+        snprintf(out, len, "r%s%s", ctl_obj_str(md, "resourceVersion", NULL) ? ctl_obj_str(md, "resourceVersion", NULL) : "",
+                 del ? "d" : "");
+}
+
 /* The job's decoded, defaulted and validated form, from the memo's cache
- * when the object (uid, resourceVersion) and the defaulting inputs (Teams,
+ * when the object (uid, job_cache_key) and the defaulting inputs (Teams,
  * PriorityClasses: r->lookup_sig) are those it was computed from. */
 static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
 {
     const char *uid = ctl_obj_str(j->obj, "metadata", "uid");
-    const char *rv = ctl_obj_str(j->obj, "metadata", "resourceVersion");
-    if (m->job_valid && uid && rv && m->job_lookup == r->lookup_sig && !strcmp(m->job_uid, uid) &&
-        !strcmp(m->job_rv, rv))
+    char ck[API_UID_MAX + 8];
+    job_cache_key(j->obj, ck, sizeof(ck));
+    if (m->job_valid && uid && m->job_lookup == r->lookup_sig && !strcmp(m->job_uid, uid) &&
+        !strcmp(m->job_rv, ck)) {
+        /* same spec: keep metadata.resourceVersion current (store upserts) */
+        const char *rv = ctl_obj_str(j->obj, "metadata", "resourceVersion");
+        gq_strlcpy(m->job.meta.resource_version, rv ? rv : "", sizeof(m->job.meta.resource_version));
         return 0;
+    }
     struct api_gpujob nj;
     struct api_errors e;
     api_gpujob_init(&nj);
@@ -669,14 +735,52 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     m->job = nj; /* ownership of nj.template moves to the memo */
     m->job_valid = 1;
     m->job_lookup = r->lookup_sig;
-    /* an object without uid/resourceVersion is decoded again every time */
+    /* an object without uid is decoded again every time */
     gq_strlcpy(m->job_uid, uid ? uid : "", sizeof(m->job_uid));
-    gq_strlcpy(m->job_rv, uid && rv ? rv : "", sizeof(m->job_rv));
+    gq_strlcpy(m->job_rv, uid ? ck : "", sizeof(m->job_rv));
     m->job_nerr = e.n;
     m->job_err[0] = 0;
     if (e.n)
         api_error_format(&e, 0, m->job_err, sizeof(m->job_err));
     return 0;
+}
+
+static int placement_copy(struct ctl_placement *dst, const struct ctl_placement *src)
+{
+    ctl_placement_release(dst);
+    *dst = *src;
+    dst->rep = NULL;
+    if (src->n > 0) {
+        if (!(dst->rep = malloc((size_t)src->n * sizeof(*dst->rep)))) {
+            ctl_placement_init(dst);
+            return GQ_ENOMEM;
+        }
+        memcpy(dst->rep, src->rep, (size_t)src->n * sizeof(*dst->rep));
+    }
+    return 0;
+}
+
+/* j->pl from the row's placement text, parsed once per distinct text (the
+ * memo keeps the last one). */
+static int placement_load(struct rc_ctx *r, struct cj *j)
+{
+    struct ctl_memo *m = j->memo;
+    const char *t = j->row->placement ? j->row->placement : "";
+    if (!m->pl_text || strcmp(m->pl_text, t)) {
+        struct ctl_placement p;
+        ctl_placement_init(&p);
+        int rc = ctl_placement_parse(t, &p, r->err, sizeof(r->err));
+        char *dup = rc ? NULL : strdup(t);
+        if (rc || !dup) {
+            ctl_placement_release(&p);
+            return rc ? rc : GQ_ENOMEM;
+        }
+        free(m->pl_text);
+        ctl_placement_release(&m->pl_cache);
+        m->pl_text = dup;
+        m->pl_cache = p;
+    }
+    return placement_copy(&j->pl, &m->pl_cache);
 }
 
 /* Decode (cached), default, validate; upsert the store row. */
@@ -788,7 +892,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         }
     }
     j->state = j->row->state;
-    if ((rc = ctl_placement_parse(j->row->placement, &j->pl, r->err, sizeof(r->err)))) {
+    if ((rc = placement_load(r, j))) {
         LOGC(r->c, GQ_LOG_WARN, "bad placement in store, ignored", " job=%s err=\"%s\"", j->key, r->err);
         ctl_placement_release(&j->pl);
         rc = 0;
@@ -1103,11 +1207,12 @@ static int run_sched(struct rc_ctx *r)
     struct gq_ctl *c = r->c;
     int rc = 0;
     struct ctl_jobin *ins = calloc((size_t)r->njobs + 1, sizeof(*ins));
+    int *ins_job = calloc((size_t)r->njobs + 1, sizeof(*ins_job)); /* ins[k] is r->jobs[ins_job[k]] */
     double *usage = calloc((size_t)r->nteams + 1, sizeof(*usage));
     struct ctl_snap s;
     struct sched_result *res = NULL;
     memset(&s, 0, sizeof(s));
-    if (!ins || !usage) {
+    if (!ins || !usage || !ins_job) {
         rc = GQ_ENOMEM;
         goto out;
     }
@@ -1125,6 +1230,7 @@ static int run_sched(struct rc_ctx *r)
             continue;
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
                                     j->row->admitted_ms, &j->pl};
+        ins_job[n] = i;
         n++;
     }
     /* map ins back to r->jobs: keep the index in a parallel array via key lookup */
@@ -1134,11 +1240,8 @@ static int run_sched(struct rc_ctx *r)
     if ((rc = ctl_snap_build(&s, &in, r->err, sizeof(r->err))))
         goto out;
     /* s.job_in indexes ins[]; translate to r->jobs indices */
-    for (int k = 0; k < s.snap.njobs; k++) {
-        const char *key = ins[s.job_in[k]].key;
-        struct cj *j = job_find(r, key);
-        s.job_in[k] = j ? (int)(j - r->jobs) : 0;
-    }
+    for (int k = 0; k < s.snap.njobs; k++)
+        s.job_in[k] = ins_job[s.job_in[k]];
     int64_t t0 = ctl_now_ms();
     if ((rc = sched_cycle(c->sched, &s.snap, &res, r->err, sizeof(r->err))))
         goto out;
@@ -1169,6 +1272,7 @@ out:
     sched_result_free(res);
     ctl_snap_release(&s);
     free(ins);
+    free(ins_job);
     free(usage);
     return rc;
 }
@@ -1429,6 +1533,7 @@ static void rc_release(struct rc_ctx *r)
     for (int i = 0; i < r->njobs; i++)
         ctl_placement_release(&r->jobs[i].pl);
     free(r->iidx);
+    free(r->nix);
     for (int i = 0; i < r->nrows; i++)
         free(r->rows[i]);
     for (int i = 0; i < r->nintents; i++)
@@ -1450,6 +1555,7 @@ void ctl_reconcile(struct gq_ctl *c)
     if (!r)
         return;
     r->c = c;
+    ctl_act_flush_done(c); /* before reading the pending intents */
     r->now = ctl_now_ms();
     c->reconciles++;
     int64_t t0 = r->now;

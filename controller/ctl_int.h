@@ -39,18 +39,22 @@ struct ctl_memo {
     int cleanup_inflight;         /* stray pod deletes in flight */
     char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
     /* GPUJob decode cache: job is the decoded+defaulted+validated form of
-     * the object with (job_uid, job_rv) under the Teams/PriorityClasses
-     * signature job_lookup; job_nerr/job_err are its decode/validate errors.
+     * the object with (job_uid, job_rv = generation or resourceVersion key,
+     * ctl_cycle.c job_cache_key) under the Teams/PriorityClasses signature
+     * job_lookup; job_nerr/job_err are its decode/validate errors.
      * Owned (api_gpujob_release when job_valid). */
     struct api_gpujob job;
     int job_valid;
-    char job_uid[API_UID_MAX], job_rv[API_UID_MAX];
+    char job_uid[API_UID_MAX], job_rv[API_UID_MAX + 8];
     uint64_t job_lookup;
     int job_nerr;
     char job_err[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
     /* status inputs last_status was computed from (owned; NULL = none):
      * equal inputs give the same status, so it is not computed again */
     char *status_sig;
+    /* placement cache: pl_cache is ctl_placement_parse(pl_text) (both owned) */
+    char *pl_text;
+    struct ctl_placement pl_cache;
     /* per reconcile: this job's pods (borrowed from the pod cache) */
     const cJSON **pods;
     int npods, podcap;
@@ -106,8 +110,13 @@ struct gq_ctl {
     int64_t reconciles;
     int64_t last_usage_ms;
     int64_t last_prune_ms;
-    int64_t *inflight_intents; /* intent ids being acted on */
+    int64_t *inflight_intents; /* intent ids being acted on (sorted) */
     size_t ninflight, capinflight;
+    /* intents acted on, not yet marked done in the store: still in
+     * inflight_intents (never acted on twice); ctl_act_flush_done marks them
+     * all in one transaction at the start of the next reconcile */
+    int64_t *done_ids;
+    size_t ndone, capdone;
     ev_timer debounce, resync, stop_timer;
     ev_signal sigterm, sigint;
     ev_tstamp stop_deadline;
@@ -133,6 +142,9 @@ void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_o
 
 /* ctl_act.c */
 int ctl_intent_inflight(const struct gq_ctl *c, int64_t id);
+/* Mark the acted-on intents done in one store transaction (kept for the next
+ * call when it fails). */
+void ctl_act_flush_done(struct gq_ctl *c);
 /* Act on every pending intent not already in flight. */
 void ctl_act_intents(struct gq_ctl *c);
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on

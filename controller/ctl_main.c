@@ -289,6 +289,8 @@ static void memo_free(struct ctl_memo *m)
     free(m->key);
     free(m->last_status);
     free(m->status_sig);
+    free(m->pl_text);
+    ctl_placement_release(&m->pl_cache);
     free(m->pods);
     free(m);
 }
@@ -798,6 +800,7 @@ out:
     for (int i = 0; i < INF_COUNT; i++)
         kube_informer_free(c->inf[i]);
     kube_client_free(c->client);
+    ctl_act_flush_done(c); /* intents acted on before the stop */
     kube_config_release(&c->kcfg);
     if (c->st && store_in_cycle(c->st))
         store_rollback_cycle(c->st);
@@ -805,6 +808,7 @@ out:
     sched_free(c->sched);
     ctl_memo_table_release(&c->memo);
     free(c->inflight_intents);
+    free(c->done_ids);
     free(c);
     kube_global_cleanup();
     return rc;
