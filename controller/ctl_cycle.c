@@ -360,12 +360,12 @@ static int intent(struct rc_ctx *r, int kind, const char *key, const char *paylo
 }
 
 /* Pod of this job held by its placement: the name of a placed replica, on its node. */
-static int pod_held(const struct cj *j, const cJSON *pod)
+static int pod_held(const struct cj *j, const struct ctl_podfacts *f)
 {
     if (!j || !holds(j->state))
         return 0;
-    const char *rp = ctl_obj_label(pod, CTL_LABEL_REPLICA);
-    const char *pn = ctl_obj_str(pod, "metadata", "name");
+    const char *rp = f->replica;
+    const char *pn = f->name;
     int64_t rv;
     if (!rp || !pn || gq_parse_i64(rp, (size_t)-1, &rv))
         return 0;
@@ -373,14 +373,11 @@ static int pod_held(const struct cj *j, const cJSON *pod)
     if (i < 0)
         return 0;
     char want[API_NAME_MAX + 32];
+    const char *nn = f->node;
+    if (!nn || strcmp(nn, j->pl.rep[i].node))
+        return 0;
     ctl_pod_name(j->job->meta.name, &j->pl, &j->pl.rep[i], want, sizeof(want));
-    const char *nn = ctl_obj_str(pod, "spec", "nodeName");
-    return !strcmp(want, pn) && nn && !strcmp(nn, j->pl.rep[i].node);
-}
-
-static int pod_deleting(const cJSON *pod)
-{
-    return ctl_obj_str(pod, "metadata", "deletionTimestamp") != NULL;
+    return !strcmp(want, pn);
 }
 
 /* A node that is gone or NotReady past the grace period. */
@@ -521,9 +518,33 @@ static int gather_cb_pod(const cJSON *o, void *ud)
         m->pods_cycle = r->c->reconciles;
     }
     m->seen_cycle = r->c->reconciles;
-    return push_ptr(&m->pods, &m->npods, &m->podcap, o);
+    if (m->npods == m->podcap) {
+        int nc = m->podcap ? m->podcap * 2 : 4;
+        const cJSON **p = realloc(m->pods, (size_t)nc * sizeof(*p));
+        if (!p)
+            return GQ_ENOMEM;
+        m->pods = p;
+        struct ctl_podfacts *f = realloc(m->pf, (size_t)nc * sizeof(*f));
+        if (!f)
+            return GQ_ENOMEM;
+        m->pf = f;
+        m->podcap = nc;
+    }
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    struct ctl_podfacts *f = &m->pf[m->npods];
+    f->name = ctl_obj_str(md, "name", NULL);
+    f->deletion = ctl_obj_str(md, "deletionTimestamp", NULL);
+    f->replica = ctl_obj_str(labels, CTL_LABEL_REPLICA, NULL);
+    f->attempt = ctl_obj_str(labels, CTL_LABEL_ATTEMPT, NULL);
+    f->node = ctl_obj_str(o, "spec", "nodeName");
+    f->phase = ctl_obj_str(o, "status", "phase");
+    f->terminal = f->phase && (!strcmp(f->phase, "Succeeded") || !strcmp(f->phase, "Failed"));
+    m->pods[m->npods++] = o;
+    return 0;
 }
 
+/* The job's pods of this reconcile and their facts (parallel arrays). */
 static const cJSON **memo_pods(struct rc_ctx *r, struct ctl_memo *m, int *n)
 {
     if (!m || m->pods_cycle != r->c->reconciles) {
@@ -600,9 +621,9 @@ static int pool_exists(struct rc_ctx *r, const char *name)
 static int max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
 {
     int np = 0, best = 0;
-    const cJSON **pods = memo_pods(r, m, &np);
+    memo_pods(r, m, &np);
     for (int i = 0; i < np; i++) {
-        const char *a = ctl_obj_label(pods[i], CTL_LABEL_ATTEMPT);
+        const char *a = m->pf[i].attempt;
         int64_t v;
         if (a && !gq_parse_i64(a, (size_t)-1, &v) && v > best && v < 1000000)
             best = (int)v;
@@ -1046,15 +1067,17 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         char name[API_NAME_MAX + 32];
         ctl_pod_name(j->job->meta.name, &j->pl, p, name, sizeof(name));
         const cJSON *pod = NULL;
+        const struct ctl_podfacts *f = NULL;
         for (int i = 0; i < np; i++) {
-            const char *pn = ctl_obj_str(pods[i], "metadata", "name");
+            const char *pn = j->memo->pf[i].name;
             if (pn && !strcmp(pn, name)) {
                 pod = pods[i];
+                f = &j->memo->pf[i];
                 break;
             }
         }
         char w[API_MSG_MAX] = "";
-        const char *ph = pod ? ctl_obj_str(pod, "status", "phase") : NULL;
+        const char *ph = f ? f->phase : NULL;
         if (!pod) {
             missing++;
             if (j->memo->missing_since_ms && r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
@@ -1064,7 +1087,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         } else if (ph && !strcmp(ph, "Succeeded")) {
             succeeded++;
             continue;
-        } else if (pod_deleting(pod)) {
+        } else if (f->deletion) {
             snprintf(w, sizeof(w), "pod %s is being deleted", name);
         } else if (node_lost(r, p->node, w, sizeof(w))) {
             /* w set */
@@ -1462,15 +1485,16 @@ static int drain_check(struct rc_ctx *r)
             if (!np)
                 continue;
             struct cj *j = job_find(r, m->key);
+            (void)pods;
             for (int k = 0; k < np; k++) {
-                const cJSON *pod = pods[k];
-                if (ctl_pod_terminal(pod) || pod_held(j, pod))
+                const struct ctl_podfacts *f = &m->pf[k];
+                if (f->terminal || pod_held(j, f))
                     continue;
-                const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+                const char *nn = f->node;
                 char w[256];
                 if (!nn || !nn[0] || node_lost(r, nn, w, sizeof(w)))
                     continue;
-                const char *dt = ctl_obj_str(pod, "metadata", "deletionTimestamp");
+                const char *dt = f->deletion;
                 double dw = 0;
                 if (dt && !kube_time_parse(dt, &dw) && (double)r->now / 1000.0 > dw + CTL_DRAIN_SLACK_S)
                     continue;
@@ -1496,13 +1520,13 @@ static void cleanup_strays(struct rc_ctx *r)
             struct cj *j = job_find(r, m->key);
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
-                if (ctl_pod_terminal(pod) || pod_deleting(pod) || pod_held(j, pod))
+                const struct ctl_podfacts *f = &m->pf[k];
+                if (f->terminal || f->deletion || pod_held(j, f))
                     continue;
-                const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+                const char *nn = f->node;
                 char w[256];
                 long grace = (nn && nn[0] && node_lost(r, nn, w, sizeof(w))) ? 0 : -1;
-                LOGC(c, GQ_LOG_INFO, "deleting stray pod", " job=%s pod=%s", m->key,
-                     ctl_obj_str(pod, "metadata", "name"));
+                LOGC(c, GQ_LOG_INFO, "deleting stray pod", " job=%s pod=%s", m->key, f->name);
                 ctl_act_delete_pod(c, pod, grace, m->key);
             }
         }

@@ -23,6 +23,13 @@
 
 enum ctl_inf { INF_JOBS = 0, INF_TEAMS, INF_POOLS, INF_NODES, INF_PODS, INF_PCS, INF_COUNT };
 
+/* What a reconcile reads of a gangq pod, looked up once when the pods are
+ * gathered (pointers into the pod cache's cJSON: valid for that reconcile). */
+struct ctl_podfacts {
+    const char *name, *node, *phase, *replica, *attempt, *deletion;
+    int terminal; /* phase Succeeded or Failed */
+};
+
 /* Per object memory kept across cycles (jobs "ns/name", teams "team:N",
  * pools "pool:N"). */
 struct ctl_memo {
@@ -57,6 +64,7 @@ struct ctl_memo {
     struct ctl_placement pl_cache;
     /* per reconcile: this job's pods (borrowed from the pod cache) */
     const cJSON **pods;
+    struct ctl_podfacts *pf;      /* parallel to pods */
     int npods, podcap;
     int64_t pods_cycle;
 };

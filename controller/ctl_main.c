@@ -292,6 +292,7 @@ static void memo_free(struct ctl_memo *m)
     free(m->pl_text);
     ctl_placement_release(&m->pl_cache);
     free(m->pods);
+    free(m->pf);
     free(m);
 }
 
