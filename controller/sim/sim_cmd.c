@@ -281,8 +281,8 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
             }
             printf("}\n");
         } else {
-            printf("%-28s  gangq %5.2f +- %.2f  (%d seeds, %.0f tasks, %.0f failed per seed, %.2f s per seed)\n",
-                   name, mean, sd, n, n ? (double)tasks / n : 0, n ? (double)failed / n : 0, n ? wall / n : 0);
+            printf("%-28s  %-7s %5.2f +- %.2f  (%d seeds, %.0f tasks, %.0f failed per seed, %.2f s per seed)\n",
+                   name, policy_name, mean, sd, n, n ? (double)tasks / n : 0, n ? (double)failed / n : 0, n ? wall / n : 0);
             if (have_row) {
                 printf("%-28s ", "  published");
                 for (int k = 0; k < row.npolicies; k++)
@@ -290,7 +290,8 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
                 printf("\n");
                 for (int k = 0; k < row.npolicies; k++)
                     if (!strcmp(row.policy[k], "FGD"))
-                        printf("%-28s  gangq %s FGD by %.2f points\n", "", mean <= row.mean[k] ? "at or below" : "ABOVE",
+                        printf("%-28s  %s %s FGD by %.2f points\n", "", policy_name,
+                               mean <= row.mean[k] ? "at or below" : "ABOVE",
                                fabs(mean - row.mean[k]));
             } else {
                 printf("  (no published row for %s)\n", name);
