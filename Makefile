@@ -7,9 +7,10 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 
                -iquote . -iquote common -iquote api -iquote controller -iquote controller/scheduler \
                -iquote controller/kube -iquote controller/sim -iquote store
 OPT     ?= -O2
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 2>/dev/null) -lev -lm
-CFLAGS  := $(CFLAGS_BASE) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+# Recursive (=) so they are read after scripts/deps.sh has installed what was missing.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 2>/dev/null) -lev -lm
+CFLAGS  = $(CFLAGS_BASE) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
@@ -29,7 +30,7 @@ all: deps $(BUILD)/gangq $(UNIT_BIN) $(TOOL_BIN)
 deps:
 	@scripts/deps.sh
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -5,22 +5,28 @@ set -euo pipefail
 need=()
 chk_pc() { pkg-config --exists "$1" 2>/dev/null || need+=("$2"); }
 chk_h()  { [ -f "/usr/include/$1" ] || need+=("$2"); }
-command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v cc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
 if command -v pkg-config >/dev/null; then
   chk_pc libcurl libcurl4-openssl-dev
   chk_pc libcjson libcjson-dev
   chk_pc sqlite3 libsqlite3-dev
   chk_pc yaml-0.1 libyaml-dev
   chk_pc cmocka libcmocka-dev
+else
+  # without pkg-config nothing can be probed: ask for every library (apt skips installed ones)
+  need+=(pkg-config libcurl4-openssl-dev libcjson-dev libsqlite3-dev libyaml-dev libcmocka-dev)
 fi
 chk_h ev.h libev-dev
 command -v clang >/dev/null || need+=(clang)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need+=(libclang-rt-14-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
-command -v kubectl >/dev/null || need+=(kubectl)
+command -v kubectl >/dev/null || need+=(kubernetes-client)
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v openssl >/dev/null || need+=(openssl)
+command -v curl >/dev/null || need+=(curl)
+command -v jq >/dev/null || need+=(jq)
+command -v ss >/dev/null || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "gangq: missing build dependencies. Run:" >&2
