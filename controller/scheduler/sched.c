@@ -40,6 +40,7 @@ enum {
     R_UNSCHED,
     R_POOL,
     R_TAINT,
+    R_SELECTOR,
     R_NOGPU,
     R_TYPE,
     R_GPUMEM,
@@ -171,12 +172,14 @@ struct cy_job {
     const char *msg;   /* WAIT message */
 };
 
-/* static eligibility class: types, min memory, pool, class, tolerations */
+/* static eligibility class: types, min memory, pool, class, tolerations,
+ * node selector */
 struct cy_skey {
     uint64_t types;
     int64_t min_mem;
-    int32_t pool, cls, ntols, gpu;
+    int32_t pool, cls, ntols, gpu, nsel;
     const struct sched_toleration *tols;
+    const struct sched_label *sel;
     int *nodes; /* statically eligible nodes, ascending */
     int nnodes;
 };
@@ -478,6 +481,32 @@ static int tols_equal(const struct sched_toleration *a, int na, const struct sch
     return 1;
 }
 
+static int sel_equal(const struct sched_label *a, int na, const struct sched_label *b, int nb)
+{
+    if (na != nb)
+        return 0;
+    if (a == b)
+        return 1;
+    for (int i = 0; i < na; i++) {
+        if (strcmp(a[i].key ? a[i].key : "", b[i].key ? b[i].key : "") != 0)
+            return 0;
+        if (strcmp(a[i].value ? a[i].value : "", b[i].value ? b[i].value : "") != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Every selector term present on the node with the same value. */
+static int sel_match(const struct sched_node *sn, const struct sched_label *sel, int nsel)
+{
+    for (int t = 0; t < nsel; t++) {
+        const char *v = sc_label(sn, sel[t].key);
+        if (!v || strcmp(v, sel[t].value ? sel[t].value : "") != 0)
+            return 0;
+    }
+    return 1;
+}
+
 static int static_reason(struct cy *cy, const struct sched_job *jb, const struct sc_req *r, int i)
 {
     const struct cy_node *n = &cy->n[i];
@@ -488,6 +517,8 @@ static int static_reason(struct cy *cy, const struct sched_job *jb, const struct
         return R_POOL;
     if (sn->ntaints > 0 && !sc_tolerates(sn->taints, sn->ntaints, jb->tols, jb->ntols))
         return R_TAINT;
+    if (jb->nnode_selector > 0 && !sel_match(sn, jb->node_selector, jb->nnode_selector))
+        return R_SELECTOR;
     if (sc_is_gpu(r)) {
         if (n->c.ndev <= 0)
             return R_NOGPU;
@@ -509,7 +540,8 @@ static int skey_get(struct cy *cy, int jx, const struct sc_req *r)
         struct cy_skey *k = &cy->sk[i];
         if (k->types == r->types && k->min_mem == r->min_mem_mib && k->pool == jb->pool &&
             k->cls == (int)jb->cls && k->gpu == gpu &&
-            tols_equal(k->tols, k->ntols, jb->tols, jb->ntols))
+            tols_equal(k->tols, k->ntols, jb->tols, jb->ntols) &&
+            sel_equal(k->sel, k->nsel, jb->node_selector, jb->nnode_selector))
             return i;
     }
     if (cy->nsk == cy->capsk) {
@@ -529,6 +561,8 @@ static int skey_get(struct cy *cy, int jx, const struct sc_req *r)
     k->gpu = gpu;
     k->tols = jb->tols;
     k->ntols = jb->ntols;
+    k->sel = jb->node_selector;
+    k->nsel = jb->nnode_selector;
     k->nodes = malloc((size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(int));
     if (!k->nodes)
         return GQ_ENOMEM;
@@ -1123,6 +1157,7 @@ static void reason_text(struct cy *cy, struct gq_buf *b, const struct place_ctx 
             gq_buf_puts(b, sched_class_name(jb->cls));
         break;
     case R_TAINT: gq_buf_puts(b, "taint not tolerated"); break;
+    case R_SELECTOR: gq_buf_puts(b, "node selector mismatch"); break;
     case R_NOGPU: gq_buf_puts(b, "no GPUs"); break;
     case R_TYPE:
         gq_buf_puts(b, "wrong GPU type (need ");
@@ -1489,6 +1524,11 @@ static int build(struct cy *cy)
             return bad(cy, "job %s: class %d unknown", jb->id, (int)jb->cls);
         if (jb->ntols < 0 || (jb->ntols > 0 && !jb->tols))
             return bad(cy, "job %s: bad tolerations (%d)", jb->id, jb->ntols);
+        if (jb->nnode_selector < 0 || (jb->nnode_selector > 0 && !jb->node_selector))
+            return bad(cy, "job %s: bad node selector (%d)", jb->id, jb->nnode_selector);
+        for (int t = 0; t < jb->nnode_selector; t++)
+            if (!jb->node_selector[t].key || !jb->node_selector[t].key[0])
+                return bad(cy, "job %s: node selector term %d has no key", jb->id, t);
         if (req_from(cy, &jb->req, &cj->r) != 0)
             return bad(cy, "job %s: bad request (gpus %d)", jb->id, jb->req.gpus);
         cj->team = jb->team >= 0 ? jb->team : s->nteams;

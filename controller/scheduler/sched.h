@@ -200,6 +200,12 @@ struct sched_job {
      * are held for it. */
     int terminating;
     int terminating_for;
+    /* Pod nodeSelector (caller-owned, like tols): a node is eligible only when
+     * its labels hold every key with exactly that value. nnode_selector 0 = any
+     * node. Nodes that do not match are never used for this job (placement,
+     * preemption, reservations) and count as "node selector mismatch" in the
+     * explanation. Appended last so positional initialisers stay valid. */
+    const struct sched_label *node_selector; int nnode_selector;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these

@@ -1206,6 +1206,213 @@ static void test_claim_blocks_borrower(void **st)
     fx_done(&f);
 }
 
+/* ---- pod nodeSelector ---- */
+
+static void add_label(struct fx *f, int i, const char *key, const char *value)
+{
+    struct sched_node *n = &f->nodes[i];
+    assert_true(n->nlabels < 3);
+    f->labels[i][n->nlabels++] = (struct sched_label){key, value};
+}
+
+static const struct sched_label SEL_IB[] = {{"net.example.com/ib", "yes"}};
+static const struct sched_label SEL_NO[] = {{"net.example.com/ib", "no"}};
+static const struct sched_label SEL_NONE[] = {{"net.example.com/ib", "maybe"}};
+static const struct sched_label SEL_IB_R2[] = {{"net.example.com/ib", "yes"},
+                                               {"topology.gangq.io/rack", "r2"}};
+
+/* a selector that matches only some nodes places there, even against best fit;
+ * one that matches none waits with the mismatch count; the fail cache keeps
+ * jobs of one shape but different selectors apart */
+static void test_node_selector_places(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    for (int i = 0; i < 4; i++)
+        add_node(&f, 8, "H100", 64000, NULL);
+    add_label(&f, 1, "net.example.com/ib", "yes");
+    add_label(&f, 3, "net.example.com/ib", "yes");
+    add_label(&f, 2, "net.example.com/ib", "no");
+    int busy = add_job(&f, "x/busy", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, busy, 0, 0x0F); /* node 0: 4 free, the best fit for 4 GPUs */
+    int plain = add_job(&f, "x/plain", 4, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(dec(&f, plain, SCHED_ADMIT)->rep[0].node, 0);
+    /* the same job with a selector goes to a matching node */
+    f.jobs[plain].node_selector = SEL_IB;
+    f.jobs[plain].nnode_selector = 1;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, plain, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_true(a->rep[0].node == 1 || a->rep[0].node == 3);
+    /* a gang of 2x8 with the selector takes exactly nodes 1 and 3 */
+    f.jobs[plain].req.gpus = 8;
+    f.jobs[plain].replicas = 2;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, plain, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->nrep, 2);
+    assert_true((a->rep[0].node == 1 && a->rep[1].node == 3) ||
+                (a->rep[0].node == 3 && a->rep[1].node == 1));
+    /* 3x8 cannot fit on the two matching nodes: whole gang waits */
+    f.jobs[plain].replicas = 3;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, plain, SCHED_ADMIT));
+    assert_string_equal(dec(&f, plain, SCHED_WAIT)->message,
+                        "2/4 nodes fit 3x8 GPUs: 2 node selector mismatch; "
+                        "only 2 of 3 replicas fit");
+    /* the value must be equal, not just the key present: ib=no is node 2 */
+    f.jobs[plain].replicas = 1;
+    f.jobs[plain].node_selector = SEL_NO;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(dec(&f, plain, SCHED_ADMIT)->rep[0].node, 2);
+    /* a selector no node matches: every node is a mismatch (label absent or
+     * another value), whatever its free capacity */
+    f.jobs[plain].node_selector = SEL_NONE;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, plain, SCHED_ADMIT));
+    assert_string_equal(dec(&f, plain, SCHED_WAIT)->message,
+                        "0/4 nodes fit 8 GPUs: 4 node selector mismatch");
+    f.jobs[plain].node_selector = SEL_IB_R2; /* second term: no rack label */
+    f.jobs[plain].nnode_selector = 2;
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, plain, SCHED_WAIT)->message,
+                        "0/4 nodes fit 8 GPUs: 4 node selector mismatch");
+    /* same shape, different selectors, one cycle: the failing one does not
+     * poison the fail cache for the others (earlier in queue order) */
+    f.jobs[plain].node_selector = SEL_NONE;
+    f.jobs[plain].nnode_selector = 1;
+    int other = add_job(&f, "x/other", 8, 1, SCHED_BATCH, 10);
+    int ib = add_job(&f, "x/ib", 8, 1, SCHED_BATCH, 10);
+    f.jobs[ib].node_selector = SEL_IB;
+    f.jobs[ib].nnode_selector = 1;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, plain, SCHED_WAIT));
+    assert_non_null(dec(&f, other, SCHED_ADMIT));
+    a = dec(&f, ib, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_true(a->rep[0].node == 1 || a->rep[0].node == 3);
+    assert_true(dec(&f, other, SCHED_ADMIT)->rep[0].node != a->rep[0].node);
+    fx_done(&f);
+}
+
+/* a gang with a required rack whose selector leaves too few nodes in every
+ * rack stays whole and waits, although each rack has enough free nodes */
+static void test_node_selector_gang_rack(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    for (int i = 0; i < 6; i++)
+        add_node(&f, 8, "H100", 64000, i < 3 ? "r1" : "r2");
+    add_label(&f, 0, "net.example.com/ib", "yes");
+    add_label(&f, 1, "net.example.com/ib", "yes");
+    add_label(&f, 3, "net.example.com/ib", "yes");
+    add_label(&f, 4, "net.example.com/ib", "yes");
+    int rack = sched_config_level(&f.cfg, "rack");
+    int g = add_job(&f, "ml/g", 8, 3, SCHED_TRAINING, 10);
+    f.jobs[g].topo_required = rack;
+    f.jobs[g].node_selector = SEL_IB;
+    f.jobs[g].nnode_selector = 1;
+    int small = add_job(&f, "ml/small", 8, 1, SCHED_BATCH, 1);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, g, SCHED_ADMIT));
+    assert_string_equal(dec(&f, g, SCHED_WAIT)->message,
+                        "4/6 nodes fit 3x8 GPUs in one rack: 2 node selector mismatch; "
+                        "no rack holds 3 replicas");
+    /* the reservation of the blocked head covers only matching nodes: the
+     * selector-free backfill still lands somewhere (a mismatching node is
+     * never reserved for g) */
+    const struct sched_decision *a = dec(&f, small, SCHED_ADMIT);
+    assert_non_null(a);
+    /* without the selector the gang fits in one rack */
+    f.jobs[g].nnode_selector = 0;
+    f.jobs[g].node_selector = NULL;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->nrep, 3);
+    /* two matching nodes per rack: a 2-replica gang fits in a rack, on them */
+    f.jobs[g].node_selector = SEL_IB;
+    f.jobs[g].nnode_selector = 1;
+    f.jobs[g].replicas = 2;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    for (int r = 0; r < 2; r++)
+        assert_true(a->rep[r].node != 2 && a->rep[r].node != 5);
+    fx_done(&f);
+}
+
+/* a selector reserves only matching nodes for a blocked head */
+static void test_node_selector_reservation(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_label(&f, 1, "net.example.com/ib", "yes");
+    int r0 = add_job(&f, "x/r0", 2, 1, SCHED_BATCH, 10);
+    run_on(&f, r0, 0, 0x03); /* node 0: 6 free (closest to fitting 8 without selector) */
+    int r1 = add_job(&f, "x/r1", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, r1, 1, 0x0F); /* node 1: 4 free */
+    int big = add_job(&f, "x/big", 8, 1, SCHED_TRAINING, 10);
+    f.jobs[big].node_selector = SEL_IB;
+    f.jobs[big].nnode_selector = 1;
+    int s2 = add_job(&f, "x/s2", 4, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
+                        "0/2 nodes fit 8 GPUs: 1 node selector mismatch, 1 fewer than 8 free GPUs");
+    /* node 1 is reserved for big, node 0 is free for s2 (it would be reserved
+     * without the selector, see test_reservation_backfill) */
+    const struct sched_decision *a = dec(&f, s2, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, 0);
+    fx_done(&f);
+}
+
+/* preemption only considers victims on nodes the selector matches */
+static void test_node_selector_preempt(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_label(&f, 1, "net.example.com/ib", "yes");
+    int v0 = add_job(&f, "x/v0", 8, 1, SCHED_BATCH, 1);
+    run_on(&f, v0, 0, 0xFF);
+    int v1 = add_job(&f, "x/v1", 8, 1, SCHED_BATCH, 5);
+    run_on(&f, v1, 1, 0xFF);
+    int hi = add_job(&f, "x/hi", 8, 1, SCHED_TRAINING, 100);
+    assert_int_equal(cycle(&f), 0);
+    /* without a selector the lowest-priority victim goes */
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    assert_non_null(dec(&f, v0, SCHED_PREEMPT));
+    f.jobs[hi].node_selector = SEL_IB;
+    f.jobs[hi].nnode_selector = 1;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    const struct sched_decision *p = dec(&f, v1, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, hi);
+    assert_null(dec(&f, v0, SCHED_PREEMPT));
+    /* a selector no node matches preempts nothing */
+    f.jobs[hi].node_selector = SEL_NONE;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_string_equal(dec(&f, hi, SCHED_WAIT)->message,
+                        "0/2 nodes fit 8 GPUs: 2 node selector mismatch");
+    /* a malformed selector is refused */
+    f.jobs[hi].node_selector = NULL;
+    assert_int_equal(cycle(&f), GQ_EINVAL);
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1236,6 +1443,10 @@ int main(void)
         cmocka_unit_test(test_drop_unneeded_victims),
         cmocka_unit_test(test_reclaim_no_loop),
         cmocka_unit_test(test_claim_blocks_borrower),
+        cmocka_unit_test(test_node_selector_places),
+        cmocka_unit_test(test_node_selector_gang_rack),
+        cmocka_unit_test(test_node_selector_reservation),
+        cmocka_unit_test(test_node_selector_preempt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
