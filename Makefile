@@ -24,13 +24,16 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
 .SECONDARY:
-.PHONY: all deps run test unit asan integration fuzz bench clean
+.PHONY: all deps deps-build run test unit asan integration fuzz bench clean
 all: deps $(BUILD)/gangq $(UNIT_BIN) $(TOOL_BIN)
 
-deps:
+deps: deps-build
 	@scripts/deps.sh
 
-$(BUILD)/%.o: %.c | deps
+deps-build:
+	@scripts/deps.sh build
+
+$(BUILD)/%.o: %.c | deps-build
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

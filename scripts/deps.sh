@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Check the build dependencies (Debian packages); install the missing ones when
-# root, otherwise print the exact apt-get line and stop.
+# Check the dependencies (Debian packages); install the missing ones when root,
+# otherwise print the exact apt-get line and stop.
+#   scripts/deps.sh          everything: build, sanitizers, fuzzing, integration tests
+#   scripts/deps.sh build    only what building the gangq binary needs (container images)
 set -euo pipefail
 need=()
 chk_pc() { pkg-config --exists "$1" 2>/dev/null || need+=("$2"); }
@@ -18,6 +20,7 @@ else
   need+=(pkg-config libcurl4-openssl-dev libcjson-dev libsqlite3-dev libyaml-dev libcmocka-dev)
 fi
 chk_h ev.h libev-dev
+if [ "${1:-}" != build ]; then
 command -v clang >/dev/null || need+=(clang)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need+=(libclang-rt-14-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
@@ -27,6 +30,7 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v jq >/dev/null || need+=(jq)
 command -v ss >/dev/null || need+=(iproute2)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "gangq: missing build dependencies. Run:" >&2
