@@ -189,6 +189,7 @@ struct ctl_snap {
     struct sched_job *jobs;
     struct sched_replica *reps;
     struct sched_toleration *tols;
+    struct sched_label *sels; /* jobs' template nodeSelector terms (strings: the api jobs') */
     int *job_in;          /* snapshot job index -> ctl_snapin.jobs index */
     int64_t *gangq_milli; /* per node: GPU milli held by running gangq jobs */
     struct ctl_snap_nodeix { const char *name; int i; } *node_ix; /* nodes sorted by name */

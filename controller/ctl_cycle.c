@@ -831,26 +831,6 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
-    } else if (j->job->spec.nselector > 0) {
-        /* The core places by pool, GPU type and topology and has no node
-         * selector: a pod bound to a node its selector refuses would be
-         * rejected by the kubelet. Harmless only when every node matches. */
-        int match = 0;
-        for (int n = 0; n < r->nnodes; n++) {
-            int ok = 1;
-            for (int k = 0; ok && k < j->job->spec.nselector; k++) {
-                const char *v = ctl_obj_label(r->nodes[n], j->job->spec.node_selector[k].key);
-                ok = v && !strcmp(v, j->job->spec.node_selector[k].value);
-            }
-            match += ok;
-        }
-        if (match < r->nnodes) {
-            j->invalid_reason = "NodeSelectorUnsupported";
-            snprintf(j->invalid_msg, sizeof(j->invalid_msg),
-                     "spec.template.spec.nodeSelector matches %d of %d nodes; gangq places by spec.pool, "
-                     "gpu.types and topology (node selectors that exclude nodes are not supported)",
-                     match, r->nnodes);
-        }
     }
 
     j->row = row_find(r, j->key);

@@ -371,6 +371,7 @@ void ctl_snap_release(struct ctl_snap *s)
     free(s->jobs);
     free(s->reps);
     free(s->tols);
+    free(s->sels);
     free(s->job_in);
     free(s->gangq_milli);
     free(s->node_ix);
@@ -413,7 +414,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
 {
     int rc = 0;
     memset(s, 0, sizeof(*s));
-    int nl = 0, nt = 0, nq = 0, nr = 0, ntol = 0;
+    int nl = 0, nt = 0, nq = 0, nr = 0, ntol = 0, nsel = 0;
     for (int i = 0; i < in->nnodes; i++) {
         nl += cJSON_GetArraySize(obj_get(obj_get(in->nodes[i], "metadata"), "labels"));
         nt += cJSON_GetArraySize(obj_get(obj_get(in->nodes[i], "spec"), "taints"));
@@ -424,6 +425,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         if (in->jobs[i].running && in->jobs[i].pl)
             nr += in->jobs[i].pl->n;
         ntol += in->jobs[i].job->spec.ntolerations;
+        nsel += in->jobs[i].job->spec.nselector;
     }
     s->nodes = calloc((size_t)in->nnodes + 1, sizeof(*s->nodes));
     s->gangq_milli = calloc((size_t)in->nnodes + 1, sizeof(*s->gangq_milli));
@@ -436,8 +438,9 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     s->job_in = calloc((size_t)in->njobs + 1, sizeof(*s->job_in));
     s->reps = calloc((size_t)nr + 1, sizeof(*s->reps));
     s->tols = calloc((size_t)ntol + 1, sizeof(*s->tols));
+    s->sels = calloc((size_t)nsel + 1, sizeof(*s->sels));
     if (!s->nodes || !s->gangq_milli || !s->labels || !s->taints || !s->pools || !s->teams ||
-        !s->quotas || !s->jobs || !s->job_in || !s->reps || !s->tols) {
+        !s->quotas || !s->jobs || !s->job_in || !s->reps || !s->tols || !s->sels) {
         gq_errf(err, errlen, "snapshot: out of memory");
         rc = GQ_ENOMEM;
         goto out;
@@ -541,7 +544,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
 
     /* jobs */
     int nj = 0;
-    nr = ntol = 0;
+    nr = ntol = nsel = 0;
     for (int i = 0; i < in->njobs; i++) {
         const struct ctl_jobin *ji = &in->jobs[i];
         const struct api_gpujob_spec *sp = &ji->job->spec;
@@ -574,6 +577,12 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
                                                         taint_effect(t->effect)};
         }
         j->ntols = sp->ntolerations;
+        /* template nodeSelector: the core only uses nodes whose labels match
+         * (the pods keep it, so the kubelet accepts them on those nodes) */
+        j->node_selector = &s->sels[nsel];
+        for (int k = 0; k < sp->nselector; k++)
+            s->sels[nsel++] = (struct sched_label){sp->node_selector[k].key, sp->node_selector[k].value};
+        j->nnode_selector = sp->nselector;
         const struct sched_config *cfg = in->cfg;
         j->topo_required = sp->topology.required[0] ? sched_config_level(cfg, sp->topology.required) : -1;
         j->topo_preferred = sp->topology.preferred[0] ? sched_config_level(cfg, sp->topology.preferred) : -1;

@@ -221,11 +221,13 @@ static void test_snapshot_build(void **state)
     decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"class\":\"Training\",\"replicas\":2,"
                "\"priority\":7,\"gpu\":{\"count\":4,\"types\":[\"H100\"],\"minMemoryGiB\":40},"
                "\"topology\":{\"required\":\"rack\",\"preferred\":\"node\"},\"template\":{\"spec\":{"
+               "\"nodeSelector\":{\"zone\":\"z1\",\"topology.gangq.io/rack\":\"r9\"},"
                "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]}}}}",
                &jw, teams, 2);
     decode_job(JOB_HEAD "{\"name\":\"r\",\"namespace\":\"ns2\"},\"spec\":{\"class\":\"Inference\",\"replicas\":3,"
-               "\"pool\":\"infer\",\"gpu\":{\"shares\":500},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               "\"pool\":\"infer\",\"gpu\":{\"shares\":500},\"template\":{\"spec\":{"
+               "\"nodeSelector\":{\"gangq.io/pool\":\"infer\"},\"containers\":[{\"name\":\"c\"}]}}}}",
                &jr, teams, 2);
     decode_job(JOB_HEAD "{\"name\":\"g\",\"namespace\":\"ns2\"},\"spec\":{\"gpu\":{\"count\":1},"
                "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
@@ -314,6 +316,12 @@ static void test_snapshot_build(void **state)
     assert_int_equal(w->ntols, 1);
     assert_true(w->tols[0].exists);
     assert_int_equal(w->tols[0].effect, SCHED_NO_SCHEDULE);
+    /* template nodeSelector terms, in order, each job its own */
+    assert_int_equal(w->nnode_selector, 2);
+    assert_string_equal(w->node_selector[0].key, "zone");
+    assert_string_equal(w->node_selector[0].value, "z1");
+    assert_string_equal(w->node_selector[1].key, "topology.gangq.io/rack");
+    assert_string_equal(w->node_selector[1].value, "r9");
     assert_int_equal(w->topo_required, sched_config_level(&cfg, "rack"));
     assert_int_equal(w->topo_preferred, sched_config_level(&cfg, "node"));
     assert_int_equal(w->topo_spread, -1);
@@ -328,6 +336,9 @@ static void test_snapshot_build(void **state)
     assert_int_equal(r->req.gpus, 0);
     assert_int_equal(r->req.gpu_milli, 500);
     assert_int_equal(r->pool, 0);
+    assert_int_equal(r->nnode_selector, 1);
+    assert_string_equal(r->node_selector[0].key, "gangq.io/pool");
+    assert_string_equal(r->node_selector[0].value, "infer");
     assert_int_equal(r->state, SCHED_JOB_RUNNING);
     assert_int_equal(r->nplaced, 1); /* the replica on the vanished node is dropped */
     assert_int_equal(r->placement[0].node, 1);
@@ -340,6 +351,15 @@ static void test_snapshot_build(void **state)
     /* the snapshot is accepted by the core */
     struct sched_result *res = NULL;
     assert_int_equal(sched_cycle(NULL, &s.snap, &res, err, sizeof(err)), 0);
+    /* w's selector (rack r9) excludes a, the only ready node: it waits and says so */
+    const struct sched_decision *wd = NULL;
+    for (int i = 0; i < res->n; i++)
+        if (res->d[i].job == 0)
+            wd = &res->d[i];
+    assert_non_null(wd);
+    assert_int_equal(wd->kind, SCHED_WAIT);
+    assert_string_equal(wd->message,
+                        "0/3 nodes fit 2x4 GPUs in one rack: 2 not ready, 1 node selector mismatch");
     sched_result_free(res);
 
     ctl_snap_release(&s);
