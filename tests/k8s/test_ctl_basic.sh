@@ -3,7 +3,7 @@
 # examples, fake-kubelet nodes, a GPUJob admitted with its pods bound to nodes (labels, owner
 # reference, GPU requests), Running when the fake kubelet runs them, Succeeded when they
 # succeed; `kubectl get gpujobs/teams/gpupools` columns filled; a job of an unknown team
-# stays Queued with a condition saying so.
+# stays Queued with a condition saying so; a template nodeSelector is honoured.
 . "$(dirname "$0")/lib.sh"
 
 k apply -f examples/manifests/00-namespaces.yaml -f examples/manifests/priorityclasses.yaml \
@@ -121,9 +121,13 @@ spec:
   gpu: {count: 1}
   template: {spec: {nodeSelector: {kubernetes.io/hostname: a100-02}, containers: [{name: c, image: busybox}]}}
 YAML
-wait_jsonpath 20 "Queued NodeSelectorUnsupported" -n research gpujob picky -o jsonpath='{.status.state} {.status.conditions[?(@.type=="Valid")].reason}'
-assert_eq 0 "$(k -n research get pods -l gangq.io/job=picky -o name | wc -l)" "no pod for a job whose node selector excludes nodes"
-pass "nodeSelector excluding nodes: Queued with condition NodeSelectorUnsupported"
+wait_jsonpath 20 Admitted -n research gpujob picky -o jsonpath='{.status.state}'
+wait_for 10 "picky pod created" bash -c "[ \$(kubectl -n research get pods -l gangq.io/job=picky -o name | wc -l) = 1 ]"
+pods=$(k -n research get pods -l gangq.io/job=picky -o json)
+assert_eq "a100-02 a100-02" "$(jq -r '.items[0] | "\(.spec.nodeName) \(.spec.nodeSelector["kubernetes.io/hostname"])"' <<<"$pods")" "bound to the node its selector names, selector kept"
+assert_eq "" "$(k -n research get gpujob picky -o jsonpath='{.status.conditions[?(@.type=="Valid")].reason}')" "no NodeSelectorUnsupported condition"
+k -n research delete gpujob picky --wait=false >/dev/null
+pass "nodeSelector excluding nodes: admitted on the matching node, pod keeps its nodeSelector"
 
 # A spec the schema accepts but the controller cannot use: Failed with the reason; fixed: queued.
 cat <<YAML | k apply -f - >/dev/null
