@@ -120,6 +120,14 @@ static void make_world(struct world *w)
     }
 }
 
+/* node selectors drawn for some jobs (over the rack and zone labels) */
+static const struct sched_label sel_z0[] = {{"topology.kubernetes.io/zone", "z0"}};
+static const struct sched_label sel_r1[] = {{"topology.gangq.io/rack", "r1"}};
+static const struct sched_label sel_z1r2[] = {{"topology.kubernetes.io/zone", "z1"},
+                                              {"topology.gangq.io/rack", "r2"}};
+static const struct { const struct sched_label *l; int n; } sels[3] = {
+    {sel_z0, 1}, {sel_r1, 1}, {sel_z1r2, 2}};
+
 static void add_jobs(struct world *w, int k)
 {
     for (int x = 0; x < k && w->nj < PJ; x++) {
@@ -158,6 +166,11 @@ static void add_jobs(struct world *w, int k)
         jb->pool = (w->np && rn(6) == 0) ? rn(w->np) : -1;
         jb->enqueue_time = w->now - rn(1000);
         jb->state = SCHED_JOB_WAITING;
+        if (rn(5) == 0) {
+            int q = rn(3);
+            jb->node_selector = sels[q].l;
+            jb->nnode_selector = sels[q].n;
+        }
     }
 }
 
@@ -372,6 +385,11 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
             const struct sched_node *n = &w->nodes[ni];
             CHECK(n->ready && !n->unschedulable, "%s on unusable node %d", jb->id, ni);
             CHECK(tolerated(n, jb), "%s on tainted node %d", jb->id, ni);
+            for (int t = 0; t < jb->nnode_selector; t++) {
+                const char *v = label(n, jb->node_selector[t].key);
+                CHECK(v && !strcmp(v, jb->node_selector[t].value),
+                      "%s on node %d that its node selector excludes", jb->id, ni);
+            }
             int bits = __builtin_popcount(d->rep[p].devs);
             CHECK(jb->req.gpus > 0 ? bits == jb->req.gpus : bits == (jb->req.gpu_milli > 0),
                   "%s wrong device count", jb->id);
