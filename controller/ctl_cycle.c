@@ -831,6 +831,20 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
+    } else if (j->job->template &&
+               cJSON_GetObjectItemCaseSensitive(
+                   cJSON_GetObjectItemCaseSensitive(
+                       cJSON_GetObjectItemCaseSensitive(
+                           cJSON_GetObjectItemCaseSensitive(j->job->template, "spec"), "affinity"),
+                       "nodeAffinity"),
+                   "requiredDuringSchedulingIgnoredDuringExecution")) {
+        /* The core honours nodeSelector but not node affinity terms; a pre-bound pod
+         * whose required node affinity refuses its node would be rejected by the
+         * kubelet, so hold the job with a condition instead of binding it. */
+        j->invalid_reason = "NodeAffinityUnsupported";
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg),
+                 "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution "
+                 "is not supported; use spec.template.spec.nodeSelector, spec.pool or spec.gpu.types");
     }
 
     j->row = row_find(r, j->key);

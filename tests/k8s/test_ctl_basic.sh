@@ -129,6 +129,26 @@ assert_eq "" "$(k -n research get gpujob picky -o jsonpath='{.status.conditions[
 k -n research delete gpujob picky --wait=false >/dev/null
 pass "nodeSelector excluding nodes: admitted on the matching node, pod keeps its nodeSelector"
 
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: affine, namespace: research}
+spec:
+  gpu: {count: 1}
+  template:
+    spec:
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [a100-01]}]}]
+      containers: [{name: c, image: busybox}]
+YAML
+wait_jsonpath 20 "Queued False NodeAffinityUnsupported" -n research gpujob affine -o jsonpath='{.status.state} {.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}'
+assert_eq 0 "$(k -n research get pods -l gangq.io/job=affine -o name | wc -l)" "no pod bound for a job with required node affinity"
+assert_contains "$(k -n research describe gpujob affine)" "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution is not supported" "describe names the field"
+k -n research delete gpujob affine --wait=false >/dev/null
+pass "required node affinity: held Queued with Valid=False NodeAffinityUnsupported, no pod bound"
+
 # A spec the schema accepts but the controller cannot use: Failed with the reason; fixed: queued.
 cat <<YAML | k apply -f - >/dev/null
 apiVersion: gangq.io/v1alpha1
