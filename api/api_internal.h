@@ -30,6 +30,13 @@ void api_decode_meta(struct api_errors *errs, const cJSON *obj, struct api_meta 
 /* apiVersion/kind check; returns 1 when obj is an object. */
 int api_check_head(struct api_errors *errs, const cJSON *obj, const char *apiversion,
                    const char *kind);
+/* What every kind shares: apiVersion/kind, the top-level field names, metadata (a
+ * cluster-scoped kind must have no namespace) and a spec object whose field names are
+ * checked against spec_fields. Returns spec, or NULL when there is no usable spec (the
+ * problem is recorded). */
+const cJSON *api_decode_envelope(struct api_errors *errs, const cJSON *obj, const char *kind,
+                                 int cluster_scoped, const char *const *spec_fields,
+                                 struct api_meta *meta);
 /* string map of label selector values into kv[] (bounded). */
 void api_decode_selector(struct api_errors *errs, const char *path, const cJSON *v,
                          struct api_kv *kv, int *n);

@@ -417,3 +417,27 @@ int api_json_parse(const char *data, size_t len, cJSON **out, struct api_errors 
     *out = j;
     return GQ_OK;
 }
+
+const cJSON *api_decode_envelope(struct api_errors *errs, const cJSON *obj, const char *kind,
+                                 int cluster_scoped, const char *const *spec_fields,
+                                 struct api_meta *meta)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    const cJSON *spec;
+
+    if (!api_check_head(errs, obj, API_GROUP_VERSION, kind))
+        return NULL;
+    api_check_fields(errs, "", obj, top);
+    api_decode_meta(errs, obj, meta);
+    if (cluster_scoped && meta->namespace[0])
+        api_errors_add(errs, "metadata.namespace", "must be empty: %s is cluster-scoped", kind);
+    spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    if (!spec) {
+        api_errors_add(errs, "spec", "required");
+        return NULL;
+    }
+    if (!api_expect_obj(errs, "spec", spec))
+        return NULL;
+    api_check_fields(errs, "spec", spec, spec_fields);
+    return spec;
+}

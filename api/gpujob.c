@@ -317,7 +317,6 @@ static void decode_topology(struct api_errors *errs, const cJSON *t, struct api_
 
 int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_errors *errs)
 {
-    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
     static const char *const fields[] = {"team", "class", "priorityClassName", "priority",
                                          "preemptible", "replicas", "gang", "gpu", "topology",
                                          "pool", "suspend", "template", NULL};
@@ -330,18 +329,8 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
     api_gpujob_release(out);
     api_gpujob_init(out);
     sp = &out->spec;
-    if (!api_check_head(errs, obj, API_GROUP_VERSION, "GPUJob"))
+    if (!(spec = api_decode_envelope(errs, obj, "GPUJob", 0, fields, &out->meta)))
         goto out;
-    api_check_fields(errs, "", obj, top);
-    api_decode_meta(errs, obj, &out->meta);
-    spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-    if (!spec) {
-        api_errors_add(errs, "spec", "required");
-        goto out;
-    }
-    if (!api_expect_obj(errs, "spec", spec))
-        goto out;
-    api_check_fields(errs, "spec", spec, fields);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "team")))
         api_get_str(errs, "spec.team", v, sp->team, sizeof sp->team);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "class")) &&

@@ -56,7 +56,6 @@ static void decode_quota(struct api_errors *errs, const cJSON *arr, struct api_t
 
 int api_team_decode(const cJSON *obj, struct api_team *out, struct api_errors *errs)
 {
-    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
     static const char *const fields[] = {"namespaces", "cohort", "quota", "weight", NULL};
     const cJSON *spec, *v, *n;
     char p[API_ERR_PATH_MAX];
@@ -64,20 +63,8 @@ int api_team_decode(const cJSON *obj, struct api_team *out, struct api_errors *e
 
     memset(out, 0, sizeof *out);
     out->weight = 1;
-    if (!api_check_head(errs, obj, API_GROUP_VERSION, "Team"))
+    if (!(spec = api_decode_envelope(errs, obj, "Team", 1, fields, &out->meta)))
         goto out;
-    api_check_fields(errs, "", obj, top);
-    api_decode_meta(errs, obj, &out->meta);
-    if (out->meta.namespace[0])
-        api_errors_add(errs, "metadata.namespace", "must be empty: Team is cluster-scoped");
-    spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-    if (!spec) {
-        api_errors_add(errs, "spec", "required");
-        goto out;
-    }
-    if (!api_expect_obj(errs, "spec", spec))
-        goto out;
-    api_check_fields(errs, "spec", spec, fields);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "namespaces")) &&
         api_expect_arr(errs, "spec.namespaces", v)) {
         if (cJSON_GetArraySize(v) > API_MAX_NAMESPACES) {
@@ -168,27 +155,14 @@ int api_team_validate(const struct api_team *t, struct api_errors *errs)
 
 int api_gpupool_decode(const cJSON *obj, struct api_gpupool *out, struct api_errors *errs)
 {
-    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
     static const char *const fields[] = {"nodeSelector", "classes", "protected", "reserveGPUs", NULL};
     const cJSON *spec, *v, *c;
     char p[API_ERR_PATH_MAX], buf[64];
     int before = errs->n + errs->dropped, i = 0;
 
     memset(out, 0, sizeof *out);
-    if (!api_check_head(errs, obj, API_GROUP_VERSION, "GPUPool"))
+    if (!(spec = api_decode_envelope(errs, obj, "GPUPool", 1, fields, &out->meta)))
         goto out;
-    api_check_fields(errs, "", obj, top);
-    api_decode_meta(errs, obj, &out->meta);
-    if (out->meta.namespace[0])
-        api_errors_add(errs, "metadata.namespace", "must be empty: GPUPool is cluster-scoped");
-    spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-    if (!spec) {
-        api_errors_add(errs, "spec", "required");
-        goto out;
-    }
-    if (!api_expect_obj(errs, "spec", spec))
-        goto out;
-    api_check_fields(errs, "spec", spec, fields);
     v = cJSON_GetObjectItemCaseSensitive(spec, "nodeSelector");
     if (!v)
         api_errors_add(errs, "spec.nodeSelector", "required");
