@@ -7,54 +7,7 @@
 #include <string.h>
 
 #include "gq.h"
-
-static int read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
-{
-    int rc = GQ_EIO;
-    FILE *f = fopen(path, "rb");
-    char *p = NULL;
-    size_t cap = 0, len = 0;
-    if (!f) {
-        gq_errf(err, errlen, "%s: %s", path, strerror(errno));
-        return errno == ENOENT ? GQ_ENOTFOUND : GQ_EIO;
-    }
-    for (;;) {
-        if (len + 65536 + 1 > cap) {
-            size_t ncap = cap ? cap * 2 : 131072;
-            char *np;
-            if (ncap > SIM_CSV_MAX_BYTES + 1) {
-                gq_errf(err, errlen, "%s: file larger than %zu bytes", path, SIM_CSV_MAX_BYTES);
-                rc = GQ_ELIMIT;
-                goto out;
-            }
-            np = realloc(p, ncap);
-            if (!np) {
-                rc = GQ_ENOMEM;
-                goto out;
-            }
-            p = np;
-            cap = ncap;
-        }
-        size_t n = fread(p + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) {
-                gq_errf(err, errlen, "%s: read error", path);
-                goto out;
-            }
-            break;
-        }
-    }
-    p[len] = '\0';
-    *out = p;
-    *outlen = len;
-    p = NULL;
-    rc = GQ_OK;
-out:
-    free(p);
-    fclose(f);
-    return rc;
-}
+#include "yamljson.h"
 
 /* Cut the next non-blank, non-comment line into dst[]; returns 1/0/<0. */
 static int cut_row(struct sim_csv *c, char **dst, size_t *ndst, char *err, size_t errlen)
@@ -139,7 +92,7 @@ int sim_csv_open(struct sim_csv *c, const char *path, char *err, size_t errlen)
     int rc;
     memset(c, 0, sizeof(*c));
     c->path = path;
-    rc = read_file(path, &c->data, &c->len, err, errlen);
+    rc = gq_read_file(path, SIM_CSV_MAX_BYTES, &c->data, &c->len, err, errlen);
     if (rc)
         return rc;
     rc = open_common(c, err, errlen);
