@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 const char *gq_strerror(int rc)
 {
@@ -65,6 +66,115 @@ int gq_parse_i64(const char *s, size_t len, int64_t *out)
         v = v * 10 + d;
     }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return GQ_OK;
+}
+
+int gq_parse_duration(const char *s, double *seconds)
+{
+    double total = 0;
+    int parts = 0;
+    if (!s || !*s)
+        return GQ_EINVAL;
+    while (*s) {
+        double v = 0, scale = 0.1, mul;
+        const char *start = s;
+        while (*s >= '0' && *s <= '9' && v < 1e15)
+            v = v * 10 + (*s++ - '0');
+        if (*s == '.') {
+            s++;
+            while (*s >= '0' && *s <= '9') {
+                v += (*s++ - '0') * scale;
+                scale /= 10;
+            }
+        }
+        if (s == start || (s == start + 1 && *start == '.') || (*s >= '0' && *s <= '9'))
+            return GQ_EINVAL;
+        if (s[0] == 'm' && s[1] == 's') {
+            mul = 0.001;
+            s += 2;
+        } else if (*s == 's' || *s == 'm' || *s == 'h' || *s == 'd') {
+            mul = *s == 's' ? 1 : *s == 'm' ? 60 : *s == 'h' ? 3600 : 86400;
+            s++;
+        } else if (!*s && parts == 0) {
+            mul = 1; /* a bare number is seconds, only on its own ("1m30" is refused) */
+        } else {
+            return GQ_EINVAL;
+        }
+        total += v * mul;
+        if (total > 1e12)
+            return GQ_EINVAL;
+        parts++;
+    }
+    *seconds = total;
+    return GQ_OK;
+}
+
+/* n digits at *p into *v; advances *p. */
+static int digits(const char **p, int n, int *v)
+{
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        if ((*p)[i] < '0' || (*p)[i] > '9')
+            return -1;
+        x = x * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *v = x;
+    return 0;
+}
+
+int gq_parse_rfc3339(const char *s, int lenient, double *wall)
+{
+    const char *p = s;
+    struct tm tm = {0};
+    int y, mo, d, h = 0, mi = 0, se = 0, oh = 0, om = 0, sign = 0;
+    double frac = 0, scale = 0.1;
+    time_t t;
+    if (!s || digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+        digits(&p, 2, &d))
+        return GQ_EINVAL;
+    if (*p || !lenient) {
+        if (*p != 'T' && !(lenient && (*p == 't' || *p == ' ')))
+            return GQ_EINVAL;
+        p++;
+        if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
+            digits(&p, 2, &se))
+            return GQ_EINVAL;
+        if (*p == '.') {
+            p++;
+            if (*p < '0' || *p > '9')
+                return GQ_EINVAL;
+            for (; *p >= '0' && *p <= '9'; p++) {
+                frac += (*p - '0') * scale;
+                scale /= 10;
+            }
+        }
+        if (*p == 'Z' || *p == 'z') {
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            sign = *p == '-' ? -1 : 1;
+            p++;
+            if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om))
+                return GQ_EINVAL;
+        } else {
+            return GQ_EINVAL;
+        }
+        if (*p)
+            return GQ_EINVAL;
+    }
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || oh > 23 ||
+        om > 59)
+        return GQ_EINVAL;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = se;
+    t = timegm(&tm);
+    if (t == (time_t)-1)
+        return GQ_EINVAL;
+    *wall = (double)((int64_t)t - (int64_t)sign * (oh * 3600 + om * 60)) + frac;
     return GQ_OK;
 }
 

@@ -45,6 +45,18 @@ void gq_errf(char *err, size_t errlen, const char *fmt, ...)
  * no overflow). Returns 0 or GQ_EINVAL. len may be (size_t)-1 for NUL-terminated. */
 int gq_parse_i64(const char *s, size_t len, int64_t *out);
 
+/* Parse a duration: one or more <number><unit> parts with unit ms, s, m, h or d
+ * ("1h30m", "250ms", "1.5h"), or a bare number of seconds ("90"). Numbers are
+ * decimal digits with an optional fraction (no sign, exponent, inf or nan).
+ * Returns 0 with *seconds, or GQ_EINVAL (also past 1e12 seconds). */
+int gq_parse_duration(const char *s, double *seconds);
+
+/* Parse an RFC 3339 timestamp ("2006-01-02T15:04:05Z", optional fraction, "Z" or
+ * "+hh:mm" offset) to seconds since the epoch. lenient also accepts a plain date
+ * ("2006-01-02", midnight UTC) and a space or 't' between date and time (for
+ * command-line input); strict is what the Kubernetes API writes. 0 or GQ_EINVAL. */
+int gq_parse_rfc3339(const char *s, int lenient, double *wall);
+
 /* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the
  * length of src (so truncation is detectable as ret >= dstlen). */
 size_t gq_strlcpy(char *dst, const char *src, size_t dstlen);

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -49,110 +50,6 @@ static void fmt_time(int64_t ms, char *out, size_t outlen, int with_ms)
         snprintf(out, outlen, "%s.%03lldZ", base, (long long)(ms - (int64_t)t * 1000));
     else
         snprintf(out, outlen, "%sZ", base);
-}
-
-/* Parse n digits at *p into *v; advances *p. */
-static int digits(const char **p, int n, int *v)
-{
-    int i, x = 0;
-    for (i = 0; i < n; i++) {
-        if ((*p)[i] < '0' || (*p)[i] > '9')
-            return -1;
-        x = x * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *v = x;
-    return 0;
-}
-
-/* RFC3339 or YYYY-MM-DD → ms since epoch. */
-static int parse_rfc3339(const char *s, int64_t *out)
-{
-    const char *p = s;
-    struct tm tm = {0};
-    int y, mo, d, h = 0, mi = 0, se = 0, oh = 0, om = 0, sign = 0;
-    int64_t ms = 0;
-    time_t t;
-    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
-        digits(&p, 2, &d))
-        return -1;
-    if (*p) {
-        if (*p != 'T' && *p != 't' && *p != ' ')
-            return -1;
-        p++;
-        if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
-            digits(&p, 2, &se))
-            return -1;
-        if (*p == '.') {
-            int scale = 100;
-            p++;
-            if (*p < '0' || *p > '9')
-                return -1;
-            for (; *p >= '0' && *p <= '9'; p++) {
-                ms += (*p - '0') * scale;
-                scale /= 10;
-            }
-        }
-        if (*p == 'Z' || *p == 'z') {
-            p++;
-        } else if (*p == '+' || *p == '-') {
-            sign = *p == '-' ? -1 : 1;
-            p++;
-            if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om))
-                return -1;
-        } else {
-            return -1;
-        }
-        if (*p)
-            return -1;
-    }
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || oh > 23 ||
-        om > 59)
-        return -1;
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = se;
-    t = timegm(&tm);
-    if (t == (time_t)-1)
-        return -1;
-    *out = ((int64_t)t - (int64_t)sign * (oh * 3600 + om * 60)) * 1000 + ms;
-    return 0;
-}
-
-/* "90s", "30m", "1h", "2d", "1h30m" → ms. */
-static int parse_duration(const char *s, int64_t *out)
-{
-    int64_t total = 0;
-    if (!*s)
-        return -1;
-    while (*s) {
-        int64_t v = 0, unit;
-        const char *start = s;
-        while (*s >= '0' && *s <= '9') {
-            if (v > (INT64_MAX / 10) - 10)
-                return -1;
-            v = v * 10 + (*s - '0');
-            s++;
-        }
-        if (s == start)
-            return -1;
-        switch (*s) {
-        case 's': unit = 1000; break;
-        case 'm': unit = 60 * 1000; break;
-        case 'h': unit = 3600 * 1000; break;
-        case 'd': unit = 86400 * 1000; break;
-        default: return -1;
-        }
-        s++;
-        if (v > (INT64_MAX - total) / unit)
-            return -1;
-        total += v * unit;
-    }
-    *out = total;
-    return 0;
 }
 
 struct audit_out {
@@ -309,14 +206,16 @@ int cmd_audit(int argc, char **argv)
                 goto out;
             }
         } else { /* --since */
-            int64_t d = 0;
-            if (parse_rfc3339(v, &f.since_ms) == 0) {
+            double d = 0;
+            double wall = 0;
+            if (gq_parse_rfc3339(v, 1, &wall) == 0) {
+                f.since_ms = (int64_t)floor(wall * 1000.0 + 1e-6);
                 if (f.since_ms <= 0)
                     f.since_ms = 1;
-            } else if (parse_duration(v, &d) == 0) {
+            } else if (gq_parse_duration(v, &d) == 0) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
-                f.since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - d;
+                f.since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - (int64_t)(d * 1000);
                 if (f.since_ms <= 0)
                     f.since_ms = 1;
             } else {

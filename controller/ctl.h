@@ -92,7 +92,6 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
  * "levels" may be a list of "name=label" strings or {name, label} objects). */
 int ctl_config_load_file(struct ctl_config *c, const char *path, char *err, size_t errlen);
 /* "40s", "5m", "1h30m", "250ms", "2" (seconds) -> seconds. */
-int ctl_duration_parse(const char *s, double *out);
 
 /* ------------------------------------------------------------ placement */
 

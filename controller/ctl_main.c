@@ -35,46 +35,6 @@ void ctl_config_default(struct ctl_config *c)
     c->shutdown_wait_s = 5;
 }
 
-int ctl_duration_parse(const char *s, double *out)
-{
-    double total = 0;
-    int any = 0;
-    if (!s || !*s)
-        return GQ_EINVAL;
-    while (*s) {
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (end == s || errno || v < 0)
-            return GQ_EINVAL;
-        s = end;
-        double mul = 1;
-        if (!strncmp(s, "ms", 2)) {
-            mul = 0.001;
-            s += 2;
-        } else if (*s == 's') {
-            s++;
-        } else if (*s == 'm') {
-            mul = 60;
-            s++;
-        } else if (*s == 'h') {
-            mul = 3600;
-            s++;
-        } else if (*s == 'd') {
-            mul = 86400;
-            s++;
-        } else if (*s) {
-            return GQ_EINVAL;
-        } else if (any) {
-            return GQ_EINVAL; /* "1m30" */
-        }
-        total += v * mul;
-        any = 1;
-    }
-    *out = total;
-    return 0;
-}
-
 static int parse_bool(const char *v, int *out)
 {
     if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {
@@ -183,7 +143,7 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
                 {"cycle-interval", &c->cycle_interval_s, 0.05}};
     for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
         if (!strcmp(key, durs[k].k)) {
-            if (ctl_duration_parse(val, &d) || d < durs[k].lo) {
+            if (gq_parse_duration(val, &d) || d < durs[k].lo) {
                 gq_errf(err, errlen, "--%s: expected a duration like 40s or 5m, got \"%s\"", key, val);
                 return GQ_EINVAL;
             }
@@ -191,7 +151,7 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
             return 0;
         }
     if (!strcmp(key, "min-runtime")) {
-        if (ctl_duration_parse(val, &d)) {
+        if (gq_parse_duration(val, &d)) {
             gq_errf(err, errlen, "--min-runtime: expected a duration like 5m, got \"%s\"", val);
             return GQ_EINVAL;
         }

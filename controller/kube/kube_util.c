@@ -163,41 +163,7 @@ int kube_time_format_micro(double wall, char *out, size_t outlen)
 
 int kube_time_parse(const char *s, double *wall)
 {
-    struct tm tm;
-    const char *p;
-    double frac = 0;
-    long off = 0;
-    memset(&tm, 0, sizeof tm);
-    p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!p)
-        return GQ_EINVAL;
-    if (*p == '.') {
-        double scale = 0.1;
-        p++;
-        if (*p < '0' || *p > '9')
-            return GQ_EINVAL;
-        while (*p >= '0' && *p <= '9') {
-            frac += (*p - '0') * scale;
-            scale /= 10;
-            p++;
-        }
-    }
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p == '-' ? -1 : 1;
-        int hh, mm;
-        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
-            return GQ_EINVAL;
-        off = sign * (hh * 3600L + mm * 60L);
-        p += 6;
-    } else {
-        return GQ_EINVAL;
-    }
-    if (*p)
-        return GQ_EINVAL;
-    *wall = (double)(timegm(&tm) - off) + frac;
-    return GQ_OK;
+    return gq_parse_rfc3339(s, 0, wall);
 }
 
 /* ----------------------------------------------------------------- paths */

@@ -328,20 +328,10 @@ static int get_bool(struct lctx *c, const cJSON *o, const char *k, int def, int 
 
 int sim_parse_seconds(const char *s, int64_t *out)
 {
-    size_t n = strlen(s);
-    int64_t mul = 1, v;
-    if (n == 0)
+    double d;
+    if (gq_parse_duration(s, &d))
         return GQ_EINVAL;
-    switch (s[n - 1]) {
-    case 's': mul = 1; n--; break;
-    case 'm': mul = 60; n--; break;
-    case 'h': mul = 3600; n--; break;
-    case 'd': mul = 86400; n--; break;
-    default: break;
-    }
-    if (gq_parse_i64(s, n, &v) || v < 0 || v > INT64_MAX / mul / 1000)
-        return GQ_EINVAL;
-    *out = v * mul;
+    *out = (int64_t)d; /* virtual time is whole seconds */
     return GQ_OK;
 }
 

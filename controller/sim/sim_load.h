@@ -47,7 +47,7 @@ int sim_load_trace_mem(const char *text, size_t len, const char *name, int csv,
 int sim_check(const struct sim_cluster *c, const struct sim_trace *t, const char *trace_name,
               char *err, size_t errlen);
 
-/* "90" "90s" "15m" "2h" "1d" -> seconds. GQ_EINVAL when malformed. */
+/* A duration ("90", "15m", "1h30m"; gq_parse_duration) -> whole seconds. GQ_EINVAL when malformed. */
 int sim_parse_seconds(const char *s, int64_t *out);
 
 #endif

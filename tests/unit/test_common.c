@@ -52,12 +52,49 @@ static void test_buf_json(void **st)
     gq_buf_release(&b);
 }
 
+static void test_parse_duration(void **st)
+{
+    (void)st;
+    double d = 0;
+    assert_int_equal(gq_parse_duration("90", &d), 0);
+    assert_true(d == 90);
+    assert_int_equal(gq_parse_duration("1.5h", &d), 0);
+    assert_true(d == 5400);
+    assert_int_equal(gq_parse_duration("1d2h3m4s5ms", &d), 0);
+    assert_true(d > 93784.004 && d < 93784.006);
+    assert_int_equal(gq_parse_duration("nan", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("inf", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("1e3s", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration(".s", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("99999999999999999999d", &d), GQ_EINVAL);
+}
+
+static void test_parse_rfc3339(void **st)
+{
+    (void)st;
+    double w = 0;
+    assert_int_equal(gq_parse_rfc3339("1970-01-02T00:00:01.25Z", 0, &w), 0);
+    assert_true(w == 86401.25);
+    assert_int_equal(gq_parse_rfc3339("1970-01-01T02:00:00+02:00", 0, &w), 0);
+    assert_true(w == 0);
+    assert_int_equal(gq_parse_rfc3339("1970-01-02", 0, &w), GQ_EINVAL);
+    assert_int_equal(gq_parse_rfc3339("1970-01-02", 1, &w), 0);
+    assert_true(w == 86400);
+    assert_int_equal(gq_parse_rfc3339("1970-01-01 00:00:10Z", 0, &w), GQ_EINVAL);
+    assert_int_equal(gq_parse_rfc3339("1970-01-01 00:00:10Z", 1, &w), 0);
+    assert_true(w == 10);
+    assert_int_equal(gq_parse_rfc3339("1970-13-01T00:00:00Z", 1, &w), GQ_EINVAL);
+    assert_int_equal(gq_parse_rfc3339("1970-01-01T00:00:00", 1, &w), GQ_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_i64),
         cmocka_unit_test(test_buf_limit),
         cmocka_unit_test(test_buf_json),
+        cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_parse_rfc3339),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

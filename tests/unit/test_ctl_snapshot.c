@@ -494,18 +494,18 @@ static void test_config(void **state)
 {
     (void)state;
     double d;
-    assert_int_equal(ctl_duration_parse("40s", &d), 0);
+    assert_int_equal(gq_parse_duration("40s", &d), 0);
     assert_true(d == 40);
-    assert_int_equal(ctl_duration_parse("1h30m", &d), 0);
+    assert_int_equal(gq_parse_duration("1h30m", &d), 0);
     assert_true(d == 5400);
-    assert_int_equal(ctl_duration_parse("250ms", &d), 0);
+    assert_int_equal(gq_parse_duration("250ms", &d), 0);
     assert_true(d > 0.2499 && d < 0.2501);
-    assert_int_equal(ctl_duration_parse("2", &d), 0);
+    assert_int_equal(gq_parse_duration("2", &d), 0);
     assert_true(d == 2);
-    assert_int_equal(ctl_duration_parse("", &d), GQ_EINVAL);
-    assert_int_equal(ctl_duration_parse("5x", &d), GQ_EINVAL);
-    assert_int_equal(ctl_duration_parse("-1s", &d), GQ_EINVAL);
-    assert_int_equal(ctl_duration_parse("1m30", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("5x", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("-1s", &d), GQ_EINVAL);
+    assert_int_equal(gq_parse_duration("1m30", &d), GQ_EINVAL);
 
     struct ctl_config c;
     char err[256];
