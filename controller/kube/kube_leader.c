@@ -99,9 +99,9 @@ static const char *sget(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static int set_str(cJSON *o, const char *k, const char *v)
+/* Set o[k] = n (replacing any old value); takes n, which may be NULL (no memory). */
+static int set_item(cJSON *o, const char *k, cJSON *n)
 {
-    cJSON *n = cJSON_CreateString(v);
     if (!n)
         return GQ_ENOMEM;
     if (cJSON_GetObjectItemCaseSensitive(o, k))
@@ -111,16 +111,14 @@ static int set_str(cJSON *o, const char *k, const char *v)
     return GQ_OK;
 }
 
+static int set_str(cJSON *o, const char *k, const char *v)
+{
+    return set_item(o, k, cJSON_CreateString(v));
+}
+
 static int set_num(cJSON *o, const char *k, double v)
 {
-    cJSON *n = cJSON_CreateNumber(v);
-    if (!n)
-        return GQ_ENOMEM;
-    if (cJSON_GetObjectItemCaseSensitive(o, k))
-        cJSON_ReplaceItemInObjectCaseSensitive(o, k, n);
-    else
-        cJSON_AddItemToObject(o, k, n);
-    return GQ_OK;
+    return set_item(o, k, cJSON_CreateNumber(v));
 }
 
 /* Our record on top of `base` (NULL = new Lease). Caller owns the result. */
