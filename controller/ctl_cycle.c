@@ -463,8 +463,8 @@ static int gather_cb_pc(const cJSON *o, void *ud)
     const char *name = ctl_obj_str(o, "metadata", "name");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
     r->lookup_sig += obj_sig(o) * 3;
-    if (!name || !cJSON_IsNumber(v))
-        return 0;
+    if (!name || !cJSON_IsNumber(v) || !(v->valuedouble >= -2147483648.0 && v->valuedouble <= 2147483647.0))
+        return 0; /* the API server keeps values in int32; anything else is not a usable class */
     struct api_priorityclass *pc = &r->pcs[r->npcs];
     memset(pc, 0, sizeof(*pc));
     gq_strlcpy(pc->name, name, sizeof(pc->name));

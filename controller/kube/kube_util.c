@@ -276,7 +276,11 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
     ev->object = obj;
     if (ev->type == KUBE_EV_ERROR) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
-        ev->code = cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
+        /* an HTTP status code; anything outside 0..999 (or not a number) is no code,
+         * never a float-to-integer overflow */
+        ev->code = cJSON_IsNumber(code) && code->valuedouble >= 0 && code->valuedouble < 1000
+                       ? (long)code->valuedouble
+                       : 0;
         goto out;
     }
     rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),

@@ -375,6 +375,11 @@ static void test_watch_events(void **st)
     assert_int_equal(ev.type, KUBE_EV_ERROR);
     assert_int_equal(ev.code, 410);
     kube_watch_event_release(&ev);
+    /* a code no integer holds (found by fuzz_watch) is no code, not an overflow */
+    l = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":9e0000410}}";
+    assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), 0);
+    assert_int_equal(ev.code, 0);
+    kube_watch_event_release(&ev);
     /* errors */
     l = "{\"type\":\"BOOKMARK\",\"object\":{}}";
     assert_int_equal(kube_watch_event_parse(l, strlen(l), &ev, err, sizeof err), GQ_EPARSE);
