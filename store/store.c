@@ -456,12 +456,33 @@ int store_open(const char *path, const struct store_opts *opts, struct store **o
             goto fail;
         }
     } else {
-        int64_t dummy = 0;
         if (sqlite3_db_readonly(st->db, "main") == 1) {
             gq_errf(err, errlen, "%s: database file is read-only (need write access)", path);
             ret = GQ_EIO;
             goto fail;
         }
+    }
+
+    /* Damage check (cheap compared with a full integrity_check), before
+     * anything that writes: the WAL switch rewrites header bytes 18-19 and a
+     * migration writes pages, and a refused file must stay as it was. */
+    rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &qc, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(qc);
+    if (rc != SQLITE_ROW) {
+        ret = sql_fail(st, rc, "database check failed", err, errlen);
+        goto fail;
+    }
+    if (strcmp(col_text(qc, 0), "ok") != 0) {
+        gq_errf(err, errlen, "%s: database is corrupt: %s", path, col_text(qc, 0));
+        ret = GQ_ECORRUPT;
+        goto fail;
+    }
+    sqlite3_finalize(qc);
+    qc = NULL;
+
+    if (!o.readonly) {
+        int64_t dummy = 0;
         ret = exec_sql(st, "PRAGMA journal_mode=WAL", "cannot enable WAL", err, errlen);
         if (ret)
             goto fail;
@@ -480,22 +501,6 @@ int store_open(const char *path, const struct store_opts *opts, struct store **o
     if (ret)
         goto fail;
 
-    /* Damage check: cheap compared with a full integrity_check. */
-    rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &qc, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(qc);
-    if (rc != SQLITE_ROW) {
-        ret = sql_fail(st, rc, "database check failed", err, errlen);
-        goto fail;
-    }
-    if (strcmp(col_text(qc, 0), "ok") != 0) {
-        gq_errf(err, errlen, "%s: database is corrupt: %s", path, col_text(qc, 0));
-        ret = GQ_ECORRUPT;
-        goto fail;
-    }
-    sqlite3_finalize(qc);
-    qc = NULL;
-
     for (i = 0; i < S_COUNT; i++) {
         rc = sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &st->stmt[i], NULL);
@@ -508,6 +513,10 @@ int store_open(const char *path, const struct store_opts *opts, struct store **o
     return GQ_OK;
 fail:
     sqlite3_finalize(qc);
+    /* A refused file is left as found: no checkpoint of a WAL it may have
+     * into the main file on close. */
+    if (st && st->db)
+        sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     store_close(st);
     return ret;
 }

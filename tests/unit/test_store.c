@@ -1026,6 +1026,61 @@ static void test_corrupt_page(void **state)
     snap_same(fx->path, &s);
 }
 
+/* A corrupt copy in rollback-journal mode (as `sqlite3 .backup` or a plain
+ * copy of such a file leaves it): the integrity check refuses it before the
+ * WAL switch, which would rewrite header bytes 18-19, or a migration. */
+static void test_corrupt_copy_untouched(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    char err[512], key[32], pad[200], wal[160], mode[32];
+    struct store_job j = mkjob("ns/j", "t", 1, 1);
+    unsigned char hdr[20];
+    struct snap s;
+    FILE *f;
+    int i;
+
+    st = open_ok(fx->path);
+    memset(pad, 'y', sizeof pad - 1);
+    pad[sizeof pad - 1] = 0;
+    j.message = pad;
+    assert_int_equal(store_begin_cycle(st, err, sizeof err), 0);
+    for (i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "ns/c%d", i);
+        j.key = key;
+        assert_int_equal(store_job_upsert(st, &j, 1, err, sizeof err), 0);
+    }
+    assert_int_equal(store_commit_cycle(st, err, sizeof err), 0);
+    store_close(st);
+    raw_exec(fx->path, "PRAGMA journal_mode=DELETE");
+    raw_text(fx->path, "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "delete");
+
+    f = fopen(fx->path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fread(hdr, 1, sizeof hdr, f), sizeof hdr);
+    assert_int_equal(hdr[18], 1); /* rollback journal: file format 1 */
+    assert_int_equal(hdr[19], 1);
+    assert_int_equal(fseek(f, 4096 * 2, SEEK_SET), 0);
+    for (i = 0; i < 4096; i++)
+        fputc(0x5A, f);
+    fclose(f);
+
+    snap_take(fx->path, &s);
+    st = NULL;
+    assert_int_equal(store_open(fx->path, NULL, &st, err, sizeof err), GQ_ECORRUPT);
+    assert_null(st);
+    assert_non_null(strstr(err, fx->path));
+    snap_same(fx->path, &s); /* every byte and the mtime */
+    snprintf(wal, sizeof wal, "%s-wal", fx->path);
+    assert_false(exists(wal));
+
+    /* Refused again on a second try: nothing was half-converted. */
+    snap_take(fx->path, &s);
+    assert_int_equal(store_open(fx->path, NULL, &st, err, sizeof err), GQ_ECORRUPT);
+    snap_same(fx->path, &s);
+}
+
 /* Read-only file: run in a child that has dropped root (root ignores modes). */
 static void test_readonly_file(void **state)
 {
@@ -1261,6 +1316,7 @@ int main(void)
         T(test_refuse_foreign),
         T(test_corrupt_header),
         T(test_corrupt_page),
+        T(test_corrupt_copy_untouched),
         T(test_readonly_file),
         T(test_disk_full),
         T(test_audit_cmd),
