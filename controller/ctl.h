@@ -81,6 +81,7 @@ struct ctl_config {
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
+    int allow_http_token;          /* --insecure-allow-http-token: bearer token to a non-https server */
 };
 
 void ctl_config_default(struct ctl_config *c);

@@ -97,6 +97,13 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
         }
         return 0;
     }
+    if (!strcmp(key, "insecure-allow-http-token")) {
+        if (parse_bool(val, &c->allow_http_token)) {
+            gq_errf(err, errlen, "--insecure-allow-http-token: expected true or false, got \"%s\"", val);
+            return GQ_EINVAL;
+        }
+        return 0;
+    }
     if (!strcmp(key, "db-max-pages")) {
         if (gq_parse_i64(val, (size_t)-1, &i) || i < 0) {
             gq_errf(err, errlen, "--db-max-pages: expected a page count, got \"%s\"", val);
@@ -682,6 +689,7 @@ int ctl_run(const struct ctl_config *cfg)
     rc = 1;
     struct kube_client_opts co = {0};
     co.log_level = ll;
+    co.allow_http_token = c->cfg.allow_http_token;
     if (!(c->client = kube_client_new(c->loop, &c->kcfg, &co, err, sizeof(err)))) {
         gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
         goto out;
@@ -799,7 +807,9 @@ static void usage(FILE *f)
             "  --max-retries N          failed-gang requeues before Failed (3)\n"
             "  --usage-half-life DUR    fair-share usage decay (24h)\n"
             "  --cycle-interval DUR     periodic resync (2s)\n"
-            "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n");
+            "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
+            "  --insecure-allow-http-token=BOOL\n"
+            "                           send the bearer token to a server that is not https (false)\n");
 }
 
 int cmd_controller(int argc, char **argv)

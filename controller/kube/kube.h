@@ -92,7 +92,7 @@ struct kube_config {
     char *token_file;    /* tokenFile / in-cluster token: re-read periodically */
     char *namespace_;    /* context namespace ("default" when unset) */
     char *context;       /* name of the context used ("in-cluster" for in-cluster) */
-    int insecure;        /* insecure-skip-tls-verify: true (tests only) */
+    int insecure;        /* insecure-skip-tls-verify: true (warned about at client creation) */
 };
 
 void kube_config_init(struct kube_config *cfg);
@@ -138,11 +138,17 @@ struct kube_client_opts {
                                    wait in a FIFO (keeps clear of the API server's
                                    max-(mutating-)requests-inflight 429s); 0 = 64 */
     const char *user_agent;     /* NULL = "gangq/<version>" */
+    int allow_http_token;       /* send the bearer token to a server that is not
+                                   https:// (a local proxy, tests); refused by
+                                   default: kube_client_new fails with GQ_EINVAL */
 };
 
 struct kube_client;
 
-/* The client copies cfg. loop is borrowed. */
+/* The client copies cfg. loop is borrowed. Transport rules: TLS 1.2 or
+ * newer; a config with a token (or token file) and a server that is not
+ * https:// is refused unless opts->allow_http_token; cfg->insecure (no
+ * certificate check) is logged as a warning. */
 struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
                                     const struct kube_client_opts *opts, char *err,
                                     size_t errlen);

@@ -417,6 +417,16 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
         free(c);
         return NULL;
     }
+    if ((cfg->token || cfg->token_file) && strncasecmp(cfg->server, "https://", 8) != 0 &&
+        !(opts && opts->allow_http_token)) {
+        gq_errf(err, errlen,
+                "kube client: server %s is not https: refusing to send the bearer token in "
+                "clear text (use an https server, or allow it with "
+                "--insecure-allow-http-token=true)",
+                cfg->server);
+        free(c);
+        return NULL;
+    }
     if (config_copy(&c->cfg, cfg) != 0) {
         gq_errf(err, errlen, "kube client: out of memory");
         free(c);
@@ -441,6 +451,15 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
              c->opts.user_agent ? c->opts.user_agent : "gangq/" GANGQ_VERSION);
     c->opts.user_agent = NULL; /* not kept: copied above */
     c->token_read_at = ev_now(loop);
+    if (c->cfg.insecure)
+        gq_log(c->opts.log_level, GQ_LOG_WARN, "kube",
+               "TLS certificate verification is off (insecure-skip-tls-verify): the API "
+               "server is not authenticated",
+               " server=%s", c->cfg.server);
+    else if ((c->cfg.token || c->cfg.token_file) && strncasecmp(c->cfg.server, "https://", 8) != 0)
+        gq_log(c->opts.log_level, GQ_LOG_WARN, "kube",
+               "sending the bearer token over plain http (allowed by option)", " server=%s",
+               c->cfg.server);
     c->multi = curl_multi_init();
     if (!c->multi) {
         gq_errf(err, errlen, "kube client: curl_multi_init failed");
@@ -597,7 +616,8 @@ static int setup_easy(struct kube_client *c, struct kube_req *r, const char *pat
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(r->body));
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
     }
-    /* TLS */
+    /* TLS: 1.2 or newer; server certificate checked unless insecure */
+    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
     if (c->cfg.insecure) {
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);

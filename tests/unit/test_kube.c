@@ -749,6 +749,7 @@ static struct kube_client *client_for(struct ev_loop *loop, const struct server 
     snprintf(url, sizeof url, "http://127.0.0.1:%d", srv->port);
     cfg.server = url;
     cfg.token = (char *)token;
+    o.allow_http_token = 1; /* the test server speaks plain http */
     o.log_level = GQ_LOG_ERROR + 1; /* quiet */
     o.request_timeout_ms = 5000;
     c = kube_client_new(loop, &cfg, &o, err, sizeof err);
@@ -939,6 +940,135 @@ static void test_client_transport(void **st)
     ev_loop_destroy(loop);
 }
 
+/* Read what fn wrote to stderr (fd 2) into out. */
+static void capture_stderr(void (*fn)(void *), void *ud, char *out, size_t outlen)
+{
+    char path[512];
+    int fd, saved;
+    ssize_t n;
+    snprintf(path, sizeof path, "%s/stderr.txt", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(fd, 2), 2);
+    fn(ud);
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    n = read(fd, out, outlen - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+}
+
+struct mk_client {
+    struct ev_loop *loop;
+    struct kube_config *cfg;
+    struct kube_client_opts *o;
+    struct kube_client *c;
+    char err[300];
+};
+static void mk_client_run(void *ud)
+{
+    struct mk_client *m = ud;
+    m->err[0] = '\0';
+    m->c = kube_client_new(m->loop, m->cfg, m->o, m->err, sizeof m->err);
+}
+
+/* A bearer token never goes to a server that is not https:// unless the
+ * option allows it; insecure-skip-tls-verify is warned about. */
+static void test_http_token_refused(void **st)
+{
+    static const char *kc_http =
+        "current-context: a\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+        "clusters: [{name: c, cluster: {server: 'http://10.1.2.3:8080'}}]\n"
+        "users: [{name: u, user: {token: s3cret}}]\n";
+    static const char *kc_file =
+        "current-context: a\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+        "clusters: [{name: c, cluster: {server: 'http://10.1.2.3:8080'}}]\n"
+        "users: [{name: u, user: {tokenFile: http-tok}}]\n";
+    static const char *kc_insecure =
+        "current-context: a\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+        "clusters: [{name: c, cluster: {server: 'https://10.1.2.3:6443', "
+        "insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: s3cret}}]\n";
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct kube_config cfg;
+    struct kube_client_opts o = {0};
+    struct mk_client m = {loop, &cfg, &o, NULL, ""};
+    char err[256], out[4096];
+    (void)st;
+    o.log_level = GQ_LOG_WARN;
+
+    /* http:// + token: refused, naming the server and the option */
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, kc_http, strlen(kc_http), "kc", tmpdir,
+                                                  NULL, err, sizeof err), 0);
+    mk_client_run(&m);
+    assert_null(m.c);
+    assert_non_null(strstr(m.err, "http://10.1.2.3:8080"));
+    assert_non_null(strstr(m.err, "--insecure-allow-http-token"));
+    assert_non_null(strstr(m.err, "token"));
+    assert_null(strstr(m.err, "s3cret"));
+    /* a server with no scheme is not https either (curl would guess http) */
+    free(cfg.server);
+    cfg.server = strdup("10.1.2.3:6443");
+    assert_non_null(cfg.server);
+    mk_client_run(&m);
+    assert_null(m.c);
+    assert_non_null(strstr(m.err, "10.1.2.3:6443"));
+    /* the option allows it, and says so in the log */
+    o.allow_http_token = 1;
+    capture_stderr(mk_client_run, &m, out, sizeof out);
+    assert_non_null(m.c);
+    assert_non_null(strstr(out, "level=warn"));
+    assert_non_null(strstr(out, "plain http"));
+    kube_client_free(m.c);
+    o.allow_http_token = 0;
+    /* https (any case) with a token is fine; http without a token too */
+    free(cfg.server);
+    cfg.server = strdup("HTTPS://10.1.2.3:6443");
+    assert_non_null(cfg.server);
+    mk_client_run(&m);
+    assert_non_null(m.c);
+    kube_client_free(m.c);
+    free(cfg.server);
+    cfg.server = strdup("http://127.0.0.1:8001");
+    assert_non_null(cfg.server);
+    free(cfg.token);
+    cfg.token = NULL;
+    mk_client_run(&m);
+    assert_non_null(m.c);
+    kube_client_free(m.c);
+    kube_config_release(&cfg);
+
+    /* a token file counts as a token */
+    write_file("http-tok", "t0k\n");
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, kc_file, strlen(kc_file), "kc", tmpdir,
+                                                  NULL, err, sizeof err), 0);
+    mk_client_run(&m);
+    assert_null(m.c);
+    assert_non_null(strstr(m.err, "--insecure-allow-http-token"));
+    kube_config_release(&cfg);
+
+    /* insecure-skip-tls-verify: accepted with a warning naming it and the server */
+    assert_int_equal(kube_config_parse_kubeconfig(&cfg, kc_insecure, strlen(kc_insecure), "kc",
+                                                  tmpdir, NULL, err, sizeof err), 0);
+    assert_int_equal(cfg.insecure, 1);
+    capture_stderr(mk_client_run, &m, out, sizeof out);
+    assert_non_null(m.c);
+    assert_non_null(strstr(out, "level=warn"));
+    assert_non_null(strstr(out, "insecure-skip-tls-verify"));
+    assert_non_null(strstr(out, "https://10.1.2.3:6443"));
+    kube_client_free(m.c);
+    kube_config_release(&cfg);
+    ev_loop_destroy(loop);
+}
+
 /* A response body over max_body fails with GQ_ELIMIT instead of growing. */
 static void test_body_limit(void **st)
 {
@@ -1055,6 +1185,7 @@ static void test_token_rotation(void **st)
     cfg.server = url;
     cfg.token = "first";
     cfg.token_file = tok;
+    o.allow_http_token = 1; /* the test server speaks plain http */
     o.log_level = GQ_LOG_ERROR + 1;
     o.token_reload_s = 0.3;
     c = kube_client_new(loop, &cfg, &o, err, sizeof err);
@@ -1427,6 +1558,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kubeconfig_inline),
+        cmocka_unit_test(test_http_token_refused),
         cmocka_unit_test(test_kubeconfig_files),
         cmocka_unit_test(test_kubeconfig_errors),
         cmocka_unit_test(test_incluster),
