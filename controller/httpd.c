@@ -27,6 +27,7 @@ struct conn {
     size_t inlen;
     struct gq_buf out;
     size_t off;      /* bytes of out already sent */
+    ev_tstamp t0;    /* accepted at (loop time) */
     int responded;   /* a response was queued */
     struct conn *prev, *next;
 };
@@ -42,7 +43,7 @@ struct gq_httpd {
     struct gq_httpd_opts o;
     int fd;
     int port;
-    int paused;          /* listener stopped (at the cap or after an accept error) */
+    int paused;          /* listener stopped after an accept error (retry timer) */
     int closing;         /* inside gq_httpd_free: never restart the listener */
     ev_io lio;
     ev_timer retry;      /* restarts the listener after an accept error */
@@ -61,6 +62,7 @@ void gq_httpd_opts_default(struct gq_httpd_opts *o)
 {
     o->listen = "127.0.0.1:0";
     o->timeout_s = 5.0;
+    o->head_timeout_s = 2.0;
     o->max_conns = 64;
     o->max_head = 8192;
     o->max_body = 8u << 20;
@@ -87,7 +89,7 @@ static const char *reason(int status)
 
 static void listener_resume(struct gq_httpd *h)
 {
-    if (!h->closing && h->paused && h->nconns < h->o.max_conns && !ev_is_active(&h->retry)) {
+    if (!h->closing && h->paused && !ev_is_active(&h->retry)) {
         ev_io_start(h->loop, &h->lio);
         h->paused = 0;
     }
@@ -201,6 +203,10 @@ static void respond(struct conn *c, int status, const char *ctype, const char *e
     c->in = NULL;
     c->state = C_WRITE;
     c->off = 0;
+    /* the head deadline is met: the response has until timeout_s from accept */
+    ev_timer_stop(c->h->loop, &c->tm);
+    ev_timer_set(&c->tm, GQ_MAX(0.001, c->t0 + c->h->o.timeout_s - ev_now(c->h->loop)), 0.);
+    ev_timer_start(c->h->loop, &c->tm);
     conn_write(c);
 }
 
@@ -382,6 +388,26 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- listener ---- */
 
+/* At the cap: close the oldest connection still waiting for its head, else
+ * the oldest of all (live is newest first). */
+static void evict_one(struct gq_httpd *h)
+{
+    struct conn *c = h->live, *victim = NULL;
+    if (!c)
+        return;
+    while (c->next)
+        c = c->next;
+    for (victim = c; c; c = c->prev)
+        if (c->state == C_READ) {
+            victim = c;
+            break;
+        }
+    h->st.evicted++;
+    gq_log(h->o.log_level, GQ_LOG_DEBUG, "httpd", "connection evicted at the cap",
+           "state=%d read=%zu", (int)victim->state, victim->inlen);
+    conn_close(victim);
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct gq_httpd *h = w->data;
@@ -389,11 +415,6 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
     for (;;) {
         struct conn *c;
         int fd;
-        if (h->nconns >= h->o.max_conns) {
-            ev_io_stop(loop, &h->lio);
-            h->paused = 1;
-            return;
-        }
         fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
@@ -408,6 +429,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             ev_timer_start(loop, &h->retry);
             return;
         }
+        if (h->nconns >= h->o.max_conns)
+            evict_one(h);
         c = calloc(1, sizeof *c);
         if (c)
             c->in = malloc(h->o.max_head + 1);
@@ -423,8 +446,9 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         gq_buf_init(&c->out, h->o.max_body + 1024);
         ev_io_init(&c->io, conn_io_cb, fd, EV_READ);
         c->io.data = c;
-        ev_timer_init(&c->tm, conn_timer_cb, h->o.timeout_s, 0.);
+        ev_timer_init(&c->tm, conn_timer_cb, GQ_MIN(h->o.head_timeout_s, h->o.timeout_s), 0.);
         c->tm.data = c;
+        c->t0 = ev_now(loop);
         c->next = h->live;
         if (h->live)
             h->live->prev = c;
@@ -433,6 +457,9 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         h->st.accepted++;
         ev_io_start(loop, &c->io);
         ev_timer_start(loop, &c->tm);
+        /* A client that waited in the backlog has usually sent its head
+         * already: answer it now, before the next accept can evict it. */
+        conn_read(c);
     }
 }
 
@@ -551,10 +578,10 @@ int gq_httpd_new(struct ev_loop *loop, const struct gq_httpd_opts *o,
         h->o = *o;
     else
         gq_httpd_opts_default(&h->o);
-    if (!h->o.listen || h->o.timeout_s <= 0 || h->o.max_conns <= 0 ||
+    if (!h->o.listen || h->o.timeout_s <= 0 || h->o.head_timeout_s <= 0 || h->o.max_conns <= 0 ||
         h->o.max_head < 16 || h->o.max_body == 0) {
-        gq_errf(err, errlen, "httpd: listen, timeout_s, max_conns, max_head and max_body "
-                             "must be set (use gq_httpd_opts_default)");
+        gq_errf(err, errlen, "httpd: listen, timeout_s, head_timeout_s, max_conns, max_head "
+                             "and max_body must be set (use gq_httpd_opts_default)");
         rc = GQ_EINVAL;
         goto out;
     }

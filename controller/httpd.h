@@ -11,10 +11,15 @@
  *   method other than GET/HEAD -> 405 (with "Allow: GET, HEAD"); no route -> 404;
  *   handler error or body over max_body -> 500. HEAD gets the GET headers and
  *   no body. Request bodies are never read (drained and discarded on close).
- * - Each connection has one deadline (timeout_s from accept, not reset on
- *   activity), so a slow or silent client cannot hold a slot.
- * - At most max_conns connections at once; at the cap the server stops
- *   accepting (new clients wait in the kernel backlog) until a slot frees.
+ * - Deadlines count from accept and are not reset on activity: the request
+ *   head must be complete within head_timeout_s (a silent or dribbling client
+ *   is dropped then), the response written within timeout_s.
+ * - At most max_conns connections at once, and a new client always gets
+ *   one: at the cap, accepting a connection closes the oldest one still
+ *   waiting for its head (else the oldest of all). Slow clients therefore
+ *   cannot keep probes (/healthz, /readyz), which send their head at once,
+ *   waiting in the kernel backlog. A request's head is read as soon as it
+ *   is accepted.
  * - A connection is never freed while one of its callbacks is on the stack:
  *   closing stops its watchers and closes the fd at once, the memory is
  *   reclaimed later by an idle watcher (or by gq_httpd_free).
@@ -41,6 +46,8 @@ struct gq_httpd_opts {
     const char *listen;  /* "ADDR:PORT": "127.0.0.1:8080", ":8080" (all IPv4),
                             "[::1]:0"; port 0 = ephemeral. Default "127.0.0.1:0" */
     double timeout_s;    /* per-connection deadline; default 5 */
+    double head_timeout_s; /* the request head must arrive within this (capped
+                              at timeout_s); default 2 */
     int max_conns;       /* concurrent connections; default 64 */
     size_t max_head;     /* request head bytes; default 8192 */
     size_t max_body;     /* response body bytes; default 8 MiB */
@@ -89,7 +96,8 @@ int gq_httpd_nconns(const struct gq_httpd *h);
 struct gq_httpd_stats {
     uint64_t accepted;
     uint64_t responses;  /* responses fully written */
-    uint64_t timeouts;   /* connections dropped at their deadline */
+    uint64_t timeouts;   /* connections dropped at a deadline before a response */
+    uint64_t evicted;    /* closed at the cap to make room for a new client */
     uint64_t rejected;   /* 4xx/5xx responses */
 };
 void gq_httpd_stats(const struct gq_httpd *h, struct gq_httpd_stats *out);

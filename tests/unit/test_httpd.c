@@ -35,6 +35,8 @@
 
 /* What the client saw, in memory shared with the forked client. */
 struct shared {
+    int nslow;              /* slow connections the client held open */
+    double closed_at[2];    /* when the server closed a slow client (0 = never) */
     size_t len[NRESP];
     double secs[NRESP];
     int got[NRESP];
@@ -173,9 +175,16 @@ static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp,
 
 static int h_ready(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
 {
-    (void)ud;
+    note_peak(ud);
     resp->status = strcmp(req->query, "ready=1") == 0 ? 200 : 503;
     return gq_buf_puts(resp->body, resp->status == 200 ? "ok\n" : "not ready\n");
+}
+
+static int h_health(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
+{
+    (void)req;
+    note_peak(ud);
+    return gq_buf_puts(resp->body, "ok\n");
 }
 
 static int h_fail(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
@@ -222,6 +231,7 @@ static void fx_start(struct fx *f, const struct gq_httpd_opts *o)
     assert_int_equal(gq_httpd_route(f->h, "/metrics", h_metrics, f), 0);
     assert_int_equal(gq_httpd_route(f->h, "/readyz", h_ready, f), 0);
     assert_int_equal(gq_httpd_route(f->h, "/fail", h_fail, f), 0);
+    assert_int_equal(gq_httpd_route(f->h, "/healthz", h_health, f), 0);
     assert_int_equal(gq_httpd_route(f->h, "/big", h_big, f), 0);
     f->sh = mmap(NULL, sizeof(struct shared) + SHARED_SIZE, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -427,15 +437,17 @@ static void test_silent_client_dropped(void **st)
     fx_stop(&f);
 }
 
-/* Two silent clients take both slots; a third, real request waits in the
- * backlog until their deadlines free a slot, then is served. */
+/* Two silent clients take both slots; a third, real request does not wait
+ * for their deadlines: it takes the slot of the oldest silent one. */
 static void client_cap(struct fx *f)
 {
     int a = connect_port(f->port), b = connect_port(f->port);
     usleep(50 * 1000);
     exchange(f, 0, S("GET /metrics HTTP/1.1\r\n\r\n"));
-    if (a >= 0)
+    if (a >= 0) {
+        read_all(f, 1, a); /* EOF at once: evicted, no response */
         close(a);
+    }
     if (b >= 0)
         close(b);
 }
@@ -447,15 +459,139 @@ static void test_connection_cap(void **st)
     struct gq_httpd_stats s;
     (void)st;
     gq_httpd_opts_default(&o);
-    o.timeout_s = 0.3;
+    o.timeout_s = 10;
+    o.head_timeout_s = 10;
     o.max_conns = 2;
     fx_start(&f, &o);
     fx_run(&f, client_cap);
     assert_int_equal(status_of(f.resp[0]), 200);
-    assert_true(f.secs[0] >= 0.2); /* had to wait for a slot */
+    assert_true(f.secs[0] < 5.0); /* not held until a deadline (10 s) */
+    assert_non_null(f.resp[1]);
+    assert_int_equal(f.resplen[1], 0);
     assert_true(f.peak_conns <= 2);
     gq_httpd_stats(f.h, &s);
+    assert_int_equal(s.evicted, 1);
+    assert_int_equal(s.timeouts, 0);
+    fx_stop(&f);
+}
+
+/* 200 slow clients (150 silent, 50 dribbling a head that never ends) are held
+ * open while 7 probes are made: every probe is answered. */
+#define NSLOW 200
+#define NPROBE 7
+static void client_slow_flood(struct fx *f)
+{
+    static int fds[NSLOW];
+    static const char partial[] = "GET /readyz HTTP/1.1\r\nX-Slow: ";
+    int i, k;
+    f->sh->nslow = 0;
+    for (i = 0; i < NSLOW; i++) {
+        fds[i] = connect_port(f->port);
+        if (fds[i] < 0)
+            continue;
+        f->sh->nslow++;
+        if (i % 4 == 0)
+            send(fds[i], partial, sizeof partial - 1, MSG_NOSIGNAL);
+    }
+    for (k = 0; k < NPROBE; k++) {
+        if (k % 2)
+            exchange(f, k, S("GET /readyz?ready=1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+        else
+            exchange(f, k, S("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+        for (i = 0; i < NSLOW; i += 4) /* dribble: one more byte each */
+            if (fds[i] >= 0)
+                send(fds[i], "a", 1, MSG_NOSIGNAL);
+    }
+    for (i = 0; i < NSLOW; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+static void test_probes_under_slow_clients(void **st)
+{
+    struct gq_httpd_opts o;
+    int run, k;
+    (void)st;
+    /* run 0: the defaults; run 1: deadlines far away, so only the room kept
+     * for new clients can serve the probes */
+    for (run = 0; run < 2; run++) {
+        struct fx f;
+        struct gq_httpd_stats s;
+        gq_httpd_opts_default(&o);
+        if (run == 1) {
+            o.timeout_s = 60;
+            o.head_timeout_s = 60;
+        }
+        fx_start(&f, &o);
+        fx_run(&f, client_slow_flood);
+        assert_int_equal(f.sh->nslow, NSLOW);
+        for (k = 0; k < NPROBE; k++) {
+            assert_int_equal(status_of(f.resp[k]), 200);
+            assert_string_equal(body_of(f.resp[k]), "ok\n");
+            assert_true(f.secs[k] < 5.0);
+        }
+        assert_true(f.peak_conns <= o.max_conns);
+        gq_httpd_stats(f.h, &s);
+        assert_int_equal(s.responses, NPROBE);
+        /* the cap held: all but max_conns of the slow ones were closed */
+        assert_true(s.evicted + s.timeouts >= (uint64_t)(NSLOW - o.max_conns));
+        if (run == 1)
+            assert_int_equal(s.timeouts, 0);
+        fx_stop(&f);
+    }
+}
+
+/* The head deadline: a silent client and one dribbling a byte every 50 ms
+ * are both dropped at head_timeout_s, long before timeout_s. */
+static int closed_by_peer(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static void client_head_deadline(struct fx *f)
+{
+    static const char head[] = "GET /readyz?ready=1 HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    int fds[2] = {connect_port(f->port), connect_port(f->port)};
+    double t0 = now_s();
+    size_t off = 0;
+    while (now_s() - t0 < 8.0 && (!f->sh->closed_at[0] || !f->sh->closed_at[1])) {
+        if (!f->sh->closed_at[1] && fds[1] >= 0 &&
+            send(fds[1], head + off % (sizeof head - 1), 1, MSG_NOSIGNAL) < 0)
+            f->sh->closed_at[1] = now_s() - t0;
+        off++;
+        for (int i = 0; i < 2; i++)
+            if (!f->sh->closed_at[i] && fds[i] >= 0 && closed_by_peer(fds[i]))
+                f->sh->closed_at[i] = now_s() - t0;
+        usleep(50 * 1000);
+    }
+    exchange(f, 0, S("GET /readyz?ready=1 HTTP/1.1\r\n\r\n"));
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+static void test_head_deadline(void **st)
+{
+    struct fx f;
+    struct gq_httpd_opts o;
+    struct gq_httpd_stats s;
+    (void)st;
+    gq_httpd_opts_default(&o);
+    o.timeout_s = 20;
+    o.head_timeout_s = 0.3;
+    fx_start(&f, &o);
+    fx_run(&f, client_head_deadline);
+    for (int i = 0; i < 2; i++) {
+        assert_true(f.sh->closed_at[i] >= 0.2);
+        assert_true(f.sh->closed_at[i] < 5.0); /* at the head deadline, not at 20 s */
+    }
+    assert_int_equal(status_of(f.resp[0]), 200);
+    gq_httpd_stats(f.h, &s);
     assert_int_equal(s.timeouts, 2);
+    assert_int_equal(s.evicted, 0);
+    assert_int_equal(s.responses, 1);
     fx_stop(&f);
 }
 
@@ -557,6 +693,8 @@ int main(void)
         cmocka_unit_test(test_oversized_head),
         cmocka_unit_test(test_silent_client_dropped),
         cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test(test_probes_under_slow_clients),
+        cmocka_unit_test(test_head_deadline),
         cmocka_unit_test(test_many_clients),
         cmocka_unit_test(test_bad_options),
     };
