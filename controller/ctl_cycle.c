@@ -1635,6 +1635,7 @@ void ctl_reconcile(struct gq_ctl *c)
         goto fail;
     }
     in_txn = 0;
+    ctl_reconcile_result(c, 0, NULL);
     /* committed: act */
     for (int i = 0; i < r->nev; i++)
         ctl_act_event(c, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
@@ -1677,6 +1678,7 @@ fail:
     c->m.store_errors++;
     LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
          " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
+    ctl_reconcile_result(c, rc, r->err);
     rc_release(r);
     free(r);
 }

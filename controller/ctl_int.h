@@ -134,10 +134,18 @@ struct gq_ctl {
     struct ctl_mh mh;
     uint64_t inf_events[INF_COUNT];
     uint64_t last_relists;
+    /* reconciles in a row that failed (rolled back), and the last error:
+     * /readyz answers 503 from CTL_READY_MAX_FAILED of them on */
+    int failed_streak;
+    char failed_err[256];
 };
+
+#define CTL_READY_MAX_FAILED 3
 
 /* ctl_main.c */
 void ctl_mark_dirty(struct gq_ctl *c);
+/* A reconcile ended: committed (rc 0) or failed and rolled back (err says why). */
+void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err);
 int64_t ctl_now_ms(void);
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);

@@ -358,6 +358,23 @@ void ctl_mark_dirty(struct gq_ctl *c)
     }
 }
 
+void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err)
+{
+    if (!rc) {
+        if (c->failed_streak >= CTL_READY_MAX_FAILED)
+            gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "reconcile committed again: ready",
+                   " failed_before=%d", c->failed_streak);
+        c->failed_streak = 0;
+        c->failed_err[0] = 0;
+        return;
+    }
+    c->failed_streak++;
+    if (err && err[0])
+        gq_strlcpy(c->failed_err, err, sizeof(c->failed_err));
+    else
+        gq_strlcpy(c->failed_err, gq_strerror(rc), sizeof(c->failed_err));
+}
+
 static int all_synced(const struct gq_ctl *c)
 {
     for (int i = 0; i < INF_COUNT; i++)
@@ -465,6 +482,7 @@ static void lead_started(void *ud)
     }
     c->leading = 1;
     c->restart_done = 0;
+    c->failed_streak = 0;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "leading: cycles on", " identity=%s", c->identity);
     ctl_mark_dirty(c);
 }
@@ -578,10 +596,17 @@ static int h_readyz(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, 
 {
     (void)req;
     struct gq_ctl *c = ud;
-    /* ready: informers synced and, when leading (or without election), the store open */
+    /* ready: informers synced and, when leading (or without election), the store open
+     * and the last reconciles committing */
     int ok = all_synced(c) && !c->stopping && (c->st || (c->cfg.leader_elect && !c->leading));
-    resp->status = ok ? 200 : 503;
-    return gq_buf_puts(resp->body, ok ? "ok\n" : "not ready: informers not synced or store closed\n");
+    resp->status = 503;
+    if (!ok)
+        return gq_buf_puts(resp->body, "not ready: informers not synced or store closed\n");
+    if (c->leading && c->failed_streak >= CTL_READY_MAX_FAILED)
+        return gq_buf_printf(resp->body, "not ready: the last %d reconciles failed and were rolled back: %s\n",
+                             c->failed_streak, c->failed_err);
+    resp->status = 200;
+    return gq_buf_puts(resp->body, "ok\n");
 }
 
 static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)

@@ -2,6 +2,8 @@
 # Persist before acting: when the store cannot commit a cycle (database full, simulated with
 # --db-max-pages), nothing is acted on — no pod is created, no status written — and the
 # reconcile is retried; once the store can write again every job is admitted exactly once.
+# /readyz answers 503 with the store's error while reconciles keep failing, 200 again once one
+# commits (a second writer holding the database lock, then letting go).
 . "$(dirname "$0")/lib.sh"
 
 for i in 1 2 3 4 5 6 7; do
@@ -20,7 +22,7 @@ done >"$GQ_TEST_TMP/jobs.yaml"
 k apply -f "$GQ_TEST_TMP/jobs.yaml" >/dev/null
 
 # The database may not grow: the first cycle (200 new jobs) cannot commit.
-gq_ctl_start --leader-elect=false --db-max-pages 1
+gq_ctl_start --leader-elect=false --db-max-pages 1 --listen 127.0.0.1:0
 wait_for 20 "a failed reconcile" grep -q "reconcile failed: nothing acted on" "$GQ_TEST_TMP/controller.log"
 sleep 3
 assert_contains "$(grep 'reconcile failed' "$GQ_TEST_TMP/controller.log" | tail -1)" "full" "the store reports a full database"
@@ -29,14 +31,36 @@ assert_eq "" "$(k -n st get gpujobs -o jsonpath='{.items[*].status.state}')" "no
 n=$(grep -c "reconcile failed" "$GQ_TEST_TMP/controller.log")
 [ "$n" -ge 2 ] || fail "the failed reconcile was not retried ($n)"
 gq_ctl_alive || fail "controller died on a full store"
-pass "store full: $n reconciles failed and rolled back, nothing acted on, controller alive"
+port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
+assert_eq 503 "$(curl -s -o "$GQ_TEST_TMP/readyz" -w '%{http_code}' "http://127.0.0.1:$port/readyz")" "/readyz while every reconcile fails"
+assert_contains "$(cat "$GQ_TEST_TMP/readyz")" "full" "/readyz names the store's error"
+assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" "/healthz stays 200 (alive, not ready)"
+pass "store full: $n reconciles failed and rolled back, nothing acted on, controller alive, /readyz 503"
 
 gq_ctl_stop
-gq_ctl_start --leader-elect=false
+gq_ctl_start --leader-elect=false --listen 127.0.0.1:0 --cycle-interval 500ms
 wait_for 60 "200 pods" bash -c "[ \$(kubectl -n st get pods -o name | wc -l) = 200 ]"
 wait_for 30 "200 jobs Admitted/Running" bash -c "[ \$(kubectl -n st get gpujobs -o jsonpath='{range .items[*]}{.status.state}{\"\\n\"}{end}' | grep -Ec 'Admitted|Running') = 200 ]"
 sleep 2
 assert_eq 200 "$(k -n st get pods -o name | wc -l)" "exactly one pod per job"
 pass "store writable again: 200 jobs admitted, 200 pods"
+
+port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
+ready() { [ "$(curl -s -o "$GQ_TEST_TMP/readyz" -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = "$1" ]; }
+wait_for 10 "/readyz 200" ready 200
+# A second writer takes the database's write lock: every reconcile now fails (busy).
+mkfifo "$GQ_TEST_TMP/sql"
+sqlite3 "$GQ_TEST_TMP/gangq.db" <"$GQ_TEST_TMP/sql" >>"$GQ_TEST_TMP/sqlite.log" 2>&1 &
+GQ_BG_PIDS+=("$!")
+exec 3>"$GQ_TEST_TMP/sql"
+echo 'BEGIN IMMEDIATE;' >&3
+wait_for 20 "/readyz 503 while the database is locked" ready 503
+assert_contains "$(cat "$GQ_TEST_TMP/readyz")" "locked" "/readyz says why"
+gq_ctl_alive || fail "controller died on a locked store"
+echo 'COMMIT;' >&3
+exec 3>&-
+wait_for 20 "/readyz 200 once a reconcile commits again" ready 200
+assert_eq 200 "$(k -n st get pods -o name | wc -l)" "still exactly one pod per job"
+pass "/readyz 503 with the reason while reconciles failed, 200 again after one committed"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"
