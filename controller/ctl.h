@@ -81,6 +81,7 @@ struct ctl_config {
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
+    double max_grace_period_s;     /* cap on gangq pods' termination grace; default 30 */
 };
 
 void ctl_config_default(struct ctl_config *c);

@@ -404,7 +404,8 @@ static void test_defaults(void **st)
     api_gpujob_default(&job, &lk);
     assert_int_equal(job.spec.gang, API_FALSE);
     assert_int_equal(job.spec.preemptible, API_FALSE);
-    assert_string_equal(job.spec.team, "nlp"); /* explicit team wins */
+    assert_string_equal(job.spec.team, "vision"); /* the namespace's Team, whatever spec.team says */
+    assert_string_equal(job.spec.team_requested, "nlp"); /* refused by api_gpujob_tenancy */
     assert_int_equal(job.spec.effective_priority, 1000);
     assert_int_equal(job.spec.priority_class_found, 1);
     api_gpujob_release(&job);
@@ -607,11 +608,31 @@ static void test_status_encode(void **st)
     cJSON_Delete(j);
 
     {
-        struct api_team_status ts = {8, 6, 2, 3, 1};
+        struct api_team_status ts;
         struct api_gpupool_status ps = {64, 40, 24, 8, 5};
+        memset(&ts, 0, sizeof ts);
+        ts.quota = 8;
+        ts.used = 6;
+        ts.borrowed = 2;
+        ts.pending = 3;
+        ts.running = 1;
         j = api_team_status_encode(&ts);
         txt = cJSON_PrintUnformatted(j);
-        assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1}}");
+        assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1,"
+                                 "\"conditions\":[]}}");
+        free(txt);
+        cJSON_Delete(j);
+        /* the Team's Valid condition */
+        ts.nconditions = 1;
+        gq_strlcpy(ts.conditions[0].type, "Valid", sizeof ts.conditions[0].type);
+        gq_strlcpy(ts.conditions[0].status, "False", sizeof ts.conditions[0].status);
+        gq_strlcpy(ts.conditions[0].reason, "NamespaceConflict", sizeof ts.conditions[0].reason);
+        gq_strlcpy(ts.conditions[0].message, "namespace ml belongs to Team a", sizeof ts.conditions[0].message);
+        j = api_team_status_encode(&ts);
+        txt = cJSON_PrintUnformatted(j);
+        assert_non_null(strstr(txt, "\"conditions\":[{\"type\":\"Valid\",\"status\":\"False\",\"reason\":"
+                                    "\"NamespaceConflict\",\"message\":\"namespace ml belongs to Team a\","
+                                    "\"lastTransitionTime\":null}]"));
         free(txt);
         cJSON_Delete(j);
         j = api_gpupool_status_encode(&ps);
