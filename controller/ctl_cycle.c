@@ -1760,10 +1760,15 @@ void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_o
             cJSON_GetObjectItemCaseSensitive(new_obj, "metadata"), "managedFields");
         const cJSON *last = NULL, *e;
         double lt = -1;
+        /* the actor is the field manager that last wrote spec fields: a name the
+         * client chooses (kubectl --field-manager), not an authenticated user;
+         * who made the request is in the API server's audit log */
         cJSON_ArrayForEach(e, mf)
         {
             const char *t = ctl_obj_str(e, "time", NULL);
             double w = 0;
+            if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), "f:spec"))
+                continue; /* status writes (gangq's own) and metadata-only entries */
             if (t)
                 kube_time_parse(t, &w);
             if (w >= lt) {
@@ -1773,7 +1778,7 @@ void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_o
         }
         const char *mgr = last ? ctl_obj_str(last, "manager", NULL) : NULL;
         if (mgr)
-            snprintf(actor, sizeof(actor), "user:%s", mgr);
+            snprintf(actor, sizeof(actor), "manager:%s", mgr);
         if (c->leading) {
             char err[256];
             struct store_audit a = {0, ctl_now_ms(), actor, "quota-edit", name ? name : "", "",

@@ -167,6 +167,13 @@ assert_eq "Running alpha" "$(k -n alpha get gpujob ok-a -o jsonpath='{.status.st
 assert_eq "0 0" "$(k get team grabber -o jsonpath='{.status.running} {.status.pending}')" "grabber took nothing"
 pass "second Team claiming alpha: Valid=False NamespaceConflict + Warning Event; alpha's jobs and ceiling unchanged"
 
+# The audit actor of a Team edit is the field manager the client named (not a proven user).
+k patch team grabber --type=merge --field-manager=not-really-bob -p '{"spec":{"namespaces":["gamma"]}}' >/dev/null
+wait_for 10 "quota-edit audited" bash -c "'$GANGQ_BIN' audit --db '$GQ_TEST_TMP/gangq.db' --team grabber | grep -q quota-edit"
+assert_contains "$("$GANGQ_BIN" audit --db "$GQ_TEST_TMP/gangq.db" --team grabber | grep quota-edit)" "manager:not-really-bob" "audit actor is the field manager"
+wait_jsonpath 30 "True" get team grabber -o jsonpath='{.status.conditions[?(@.type=="Valid")].status}'
+pass "Team edit audited with actor manager:<field manager>; grabber dropping alpha is Valid again"
+
 # A gangq pod whose grace period is huge (made before the cap) is deleted with the capped grace.
 cat <<'YAML' | k apply -f - >/dev/null
 apiVersion: v1
