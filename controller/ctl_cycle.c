@@ -1414,6 +1414,8 @@ static void team_valid_condition(struct rc_ctx *r, const struct api_team *tm, co
                  "namespace %s belongs to Team %.100s (the older one): this Team's claim on it is "
                  "ignored and work there stays with that Team",
                  tm->namespaces[nsi], older->meta.name);
+    else /* never empty: the API server stores "" in a map-list entry as null and refuses it */
+        gq_strlcpy(cd->message, "every namespace this Team lists is its own", sizeof(cd->message));
     st->nconditions = 1;
     cJSON *prevdoc = m && m->last_status ? cJSON_Parse(m->last_status) : NULL;
     const cJSON *pst = cJSON_GetObjectItemCaseSensitive(prevdoc ? prevdoc : obj, "status");

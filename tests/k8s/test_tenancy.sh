@@ -62,7 +62,6 @@ done
 # The fake kubelet runs beta's pods by itself; alpha's are run (or left terminating) by hand.
 gq_fakelet_loop --interval 0.5 --auto-run --ns beta
 gq_ctl_start --leader-elect=false --max-grace-period 5s
-wait_for 20 "controller cycling" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
 
 job() { # NAME [SPEC_LINES] [POD_SPEC_LINES] [POD_META_LINES]: a 1-GPU job manifest for alpha
   printf 'apiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: alpha}\nspec:\n  gpu: {count: 1}\n%s\n  template:\n    metadata:\n      labels:\n        app: x\n%s\n    spec:\n%s\n      containers: [{name: c, image: busybox}]\n---\n' \
@@ -155,7 +154,7 @@ kind: Team
 metadata: {name: grabber}
 spec: {namespaces: [gamma, alpha], maxPriority: 1000000, quota: [{gpuType: "*", gpus: 100}]}
 YAML
-wait_jsonpath 30 "False NamespaceConflict" get team grabber -o jsonpath='{.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}'
+wait_jsonpath 30 "False NamespaceConflict" team grabber -o jsonpath='{.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}'
 assert_contains "$(k get team grabber -o jsonpath='{.status.conditions[0].message}')" "namespace alpha belongs to Team alpha" "conflict message"
 assert_eq "True" "$(k get team alpha -o jsonpath='{.status.conditions[?(@.type=="Valid")].status}')" "alpha stays valid"
 wait_for 10 "NamespaceConflict event" bash -c "kubectl get events -n default --field-selector involvedObject.name=grabber -o jsonpath='{.items[*].reason}' | grep -q NamespaceConflict"
@@ -168,10 +167,10 @@ assert_eq "0 0" "$(k get team grabber -o jsonpath='{.status.running} {.status.pe
 pass "second Team claiming alpha: Valid=False NamespaceConflict + Warning Event; alpha's jobs and ceiling unchanged"
 
 # The audit actor of a Team edit is the field manager the client named (not a proven user).
-k patch team grabber --type=merge --field-manager=not-really-bob -p '{"spec":{"namespaces":["gamma"]}}' >/dev/null
+k patch team grabber --type=merge --field-manager=not-really-bob -p '{"spec":{"namespaces":["gamma"],"weight":3}}' >/dev/null
 wait_for 10 "quota-edit audited" bash -c "'$GANGQ_BIN' audit --db '$GQ_TEST_TMP/gangq.db' --team grabber | grep -q quota-edit"
 assert_contains "$("$GANGQ_BIN" audit --db "$GQ_TEST_TMP/gangq.db" --team grabber | grep quota-edit)" "manager:not-really-bob" "audit actor is the field manager"
-wait_jsonpath 30 "True" get team grabber -o jsonpath='{.status.conditions[?(@.type=="Valid")].status}'
+wait_jsonpath 30 "True" team grabber -o jsonpath='{.status.conditions[?(@.type=="Valid")].status}'
 pass "Team edit audited with actor manager:<field manager>; grabber dropping alpha is Valid again"
 
 # A gangq pod whose grace period is huge (made before the cap) is deleted with the capped grace.
