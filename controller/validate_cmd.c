@@ -42,7 +42,8 @@ static void obj_name(const cJSON *doc, char *buf, size_t len)
 }
 
 /* The Team rules the controller applies before admission (with the Teams and
- * PriorityClasses of these files; a class missing from them is only a note). */
+ * PriorityClasses of these files; a class missing from them may exist in the
+ * cluster: only a note). */
 static void tenancy(const struct api_gpujob *job, const struct api_lookup *lk, struct api_errors *errs)
 {
     struct api_errors te;
@@ -50,7 +51,7 @@ static void tenancy(const struct api_gpujob *job, const struct api_lookup *lk, s
     api_gpujob_tenancy(job, lk, &te);
     for (int i = 0; i < te.n; i++) {
         size_t n = strlen(te.e[i].msg);
-        if (!lk->npcs && !strncmp(te.e[i].msg, "PriorityClass ", 14) && n > 15 &&
+        if (!strncmp(te.e[i].msg, "PriorityClass ", 14) && n > 15 &&
             !strcmp(te.e[i].msg + n - 15, " does not exist"))
             continue;
         api_errors_add(errs, te.e[i].path, "%s", te.e[i].msg);
@@ -154,9 +155,19 @@ int cmd_validate(int argc, char **argv)
                 api_gpujob_release(&job);
             } else if (!strcmp(kind, "Team")) {
                 struct api_team t;
+                const struct api_team *older;
+                int nsi = -1;
                 api_team_decode(doc, &t, &errs);
                 api_team_default(&t);
                 api_team_validate(&t, &errs);
+                if (!errs.n && (older = api_team_conflict(teams, nteams, &t, &nsi))) {
+                    char p[64];
+                    snprintf(p, sizeof p, "spec.namespaces[%d]", nsi);
+                    api_errors_add(&errs, p,
+                                   "namespace %s is also listed by Team %s, which owns it (older, or "
+                                   "first by name): a namespace belongs to one Team",
+                                   t.namespaces[nsi], older->meta.name);
+                }
             } else if (!strcmp(kind, "GPUPool")) {
                 struct api_gpupool p;
                 api_gpupool_decode(doc, &p, &errs);

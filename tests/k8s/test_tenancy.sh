@@ -14,7 +14,7 @@ ka() { kubectl --token="$GQ_ALICE_TOKEN" "$@"; }
 
 k create namespace alpha >/dev/null
 k create namespace beta >/dev/null
-cat <<'YAML' | k apply -f - >/dev/null
+cat <<'YAML' >"$GQ_TEST_TMP/setup.yaml"
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: team-low}
@@ -50,6 +50,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpujob-author}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
 YAML
+k apply -f "$GQ_TEST_TMP/setup.yaml" >/dev/null
 assert_eq yes "$(ka -n alpha auth can-i create gpujobs.gangq.io 2>/dev/null || true)" "alice may create GPUJobs in alpha"
 assert_eq no "$(ka -n alpha auth can-i create pods 2>/dev/null || true)" "alice may not create pods"
 assert_eq no "$(ka -n beta auth can-i create gpujobs.gangq.io 2>/dev/null || true)" "alice may not create GPUJobs in beta"
@@ -83,6 +84,18 @@ long=$(printf 'a%.0s' $(seq 1 253))
   job sa '' '      serviceAccountName: gangq'
   job "$long"
 } >"$GQ_TEST_TMP/alice.yaml"
+# gangq validate, offline with the Teams and PriorityClasses of the files, says the same
+set +e
+out=$("$GANGQ_BIN" validate "$GQ_TEST_TMP/setup.yaml" "$GQ_TEST_TMP/alice.yaml"); rc=$?
+set -e
+assert_eq 1 "$rc" "gangq validate exit code"
+assert_contains "$out" "GPUJob alpha/ok-a: ok" "validate: the valid job"
+assert_contains "$out" "GPUJob alpha/wrong-team: spec.team: namespace alpha belongs to Team alpha" "validate: WrongTeam"
+assert_contains "$out" "GPUJob alpha/big-class: spec.priorityClassName: PriorityClass big has value 50000, above Team alpha's maxPriority 1000" "validate: ceiling"
+assert_contains "$out" "GPUJob alpha/priv-init: spec.template.spec.initContainers[0].securityContext.privileged: privileged containers are not allowed" "validate: pod policy"
+assert_contains "$out" "metadata.name: must be at most 63 characters" "validate: long name"
+assert_contains "$out" "GPUJob alpha/sys-crit: ok (PriorityClass system-node-critical not in these files)" "validate: a class it cannot see is a note"
+pass "gangq validate refuses the same jobs offline"
 assert_ok "alice applies her GPUJobs in alpha" ka apply -f "$GQ_TEST_TMP/alice.yaml"
 assert_fails "alice cannot create a GPUJob in beta" ka -n beta create -f - <<'YAML'
 apiVersion: gangq.io/v1alpha1
