@@ -68,6 +68,12 @@
 #define API_QUOTA_GPUS_MAX 1000000
 #define API_WEIGHT_MAX 1000
 #define API_RESERVE_MAX 100000
+/* GPUJob and Team names are label values on gangq's pods (gangq.io/job,
+ * gangq.io/team), so at most 63 characters; pod names "<job>-<attempt>-<replica>"
+ * (+ "-g<gen>") and Event names "<name>.<hex>" then stay far below 253. */
+#define API_JOB_NAME_MAX 63
+#define API_DEFAULT_MAX_PRIORITY 1000 /* Team spec.maxPriority when not given */
+#define API_MAX_PRIORITY_CLASSES 16
 
 /* ---- errors ---------------------------------------------------------- */
 
@@ -190,6 +196,9 @@ struct api_gpujob_spec {
     struct api_kv node_selector[API_MAX_SELECTOR];
     int ntolerations;
     struct api_toleration tolerations[API_MAX_TOLERATIONS];
+    /* spec.team as written ("" = not given); after defaulting, team is the
+     * namespace's Team and a different team_requested is refused (WrongTeam) */
+    char team_requested[API_NAME_MAX];
 };
 
 struct api_gpujob {
@@ -256,6 +265,16 @@ struct api_quota {
     int32_t lending_limit;            /* -1 = may lend everything */
 };
 
+/* Team spec.podPolicy: what the pods of the Team's jobs may ask for (all
+ * refused by default). */
+struct api_pod_policy {
+    int allow_host_namespaces; /* hostNetwork, hostPID, hostIPC */
+    int allow_privileged;      /* securityContext.privileged in any container */
+    int allow_capabilities;    /* securityContext.capabilities.add in any container */
+    int allow_host_path;       /* hostPath volumes */
+    int allow_service_accounts; /* serviceAccountName other than "" or "default" */
+};
+
 struct api_team {
     struct api_meta meta;
     int nnamespaces;
@@ -264,6 +283,13 @@ struct api_team {
     int nquota;
     struct api_quota quota[API_MAX_QUOTA];
     int32_t weight; /* fair-share weight; decode sets 1 when absent */
+    /* priority ceiling of the Team's jobs; has_max_priority 0 = API_DEFAULT_MAX_PRIORITY
+     * (use api_team_max_priority) */
+    int has_max_priority;
+    int32_t max_priority;
+    int npriority_classes; /* PriorityClasses its jobs may name; 0 = any within the ceiling */
+    char priority_classes[API_MAX_PRIORITY_CLASSES][API_NAME_MAX];
+    struct api_pod_policy pod_policy;
 };
 
 struct api_team_status {
@@ -272,6 +298,8 @@ struct api_team_status {
     int32_t borrowed; /* GPUs used beyond nominal quota */
     int32_t pending;  /* queued jobs */
     int32_t running;  /* admitted or running jobs */
+    int nconditions;  /* "Valid" (a namespace claimed by an older Team: False) */
+    struct api_condition conditions[API_MAX_CONDITIONS];
 };
 
 int api_team_decode(const cJSON *obj, struct api_team *out, struct api_errors *errs);
@@ -319,9 +347,11 @@ struct api_lookup {
 };
 
 /* Fill defaults: class Batch; gang and preemptible by class; replicas 1;
- * team from the Team whose namespaces hold meta.namespace (first match);
+ * team = the namespace's Team (api_namespace_team), else spec.team as given;
  * effective_priority from spec.priority, else the named PriorityClass, else
- * the globalDefault PriorityClass, else 0. Never fails; lk may be NULL. */
+ * the globalDefault PriorityClass, else 0, then capped at the team's ceiling
+ * (api_gpujob_tenancy refuses a job that asks for more). Never fails; lk may
+ * be NULL. */
 void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk);
 void api_team_default(struct api_team *team);
 
@@ -351,5 +381,38 @@ int api_gpujob_status_decode(const cJSON *obj, struct api_gpujob_status *out,
 /* Parse JSON bytes into a cJSON tree; on failure errs gets
  * "invalid JSON at byte N". Caller owns *out. */
 int api_json_parse(const char *data, size_t len, cJSON **out, struct api_errors *errs);
+
+/* ---- tenancy --------------------------------------------------------- */
+
+/* Team t's priority ceiling (spec.maxPriority or API_DEFAULT_MAX_PRIORITY). */
+int32_t api_team_max_priority(const struct api_team *t);
+/* 1 when a is older than b: creationTimestamp (empty = newest), then name. */
+int api_team_older(const struct api_team *a, const struct api_team *b);
+/* The Team owning namespace ns: of the Teams listing it, the oldest. NULL when none. */
+const struct api_team *api_namespace_team(const struct api_team *teams, size_t nteams,
+                                          const char *ns);
+/* The first namespace of t that an older Team owns (its index in *ns_index),
+ * and that Team; NULL when t owns all its namespaces. */
+const struct api_team *api_team_conflict(const struct api_team *teams, size_t nteams,
+                                         const struct api_team *t, int *ns_index);
+/* The Team rules a job must pass to be admitted, after api_gpujob_default and
+ * a clean api_gpujob_validate: its namespace has a Team and spec.team (when
+ * given) names it; spec.priority and the priorityClassName values (job and
+ * pod template) are known, allowed and within the Team's ceiling; the pod
+ * template keeps to the Team's podPolicy. Every problem goes to errs with its
+ * field path; returns NULL when there is none, else the condition reason of
+ * the first: "NoTeam", "UnknownTeam", "WrongTeam", "UnknownPriorityClass",
+ * "PriorityClassNotAllowed", "PriorityAboveCeiling" or "PodPolicy" (static). */
+const char *api_gpujob_tenancy(const struct api_gpujob *job, const struct api_lookup *lk,
+                               struct api_errors *errs);
+/* Make a copy of a GPUJob's spec.template fit to become gangq's pod: every
+ * label and annotation whose key prefix is gangq.io or a subdomain of it is
+ * removed (gangq sets its own), metadata.finalizers are dropped and
+ * spec.terminationGracePeriodSeconds is set to at most max_grace_s (and to
+ * max_grace_s when absent and max_grace_s < 30, the Kubernetes default).
+ * Returns 0, GQ_EINVAL when tpl is not an object, GQ_ENOMEM. */
+int api_pod_template_sanitize(cJSON *tpl, int64_t max_grace_s);
+/* A label or annotation key gangq owns (prefix gangq.io or *.gangq.io). */
+int api_is_gangq_key(const char *key);
 
 #endif

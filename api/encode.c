@@ -36,9 +36,30 @@ static cJSON *wrap(cJSON *st)
     return root;
 }
 
+/* "conditions": [...] (every entry, so a merge patch replaces the list). */
+static int add_conditions(cJSON *st, const struct api_condition *conds, int n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(st, "conditions"), *c;
+    int i, ok = arr != NULL;
+    for (i = 0; arr && i < n && i < API_MAX_CONDITIONS; i++) {
+        const struct api_condition *cd = &conds[i];
+        c = cJSON_CreateObject();
+        if (!c || !cJSON_AddItemToArray(arr, c)) {
+            cJSON_Delete(c);
+            return 0;
+        }
+        ok &= cJSON_AddStringToObject(c, "type", cd->type) != NULL;
+        ok &= cJSON_AddStringToObject(c, "status", cd->status[0] ? cd->status : "Unknown") != NULL;
+        ok &= cJSON_AddStringToObject(c, "reason", cd->reason) != NULL;
+        ok &= cJSON_AddStringToObject(c, "message", cd->message) != NULL;
+        ok &= add_str_or_null(c, "lastTransitionTime", cd->last_transition_time);
+    }
+    return ok;
+}
+
 cJSON *api_gpujob_status_encode(const struct api_gpujob_status *s)
 {
-    cJSON *st = cJSON_CreateObject(), *a = NULL, *arr, *c;
+    cJSON *st = cJSON_CreateObject(), *a = NULL, *arr;
     int i, ok = 1;
     if (!st)
         return NULL;
@@ -81,22 +102,7 @@ cJSON *api_gpujob_status_encode(const struct api_gpujob_status *s)
             ok &= add_str_or_null(lp, "time", s->last_preemption.time);
         }
     }
-    arr = cJSON_AddArrayToObject(st, "conditions");
-    ok &= arr != NULL;
-    for (i = 0; arr && i < s->nconditions && i < API_MAX_CONDITIONS; i++) {
-        const struct api_condition *cd = &s->conditions[i];
-        c = cJSON_CreateObject();
-        if (!c || !cJSON_AddItemToArray(arr, c)) {
-            cJSON_Delete(c);
-            ok = 0;
-            break;
-        }
-        ok &= cJSON_AddStringToObject(c, "type", cd->type) != NULL;
-        ok &= cJSON_AddStringToObject(c, "status", cd->status[0] ? cd->status : "Unknown") != NULL;
-        ok &= cJSON_AddStringToObject(c, "reason", cd->reason) != NULL;
-        ok &= cJSON_AddStringToObject(c, "message", cd->message) != NULL;
-        ok &= add_str_or_null(c, "lastTransitionTime", cd->last_transition_time);
-    }
+    ok &= add_conditions(st, s->conditions, s->nconditions);
     ok &= add_str_or_null(st, "startTime", s->start_time);
     ok &= add_str_or_null(st, "completionTime", s->completion_time);
     if (!ok) {
@@ -117,6 +123,7 @@ cJSON *api_team_status_encode(const struct api_team_status *s)
     ok &= add_num(st, "borrowed", s->borrowed);
     ok &= add_num(st, "pending", s->pending);
     ok &= add_num(st, "running", s->running);
+    ok &= add_conditions(st, s->conditions, s->nconditions);
     if (!ok) {
         cJSON_Delete(st);
         return NULL;

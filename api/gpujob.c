@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "quantity.h"
 
@@ -331,8 +332,9 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
     sp = &out->spec;
     if (!(spec = api_decode_envelope(errs, obj, "GPUJob", 0, fields, &out->meta)))
         goto out;
-    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "team")))
-        api_get_str(errs, "spec.team", v, sp->team, sizeof sp->team);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "team")) &&
+        api_get_str(errs, "spec.team", v, sp->team, sizeof sp->team))
+        gq_strlcpy(sp->team_requested, sp->team, sizeof sp->team_requested);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "class")) &&
         api_get_str(errs, "spec.class", v, buf, sizeof buf) && api_class_parse(buf, &sp->class))
         api_errors_add(errs, "spec.class", "unknown class \"%s\"; known: Inference, Batch, Training",
@@ -377,8 +379,8 @@ out:
 void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
 {
     struct api_gpujob_spec *sp = &job->spec;
+    const struct api_team *owner;
     size_t i;
-    int j;
     if (!job->meta.namespace[0])
         gq_strlcpy(job->meta.namespace, "default", sizeof job->meta.namespace);
     if (sp->class == API_CLASS_NONE)
@@ -387,14 +389,11 @@ void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
         sp->gang = sp->class == API_CLASS_INFERENCE ? API_FALSE : API_TRUE;
     if (sp->preemptible == API_UNSET)
         sp->preemptible = sp->class == API_CLASS_INFERENCE ? API_FALSE : API_TRUE;
-    if (!sp->team[0] && lk) {
-        for (i = 0; i < lk->nteams && !sp->team[0]; i++)
-            for (j = 0; j < lk->teams[i].nnamespaces; j++)
-                if (!strcmp(lk->teams[i].namespaces[j], job->meta.namespace)) {
-                    gq_strlcpy(sp->team, lk->teams[i].meta.name, sizeof sp->team);
-                    break;
-                }
-    }
+    /* the namespace's Team, whatever spec.team says (a different spec.team is
+     * refused by api_gpujob_tenancy, never charged) */
+    owner = lk ? api_namespace_team(lk->teams, lk->nteams, job->meta.namespace) : NULL;
+    if (owner)
+        gq_strlcpy(sp->team, owner->meta.name, sizeof sp->team);
     sp->priority_class_found = 0;
     sp->effective_priority = 0;
     if (sp->priority_set) {
@@ -409,6 +408,8 @@ void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
             }
         }
     }
+    if (owner && sp->effective_priority > api_team_max_priority(owner))
+        sp->effective_priority = api_team_max_priority(owner);
 }
 
 static void check_level(struct api_errors *errs, const struct api_config *cfg, const char *path,
@@ -447,8 +448,14 @@ int api_gpujob_validate(const struct api_gpujob *job, const struct api_config *c
         api_config_default(&defcfg);
         cfg = &defcfg;
     }
-    if (job->meta.name[0])
+    if (job->meta.name[0]) {
         api_check_name(errs, "metadata.name", job->meta.name, 0);
+        if (strlen(job->meta.name) > API_JOB_NAME_MAX)
+            api_errors_add(errs, "metadata.name",
+                           "must be at most %d characters (it is the gangq.io/job label value "
+                           "of the job's pods, named <name>-<attempt>-<replica>), got %zu",
+                           API_JOB_NAME_MAX, strlen(job->meta.name));
+    }
     if (sp->team[0])
         api_check_name(errs, "spec.team", sp->team, 0);
     if (sp->pool[0])
@@ -522,4 +529,224 @@ int32_t api_gpujob_gpus(const struct api_gpujob *job)
     if (sp->gpu.has_shares && !sp->gpu.has_count)
         return (int32_t)((r * (sp->gpu.shares > 0 ? sp->gpu.shares : 0) + 999) / 1000);
     return (int32_t)GQ_MIN(r * (sp->gpu.count > 0 ? sp->gpu.count : 0), INT32_MAX);
+}
+
+/* ---- tenancy ---------------------------------------------------------- */
+
+static const struct api_team *lookup_team(const struct api_lookup *lk, const char *name)
+{
+    size_t i;
+    for (i = 0; lk && i < lk->nteams; i++)
+        if (!strcmp(lk->teams[i].meta.name, name))
+            return &lk->teams[i];
+    return NULL;
+}
+
+static const struct api_priorityclass *lookup_pc(const struct api_lookup *lk, const char *name)
+{
+    size_t i;
+    for (i = 0; lk && i < lk->npcs; i++)
+        if (!strcmp(lk->pcs[i].name, name))
+            return &lk->pcs[i];
+    return NULL;
+}
+
+static void refuse(const char **reason, const char *r)
+{
+    if (!*reason)
+        *reason = r;
+}
+
+/* A PriorityClass named at path: known, listed by the Team (when it lists any)
+ * and within its ceiling. */
+static void check_class(const struct api_lookup *lk, const struct api_team *t, const char *path,
+                        const char *name, struct api_errors *errs, const char **reason)
+{
+    const struct api_priorityclass *pc = lookup_pc(lk, name);
+    int i, listed = t->npriority_classes == 0;
+    for (i = 0; i < t->npriority_classes && !listed; i++)
+        listed = !strcmp(t->priority_classes[i], name);
+    if (!pc) {
+        api_errors_add(errs, path, "PriorityClass %s does not exist", name);
+        refuse(reason, "UnknownPriorityClass");
+    } else if (!listed) {
+        api_errors_add(errs, path, "PriorityClass %s is not one Team %s allows (spec.priorityClasses)",
+                       name, t->meta.name);
+        refuse(reason, "PriorityClassNotAllowed");
+    } else if (pc->value > api_team_max_priority(t)) {
+        api_errors_add(errs, path, "PriorityClass %s has value %d, above Team %s's maxPriority %d",
+                       name, pc->value, t->meta.name, api_team_max_priority(t));
+        refuse(reason, "PriorityAboveCeiling");
+    }
+}
+
+static void policy_refuse(struct api_errors *errs, const char **reason, const char *path,
+                          const char *what, const struct api_team *t, const char *flag)
+{
+    api_errors_add(errs, path, "%s not allowed for Team %s (spec.podPolicy.%s)", what,
+                   t->meta.name, flag);
+    refuse(reason, "PodPolicy");
+}
+
+/* The pod template against the Team's podPolicy. */
+static void check_pod_policy(const cJSON *tpl, const struct api_team *t, struct api_errors *errs,
+                             const char **reason)
+{
+    static const char *const hostns[] = {"hostNetwork", "hostPID", "hostIPC"};
+    static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
+    const struct api_pod_policy *pp = &t->pod_policy;
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(tpl, "spec"), *arr, *c, *v;
+    char p[API_ERR_PATH_MAX], base[API_ERR_PATH_MAX];
+    size_t k;
+    int i;
+    if (!cJSON_IsObject(ps))
+        return;
+    for (k = 0; k < GQ_ARRAY_LEN(hostns) && !pp->allow_host_namespaces; k++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ps, hostns[k]))) {
+            api_path(p, sizeof p, "spec.template.spec", hostns[k]);
+            policy_refuse(errs, reason, p, "host namespaces are", t, "allowHostNamespaces");
+        }
+    for (k = 0; k < GQ_ARRAY_LEN(lists); k++) {
+        api_path(base, sizeof base, "spec.template.spec", lists[k]);
+        i = 0;
+        arr = cJSON_GetObjectItemCaseSensitive(ps, lists[k]);
+        if (!cJSON_IsArray(arr))
+            continue;
+        cJSON_ArrayForEach(c, arr)
+        {
+            const cJSON *sc = cJSON_GetObjectItemCaseSensitive(c, "securityContext");
+            const cJSON *add = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(sc, "capabilities"), "add");
+            char cp[API_ERR_PATH_MAX];
+            api_path_idx(cp, sizeof cp, base, i++);
+            if (!pp->allow_privileged && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "privileged"))) {
+                api_path(p, sizeof p, cp, "securityContext.privileged");
+                policy_refuse(errs, reason, p, "privileged containers are", t, "allowPrivileged");
+            }
+            if (!pp->allow_capabilities && cJSON_IsArray(add) && cJSON_GetArraySize(add) > 0) {
+                api_path(p, sizeof p, cp, "securityContext.capabilities.add");
+                policy_refuse(errs, reason, p, "added capabilities are", t, "allowCapabilities");
+            }
+        }
+    }
+    arr = cJSON_GetObjectItemCaseSensitive(ps, "volumes");
+    i = 0;
+    if (!cJSON_IsArray(arr))
+        arr = NULL;
+    cJSON_ArrayForEach(c, arr)
+    {
+        api_path_idx(base, sizeof base, "spec.template.spec.volumes", i++);
+        if (!pp->allow_host_path && cJSON_GetObjectItemCaseSensitive(c, "hostPath")) {
+            api_path(p, sizeof p, base, "hostPath");
+            policy_refuse(errs, reason, p, "hostPath volumes are", t, "allowHostPath");
+        }
+    }
+    for (k = 0; k < 2 && !pp->allow_service_accounts; k++) {
+        const char *f = k == 0 ? "serviceAccountName" : "serviceAccount";
+        v = cJSON_GetObjectItemCaseSensitive(ps, f);
+        if (cJSON_IsString(v) && v->valuestring[0] && strcmp(v->valuestring, "default")) {
+            char what[API_NAME_MAX + 64];
+            snprintf(what, sizeof what, "service account \"%.200s\" is", v->valuestring);
+            api_path(p, sizeof p, "spec.template.spec", f);
+            policy_refuse(errs, reason, p, what, t, "allowServiceAccounts");
+        }
+    }
+}
+
+const char *api_gpujob_tenancy(const struct api_gpujob *job, const struct api_lookup *lk,
+                               struct api_errors *errs)
+{
+    const struct api_gpujob_spec *sp = &job->spec;
+    const char *ns = job->meta.namespace[0] ? job->meta.namespace : "default";
+    const struct api_team *owner = lk ? api_namespace_team(lk->teams, lk->nteams, ns) : NULL;
+    const char *reason = NULL;
+    const cJSON *v;
+    if (!owner) {
+        if (!sp->team_requested[0]) {
+            api_errors_add(errs, "metadata.namespace",
+                           "no Team lists namespace %s and spec.team is not set", ns);
+            return "NoTeam";
+        }
+        if (!lookup_team(lk, sp->team_requested)) {
+            api_errors_add(errs, "spec.team", "team %s does not exist", sp->team_requested);
+            return "UnknownTeam";
+        }
+        api_errors_add(errs, "spec.team",
+                       "Team %s does not list namespace %s (no Team does): a job is charged to "
+                       "its namespace's Team",
+                       sp->team_requested, ns);
+        return "WrongTeam";
+    }
+    if (sp->team_requested[0] && strcmp(sp->team_requested, owner->meta.name)) {
+        api_errors_add(errs, "spec.team",
+                       "namespace %s belongs to Team %s: spec.team must be %s or unset, got %s", ns,
+                       owner->meta.name, owner->meta.name, sp->team_requested);
+        refuse(&reason, "WrongTeam");
+    }
+    if (sp->priority_set && sp->priority > api_team_max_priority(owner)) {
+        api_errors_add(errs, "spec.priority", "must be at most %d (Team %s's maxPriority), got %d",
+                       api_team_max_priority(owner), owner->meta.name, sp->priority);
+        refuse(&reason, "PriorityAboveCeiling");
+    }
+    if (sp->priority_class_name[0])
+        check_class(lk, owner, "spec.priorityClassName", sp->priority_class_name, errs, &reason);
+    v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job->template, "spec"),
+                                         "priorityClassName");
+    if (cJSON_IsString(v) && v->valuestring[0])
+        check_class(lk, owner, "spec.template.spec.priorityClassName", v->valuestring, errs, &reason);
+    if (job->template)
+        check_pod_policy(job->template, owner, errs, &reason);
+    return reason;
+}
+
+/* ---- the pod template made gangq's ------------------------------------- */
+
+int api_is_gangq_key(const char *key)
+{
+    static const char dom[] = "gangq.io";
+    const size_t dl = sizeof dom - 1;
+    const char *slash = key ? strchr(key, '/') : NULL;
+    size_t n;
+    if (!slash)
+        return 0;
+    n = (size_t)(slash - key);
+    if (n == dl)
+        return !strncasecmp(key, dom, dl);
+    return n > dl && key[n - dl - 1] == '.' && !strncasecmp(key + n - dl, dom, dl);
+}
+
+static void strip_gangq_keys(cJSON *map)
+{
+    cJSON *e = map ? map->child : NULL, *next;
+    for (; e; e = next) {
+        next = e->next;
+        if (e->string && api_is_gangq_key(e->string))
+            cJSON_Delete(cJSON_DetachItemViaPointer(map, e));
+    }
+}
+
+int api_pod_template_sanitize(cJSON *tpl, int64_t max_grace_s)
+{
+    cJSON *md, *ps, *g;
+    if (!cJSON_IsObject(tpl))
+        return GQ_EINVAL;
+    md = cJSON_GetObjectItemCaseSensitive(tpl, "metadata");
+    if (cJSON_IsObject(md)) {
+        cJSON *l = cJSON_GetObjectItemCaseSensitive(md, "labels");
+        cJSON *a = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+        strip_gangq_keys(cJSON_IsObject(l) ? l : NULL);
+        strip_gangq_keys(cJSON_IsObject(a) ? a : NULL);
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "finalizers");
+    }
+    ps = cJSON_GetObjectItemCaseSensitive(tpl, "spec");
+    if (!cJSON_IsObject(ps) || max_grace_s < 0)
+        return GQ_OK;
+    g = cJSON_GetObjectItemCaseSensitive(ps, "terminationGracePeriodSeconds");
+    if (g && !(cJSON_IsNumber(g) && g->valuedouble <= (double)max_grace_s))
+        cJSON_DeleteItemFromObjectCaseSensitive(ps, "terminationGracePeriodSeconds");
+    else if (g || max_grace_s >= 30)
+        return GQ_OK; /* within the cap, or the Kubernetes default (30 s) is */
+    return cJSON_AddNumberToObject(ps, "terminationGracePeriodSeconds", (double)max_grace_s)
+               ? GQ_OK
+               : GQ_ENOMEM;
 }

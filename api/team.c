@@ -54,9 +54,51 @@ static void decode_quota(struct api_errors *errs, const cJSON *arr, struct api_t
     }
 }
 
+static void decode_pod_policy(struct api_errors *errs, const cJSON *v, struct api_pod_policy *pp)
+{
+    static const char *const fields[] = {"allowHostNamespaces", "allowPrivileged",
+                                         "allowCapabilities", "allowHostPath",
+                                         "allowServiceAccounts", NULL};
+    int *dst[] = {&pp->allow_host_namespaces, &pp->allow_privileged, &pp->allow_capabilities,
+                  &pp->allow_host_path, &pp->allow_service_accounts};
+    const cJSON *f;
+    char p[API_ERR_PATH_MAX];
+    size_t i;
+    if (!api_expect_obj(errs, "spec.podPolicy", v))
+        return;
+    api_check_fields(errs, "spec.podPolicy", v, fields);
+    for (i = 0; i < GQ_ARRAY_LEN(dst); i++)
+        if ((f = cJSON_GetObjectItemCaseSensitive(v, fields[i]))) {
+            api_path(p, sizeof p, "spec.podPolicy", fields[i]);
+            api_get_bool(errs, p, f, dst[i]);
+        }
+}
+
+static void decode_priority_classes(struct api_errors *errs, const cJSON *v, struct api_team *t)
+{
+    const cJSON *n;
+    char p[API_ERR_PATH_MAX];
+    int i = 0;
+    if (!api_expect_arr(errs, "spec.priorityClasses", v))
+        return;
+    if (cJSON_GetArraySize(v) > API_MAX_PRIORITY_CLASSES) {
+        api_errors_add(errs, "spec.priorityClasses", "at most %d entries, got %d",
+                       API_MAX_PRIORITY_CLASSES, cJSON_GetArraySize(v));
+        return;
+    }
+    cJSON_ArrayForEach(n, v)
+    {
+        api_path_idx(p, sizeof p, "spec.priorityClasses", i++);
+        if (api_get_str(errs, p, n, t->priority_classes[t->npriority_classes],
+                        sizeof t->priority_classes[0]))
+            t->npriority_classes++;
+    }
+}
+
 int api_team_decode(const cJSON *obj, struct api_team *out, struct api_errors *errs)
 {
-    static const char *const fields[] = {"namespaces", "cohort", "quota", "weight", NULL};
+    static const char *const fields[] = {"namespaces", "cohort", "quota", "weight", "maxPriority",
+                                         "priorityClasses", "podPolicy", NULL};
     const cJSON *spec, *v, *n;
     char p[API_ERR_PATH_MAX];
     int before = errs->n + errs->dropped, i = 0;
@@ -86,6 +128,13 @@ int api_team_decode(const cJSON *obj, struct api_team *out, struct api_errors *e
         decode_quota(errs, v, out);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "weight")))
         api_get_int(errs, "spec.weight", v, 1, API_WEIGHT_MAX, &out->weight);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "maxPriority")))
+        out->has_max_priority = api_get_int(errs, "spec.maxPriority", v, API_PRIORITY_MIN,
+                                            API_PRIORITY_MAX, &out->max_priority);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "priorityClasses")))
+        decode_priority_classes(errs, v, out);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "podPolicy")))
+        decode_pod_policy(errs, v, &out->pod_policy);
 out:
     return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
 }
@@ -103,8 +152,29 @@ int api_team_validate(const struct api_team *t, struct api_errors *errs)
 {
     int before = errs->n + errs->dropped, i, j;
     char p[API_ERR_PATH_MAX], fp[API_ERR_PATH_MAX];
-    if (t->meta.name[0])
+    if (t->meta.name[0]) {
         api_check_name(errs, "metadata.name", t->meta.name, 0);
+        if (strlen(t->meta.name) > API_JOB_NAME_MAX)
+            api_errors_add(errs, "metadata.name",
+                           "must be at most %d characters (it is the gangq.io/team label value "
+                           "of the Team's pods), got %zu",
+                           API_JOB_NAME_MAX, strlen(t->meta.name));
+    }
+    if (t->has_max_priority && t->max_priority > API_PRIORITY_MAX)
+        api_errors_add(errs, "spec.maxPriority", "must be at most %d, got %d", API_PRIORITY_MAX,
+                       t->max_priority);
+    for (i = 0; i < t->npriority_classes; i++) {
+        api_path_idx(p, sizeof p, "spec.priorityClasses", i);
+        if (!api_is_dns_subdomain(t->priority_classes[i])) {
+            api_check_name(errs, p, t->priority_classes[i], 0);
+            continue;
+        }
+        for (j = 0; j < i; j++)
+            if (!strcmp(t->priority_classes[i], t->priority_classes[j])) {
+                api_errors_add(errs, p, "duplicate \"%s\"", t->priority_classes[i]);
+                break;
+            }
+    }
     for (i = 0; i < t->nnamespaces; i++) {
         api_path_idx(p, sizeof p, "spec.namespaces", i);
         if (!api_is_dns_label(t->namespaces[i])) {
@@ -151,6 +221,61 @@ int api_team_validate(const struct api_team *t, struct api_errors *errs)
                            q->lending_limit);
     }
     return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
+}
+
+int32_t api_team_max_priority(const struct api_team *t)
+{
+    return t->has_max_priority ? t->max_priority : API_DEFAULT_MAX_PRIORITY;
+}
+
+int api_team_older(const struct api_team *a, const struct api_team *b)
+{
+    const char *ta = a->meta.creation_timestamp, *tb = b->meta.creation_timestamp;
+    int c;
+    /* RFC 3339 in UTC with whole seconds, as the API server writes it, sorts
+     * as text; a Team without one (offline manifests) counts as the newest */
+    if (!ta[0] != !tb[0])
+        return ta[0] != '\0';
+    c = strcmp(ta, tb);
+    if (c)
+        return c < 0;
+    return strcmp(a->meta.name, b->meta.name) < 0;
+}
+
+static int team_lists(const struct api_team *t, const char *ns)
+{
+    int j;
+    for (j = 0; j < t->nnamespaces; j++)
+        if (!strcmp(t->namespaces[j], ns))
+            return 1;
+    return 0;
+}
+
+const struct api_team *api_namespace_team(const struct api_team *teams, size_t nteams,
+                                          const char *ns)
+{
+    const struct api_team *best = NULL;
+    size_t i;
+    for (i = 0; i < nteams; i++)
+        if (team_lists(&teams[i], ns) && (!best || api_team_older(&teams[i], best)))
+            best = &teams[i];
+    return best;
+}
+
+const struct api_team *api_team_conflict(const struct api_team *teams, size_t nteams,
+                                         const struct api_team *t, int *ns_index)
+{
+    const struct api_team *owner;
+    int j;
+    for (j = 0; j < t->nnamespaces; j++) {
+        owner = api_namespace_team(teams, nteams, t->namespaces[j]);
+        if (owner && owner != t && strcmp(owner->meta.name, t->meta.name)) {
+            if (ns_index)
+                *ns_index = j;
+            return owner;
+        }
+    }
+    return NULL;
 }
 
 int api_gpupool_decode(const cJSON *obj, struct api_gpupool *out, struct api_errors *errs)

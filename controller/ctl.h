@@ -82,6 +82,7 @@ struct ctl_config {
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
     int allow_http_token;          /* --insecure-allow-http-token: bearer token to a non-https server */
+    double max_grace_period_s;     /* cap on gangq pods' termination grace; default 30 */
 };
 
 void ctl_config_default(struct ctl_config *c);

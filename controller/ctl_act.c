@@ -179,6 +179,25 @@ static void delete_cb(const struct kube_response *resp, void *ud)
     op_settle(o);
 }
 
+/* The grace period of a delete: grace when >= 0 (0 for a lost node), else
+ * the pod's own (Kubernetes default 30 s), never above --max-grace-period, so
+ * a template cannot keep its GPUs past a preemption or suspend. */
+static long grace_cap(const struct gq_ctl *c)
+{
+    double d = c->cfg.max_grace_period_s;
+    return d >= 0 && d < 1e9 ? (long)d : 1000000000L;
+}
+
+static long delete_grace(const struct gq_ctl *c, const cJSON *pod, long grace)
+{
+    long cap = grace_cap(c);
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
+                                                      "terminationGracePeriodSeconds");
+    if (grace < 0)
+        grace = cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 1e15 ? (long)g->valuedouble : 30;
+    return grace < cap ? grace : cap;
+}
+
 static void op_delete(struct op *o, const cJSON *pod, long grace)
 {
     const char *ns = ctl_obj_str(pod, "metadata", "namespace");
@@ -190,7 +209,7 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
         return;
     }
     o->outstanding++;
-    if (kube_delete(o->c->client, path, grace, uid, delete_cb, o)) {
+    if (kube_delete(o->c->client, path, delete_grace(o->c, pod, grace), uid, delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
     }
@@ -232,9 +251,11 @@ static cJSON *obj_child(cJSON *parent, const char *k)
     return cJSON_AddObjectToObject(parent, k);
 }
 
-/* Build the pod for one replica. Caller owns the result. */
+/* Build the pod for one replica from the template made gangq's
+ * (api_pod_template_sanitize: no gangq.io/ labels or annotations of the
+ * user's, no finalizers, grace capped at max_grace_s). Caller owns the result. */
 static cJSON *build_pod(const cJSON *job, const struct store_job *row, const struct ctl_placement *pl,
-                        const struct ctl_prep *p)
+                        const struct ctl_prep *p, int64_t max_grace_s)
 {
     const char *ns = ctl_obj_str(job, "metadata", "namespace");
     const char *name = ctl_obj_str(job, "metadata", "name");
@@ -253,7 +274,7 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
 
     cJSON *pod = cJSON_CreateObject();
     cJSON *t = tpl ? cJSON_Duplicate(tpl, 1) : cJSON_CreateObject();
-    int ok = pod && t;
+    int ok = pod && t && !api_pod_template_sanitize(t, max_grace_s);
     cJSON *meta = NULL, *pspec = NULL, *labels = NULL, *ann = NULL;
     if (ok) {
         meta = obj_child(t, "metadata");
@@ -396,7 +417,7 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
         ctl_pod_name(name, &pl, &pl.rep[k], podname, sizeof(podname));
         if (find_pod(c, ns, podname))
             continue;
-        cJSON *pod = build_pod(job, row, &pl, &pl.rep[k]);
+        cJSON *pod = build_pod(job, row, &pl, &pl.rep[k], grace_cap(c));
         if (!pod) {
             o->failed = 1;
             continue;

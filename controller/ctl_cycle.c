@@ -763,7 +763,36 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     m->job_err[0] = 0;
     if (e.n)
         api_error_format(&e, 0, m->job_err, sizeof(m->job_err));
+    m->job_refusal = NULL;
+    if (!e.n)
+        m->job_refusal = api_gpujob_tenancy(&m->job, &lk, &e);
     return 0;
+}
+
+static int team_exists(struct rc_ctx *r, const char *name);
+
+/* The Team rules refuse the job (m->job_refusal): reason and message into j.
+ * They gate admission: a job holding GPUs under an existing team is not
+ * stopped by them (a Team edit or a spec edit while it runs; defaulting caps
+ * its priority at the Team's ceiling). */
+static int job_refused(struct rc_ctx *r, struct cj *j)
+{
+    const char *why = j->memo->job_refusal;
+    const struct store_job *row = row_find(r, j->key);
+    if (!why)
+        return 0;
+    if (row && holds(row->state) && !strcmp(row->uid, j->job->meta.uid) &&
+        team_exists(r, j->job->spec.team))
+        return 0;
+    struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
+    struct api_errors e;
+    char first[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    api_errors_init(&e);
+    api_gpujob_tenancy(j->job, &lk, &e);
+    api_error_format(&e, 0, first, sizeof(first));
+    j->invalid_reason = why;
+    snprintf(j->invalid_msg, sizeof(j->invalid_msg), "%s%s", first, e.n > 1 ? " (and more)" : "");
+    return 1;
 }
 
 static int placement_copy(struct ctl_placement *dst, const struct ctl_placement *src)
@@ -821,13 +850,8 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         j->invalid_reason = "InvalidSpec";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", j->memo->job_err,
                  j->memo->job_nerr > 1 ? " (and more)" : "");
-    } else if (!j->job->spec.team[0]) {
-        j->invalid_reason = "NoTeam";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg),
-                 "no Team lists namespace %s and spec.team is not set", j->job->meta.namespace);
-    } else if (!team_exists(r, j->job->spec.team)) {
-        j->invalid_reason = "UnknownTeam";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "team %s does not exist", j->job->spec.team);
+    } else if (job_refused(r, j)) {
+        /* invalid_reason and invalid_msg set */
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
@@ -1371,6 +1395,49 @@ out:
     gq_buf_release(&sig);
 }
 
+/* Team condition Valid: False (NamespaceConflict) while an older Team owns a
+ * namespace this one lists, with a Warning Event when that starts or changes;
+ * the transition time is kept from the last status written or read. */
+static void team_valid_condition(struct rc_ctx *r, const struct api_team *tm, const struct ctl_memo *m,
+                                 struct api_team_status *st)
+{
+    int nsi = -1;
+    const struct api_team *older = api_team_conflict(r->teams, (size_t)r->nteams, tm, &nsi);
+    const cJSON *obj = kube_informer_get(r->c->inf[INF_TEAMS], NULL, tm->meta.name);
+    struct api_condition *cd = &st->conditions[0];
+    memset(cd, 0, sizeof(*cd));
+    gq_strlcpy(cd->type, "Valid", sizeof(cd->type));
+    gq_strlcpy(cd->status, older ? "False" : "True", sizeof(cd->status));
+    gq_strlcpy(cd->reason, older ? "NamespaceConflict" : "NamespacesOwned", sizeof(cd->reason));
+    if (older)
+        snprintf(cd->message, sizeof(cd->message),
+                 "namespace %s belongs to Team %.100s (the older one): this Team's claim on it is "
+                 "ignored and work there stays with that Team",
+                 tm->namespaces[nsi], older->meta.name);
+    else /* never empty: the API server stores "" in a map-list entry as null and refuses it */
+        gq_strlcpy(cd->message, "every namespace this Team lists is its own", sizeof(cd->message));
+    st->nconditions = 1;
+    cJSON *prevdoc = m && m->last_status ? cJSON_Parse(m->last_status) : NULL;
+    const cJSON *pst = cJSON_GetObjectItemCaseSensitive(prevdoc ? prevdoc : obj, "status");
+    const cJSON *pc = NULL, *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pst, "conditions"))
+        if (ctl_obj_str(e, "type", NULL) && !strcmp(ctl_obj_str(e, "type", NULL), "Valid"))
+            pc = e;
+    const char *ps = pc ? ctl_obj_str(pc, "status", NULL) : NULL;
+    const char *pm = pc ? ctl_obj_str(pc, "message", NULL) : NULL;
+    const char *pt = pc ? ctl_obj_str(pc, "lastTransitionTime", NULL) : NULL;
+    if (ps && pt && !strcmp(ps, cd->status))
+        gq_strlcpy(cd->last_transition_time, pt, sizeof(cd->last_transition_time));
+    else
+        ctl_time_format(r->now, cd->last_transition_time, sizeof(cd->last_transition_time));
+    if (older && obj && !(ps && pm && !strcmp(ps, "False") && !strcmp(pm, cd->message))) {
+        ctl_act_event(r->c, obj, "Warning", "NamespaceConflict", cd->message);
+        LOGC(r->c, GQ_LOG_WARN, "team claims a namespace an older team owns", " team=%s namespace=%s owner=%s",
+             tm->meta.name, tm->namespaces[nsi], older->meta.name);
+    }
+    cJSON_Delete(prevdoc);
+}
+
 static void team_pool_status(struct rc_ctx *r)
 {
     char key[API_NAME_MAX + 8], path[CTL_PATH_MAX];
@@ -1391,9 +1458,10 @@ static void team_pool_status(struct rc_ctx *r)
             }
         }
         st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
-        cJSON *p = api_team_status_encode(&st);
         snprintf(key, sizeof(key), "team:%s", tm->meta.name);
         struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
+        team_valid_condition(r, tm, m, &st);
+        cJSON *p = api_team_status_encode(&st);
         if (m)
             m->seen_cycle = r->c->reconciles;
         if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams",
@@ -1696,10 +1764,15 @@ void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_o
             cJSON_GetObjectItemCaseSensitive(new_obj, "metadata"), "managedFields");
         const cJSON *last = NULL, *e;
         double lt = -1;
+        /* the actor is the field manager that last wrote spec fields: a name the
+         * client chooses (kubectl --field-manager), not an authenticated user;
+         * who made the request is in the API server's audit log */
         cJSON_ArrayForEach(e, mf)
         {
             const char *t = ctl_obj_str(e, "time", NULL);
             double w = 0;
+            if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), "f:spec"))
+                continue; /* status writes (gangq's own) and metadata-only entries */
             if (t)
                 kube_time_parse(t, &w);
             if (w >= lt) {
@@ -1709,7 +1782,7 @@ void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_o
         }
         const char *mgr = last ? ctl_obj_str(last, "manager", NULL) : NULL;
         if (mgr)
-            snprintf(actor, sizeof(actor), "user:%s", mgr);
+            snprintf(actor, sizeof(actor), "manager:%s", mgr);
         if (c->leading) {
             char err[256];
             struct store_audit a = {0, ctl_now_ms(), actor, "quota-edit", name ? name : "", "",

@@ -56,6 +56,7 @@ struct ctl_memo {
     uint64_t job_lookup;
     int job_nerr;
     char job_err[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    const char *job_refusal;      /* api_gpujob_tenancy's reason (static) or NULL, same inputs */
     /* status inputs last_status was computed from (owned; NULL = none):
      * equal inputs give the same status, so it is not computed again */
     char *status_sig;

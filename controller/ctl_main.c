@@ -33,6 +33,7 @@ void ctl_config_default(struct ctl_config *c)
     c->cycle_interval_s = 2;
     c->debounce_s = 0.05;
     c->shutdown_wait_s = 5;
+    c->max_grace_period_s = 30;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -147,7 +148,8 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
         double lo;
     } durs[] = {{"node-lost-grace", &c->node_lost_grace_s, 0},
                 {"usage-half-life", &c->usage_half_life_s, 0},
-                {"cycle-interval", &c->cycle_interval_s, 0.05}};
+                {"cycle-interval", &c->cycle_interval_s, 0.05},
+                {"max-grace-period", &c->max_grace_period_s, 0}};
     for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
         if (!strcmp(key, durs[k].k)) {
             if (gq_parse_duration(val, &d) || d < durs[k].lo) {
@@ -832,6 +834,7 @@ static void usage(FILE *f)
             "  --max-retries N          failed-gang requeues before Failed (3)\n"
             "  --usage-half-life DUR    fair-share usage decay (24h)\n"
             "  --cycle-interval DUR     periodic resync (2s)\n"
+            "  --max-grace-period DUR   cap on the termination grace of gangq's pods (30s)\n"
             "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
             "  --insecure-allow-http-token=BOOL\n"
             "                           send the bearer token to a server that is not https (false)\n");

@@ -4,7 +4,7 @@
  * Reads every YAML stream (multi-document), decodes each document by kind
  * (GPUJob, Team, GPUPool, PriorityClass), applies defaults (team from the
  * Teams and priority from the PriorityClasses found in the same files) and
- * validates. Prints "file:doc: Kind ns/name: ok" or one line per problem with
+ * validates, GPUJobs also against their Team's rules (api_gpujob_tenancy). Prints "file:doc: Kind ns/name: ok" or one line per problem with
  * its field path. Other kinds are reported as skipped. Exit 0 when all is
  * well, 1 on any error, 2 on usage error.
  */
@@ -39,6 +39,23 @@ static void obj_name(const cJSON *doc, char *buf, size_t len)
         snprintf(buf, len, "%s/%s", ns->valuestring, name);
     else
         snprintf(buf, len, "%s", name);
+}
+
+/* The Team rules the controller applies before admission (with the Teams and
+ * PriorityClasses of these files; a class missing from them may exist in the
+ * cluster: only a note). */
+static void tenancy(const struct api_gpujob *job, const struct api_lookup *lk, struct api_errors *errs)
+{
+    struct api_errors te;
+    api_errors_init(&te);
+    api_gpujob_tenancy(job, lk, &te);
+    for (int i = 0; i < te.n; i++) {
+        size_t n = strlen(te.e[i].msg);
+        if (!strncmp(te.e[i].msg, "PriorityClass ", 14) && n > 15 &&
+            !strcmp(te.e[i].msg + n - 15, " does not exist"))
+            continue;
+        api_errors_add(errs, te.e[i].path, "%s", te.e[i].msg);
+    }
 }
 
 static void usage(void)
@@ -127,6 +144,8 @@ int cmd_validate(int argc, char **argv)
                     goto oom;
                 api_gpujob_default(&job, &lk);
                 api_gpujob_validate(&job, &cfg, &errs);
+                if (!errs.n && job.spec.team[0] && nteams)
+                    tenancy(&job, &lk, &errs);
                 if (!job.spec.team[0])
                     snprintf(note, sizeof note, " (no Team owns namespace %s: the controller keeps it Queued)",
                              job.meta.namespace);
@@ -136,9 +155,19 @@ int cmd_validate(int argc, char **argv)
                 api_gpujob_release(&job);
             } else if (!strcmp(kind, "Team")) {
                 struct api_team t;
+                const struct api_team *older;
+                int nsi = -1;
                 api_team_decode(doc, &t, &errs);
                 api_team_default(&t);
                 api_team_validate(&t, &errs);
+                if (!errs.n && (older = api_team_conflict(teams, nteams, &t, &nsi))) {
+                    char p[64];
+                    snprintf(p, sizeof p, "spec.namespaces[%d]", nsi);
+                    api_errors_add(&errs, p,
+                                   "namespace %s is also listed by Team %s, which owns it (older, or "
+                                   "first by name): a namespace belongs to one Team",
+                                   t.namespaces[nsi], older->meta.name);
+                }
             } else if (!strcmp(kind, "GPUPool")) {
                 struct api_gpupool p;
                 api_gpupool_decode(doc, &p, &errs);

@@ -146,7 +146,10 @@ cJSON *kube_event_build(const struct kube_objref *ref, const char *type, const c
     rc |= add_str(ev, "message", message ? message : "");
     rc |= add_str(ev, "firstTimestamp", tsec);
     rc |= add_str(ev, "lastTimestamp", tsec);
-    rc |= add_str(ev, "eventTime", ts);
+    /* the API server accepts a cluster-scoped object's Event in "default" only
+     * as a legacy one (no eventTime; with it, only in kube-system) */
+    if (ref->namespace_ && *ref->namespace_)
+        rc |= add_str(ev, "eventTime", ts);
     rc |= add_str(ev, "action", reason);
     rc |= add_str(ev, "reportingComponent", "gangq.io/controller");
     rc |= add_str(ev, "reportingInstance", instance);

@@ -1,5 +1,6 @@
 /* libFuzzer target: JSON bytes -> cJSON -> GPUJob decode, default, validate,
- * status decode + encode. Must never crash, leak or trip a sanitizer. */
+ * Team rules, pod template sanitizing, status decode + encode. Must never
+ * crash, leak or trip a sanitizer. */
 // fuzz-sources: common/gq.c common/buf.c api/*.c
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     api_gpujob_decode(obj, &job, &errs);
     api_gpujob_default(&job, &lk);
     api_gpujob_validate(&job, NULL, &errs);
+    (void)api_gpujob_tenancy(&job, &lk, &errs);
+    if (job.template) {
+        cJSON *t = cJSON_Duplicate(job.template, 1);
+        api_pod_template_sanitize(t, 5);
+        cJSON_Delete(t);
+    }
     (void)api_gpujob_gpus(&job);
     api_gpujob_copy(&copy, &job);
     for (i = 0; i < errs.n; i++)

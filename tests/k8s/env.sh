@@ -11,7 +11,8 @@
 #   env.sh apply-crds [ENV_DIR]          (re)apply crds/*.yaml and wait until Established
 #
 # ENV_DIR defaults to $GQ_ENV_DIR. `. ENV_DIR/env` exports KUBECONFIG, GQ_ENV_DIR,
-# GQ_SERVER (https://127.0.0.1:PORT), GQ_TOKEN, GQ_CA for tests (curl with the token).
+# GQ_SERVER (https://127.0.0.1:PORT), GQ_TOKEN, GQ_CA for tests (curl with the token), and
+# GQ_ALICE_TOKEN, the bearer token of user "alice" (group gangq-test:users, no rights granted).
 # Everything lives in ENV_DIR under ${TMPDIR:-/tmp}; ports are chosen free at runtime,
 # so two environments can run in parallel. Logs: ENV_DIR/etcd.log, ENV_DIR/apiserver.log,
 # ENV_DIR/audit.log (API server audit, JSON lines: every finished request, at Metadata level).
@@ -191,6 +192,7 @@ export KUBECONFIG='$dir/kubeconfig'
 export GQ_SERVER='https://127.0.0.1:$port'
 export GQ_TOKEN='$(cat "$dir/token")'
 export GQ_CA='$dir/pki/ca.crt'
+export GQ_ALICE_TOKEN='$(cat "$dir/token-alice" 2>/dev/null || true)'
 EOF
 }
 
@@ -222,7 +224,11 @@ cmd_up() {
   gen_pki "$dir"
   openssl rand -hex 24 > "$dir/token"
   printf '%s,admin,admin-uid,"system:masters"\n' "$(cat "$dir/token")" > "$dir/tokens.csv"
-  chmod 600 "$dir/token" "$dir/tokens.csv"
+  # alice: an ordinary user with no rights of her own (tests grant her what they need, e.g.
+  # creating GPUJobs in one namespace, and act as her with kubectl --token="$GQ_ALICE_TOKEN")
+  openssl rand -hex 24 > "$dir/token-alice"
+  printf '%s,alice,alice-uid,"gangq-test:users"\n' "$(cat "$dir/token-alice")" >> "$dir/tokens.csv"
+  chmod 600 "$dir/token" "$dir/token-alice" "$dir/tokens.csv"
   # Audit log: one JSON line per finished request (verb, resource, user agent, code), so tests
   # can count what a client did, e.g. how many LISTs a controller made across a restart.
   printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n' \

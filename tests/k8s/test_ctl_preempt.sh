@@ -13,7 +13,7 @@ cat <<YAML | k apply -f - >/dev/null
 apiVersion: gangq.io/v1alpha1
 kind: Team
 metadata: {name: serve}
-spec: {namespaces: [serve], quota: [{gpuType: "*", gpus: 8}]}
+spec: {namespaces: [serve], maxPriority: 100000, quota: [{gpuType: "*", gpus: 8}]}
 ---
 apiVersion: gangq.io/v1alpha1
 kind: Team

@@ -186,6 +186,10 @@ static const struct bad bad_cases[] = {
      "metadata.name", "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"Bad_Name\""},
     {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'a','namespace':'ML'},'spec':{" TPL "}}",
      "metadata.namespace", "must be a lowercase DNS label (a-z, 0-9, '-'), got \"ML\""},
+    /* a job name is the gangq.io/job label value of its pods: at most 63 characters */
+    {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa','namespace':'ml'},'spec':{" TPL "}}",
+     "metadata.name", "must be at most 63 characters (it is the gangq.io/job label value of the job's pods, "
+     "named <name>-<attempt>-<replica>), got 64"},
     {K_JOB, "{'apiVersion':'v1','kind':'GPUJob','metadata':{'name':'a'},'spec':{" TPL "}}",
      "apiVersion", "must be \"gangq.io/v1alpha1\", got \"v1\""},
     {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'Job','metadata':{'name':'a'},'spec':{" TPL "}}",
@@ -220,6 +224,18 @@ static const struct bad bad_cases[] = {
     {K_TEAM, TEAM("'namespaces':['ml','ml']"), "spec.namespaces[1]", "duplicate \"ml\""},
     {K_TEAM, TEAM("'namespaces':['ml.team']"), "spec.namespaces[0]", "must be a lowercase DNS label (a-z, 0-9, '-'), got \"ml.team\""},
     {K_TEAM, TEAM("'weight':0"), "spec.weight", "must be 1..1000, got 0"},
+    /* Team tenancy fields */
+    {K_TEAM, TEAM("'maxPriority':2000000000"), "spec.maxPriority", "must be at most 1000000000, got 2000000000"},
+    {K_TEAM, TEAM("'maxPriority':'high'"), "spec.maxPriority", "must be an integer, got string"},
+    {K_TEAM, TEAM("'priorityClasses':'a'"), "spec.priorityClasses", "must be an array, got string"},
+    {K_TEAM, TEAM("'priorityClasses':['a','a']"), "spec.priorityClasses[1]", "duplicate \"a\""},
+    {K_TEAM, TEAM("'priorityClasses':['System_Critical']"), "spec.priorityClasses[0]",
+     "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"System_Critical\""},
+    {K_TEAM, TEAM("'podPolicy':{'allowHostNetwork':true}"), "spec.podPolicy.allowHostNetwork", "unknown field"},
+    {K_TEAM, TEAM("'podPolicy':{'allowPrivileged':'yes'}"), "spec.podPolicy.allowPrivileged", "must be a boolean, got string"},
+    {K_TEAM, TEAM("'podPolicy':[]"), "spec.podPolicy", "must be an object, got array"},
+    {K_TEAM, "{'apiVersion':'gangq.io/v1alpha1','kind':'Team','metadata':{'name':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'},'spec':{}}",
+     "metadata.name", "must be at most 63 characters (it is the gangq.io/team label value of the Team's pods), got 64"},
     {K_TEAM, TEAM("'cohort':'Research'"), "spec.cohort", "must be a lowercase DNS name (a-z, 0-9, '-', '.'), got \"Research\""},
     {K_TEAM, "{'apiVersion':'gangq.io/v1alpha1','kind':'Team','metadata':{'name':'v','namespace':'ml'},'spec':{}}",
      "metadata.namespace", "must be empty: Team is cluster-scoped"},
@@ -404,7 +420,8 @@ static void test_defaults(void **st)
     api_gpujob_default(&job, &lk);
     assert_int_equal(job.spec.gang, API_FALSE);
     assert_int_equal(job.spec.preemptible, API_FALSE);
-    assert_string_equal(job.spec.team, "nlp"); /* explicit team wins */
+    assert_string_equal(job.spec.team, "vision"); /* the namespace's Team, whatever spec.team says */
+    assert_string_equal(job.spec.team_requested, "nlp"); /* refused by api_gpujob_tenancy */
     assert_int_equal(job.spec.effective_priority, 1000);
     assert_int_equal(job.spec.priority_class_found, 1);
     api_gpujob_release(&job);
@@ -434,6 +451,277 @@ static void test_defaults(void **st)
     assert_int_equal(job.spec.effective_priority, 0);
     assert_int_equal(api_gpujob_gpus(&job), 2); /* 3 x 0.4 = 1.2 -> 2 */
     api_gpujob_release(&job);
+}
+
+/* ---- tenancy ---- */
+
+static void decode_team_json(const char *json, struct api_team *t)
+{
+    char *txt = dq(json);
+    cJSON *obj = NULL;
+    struct api_errors errs;
+    api_errors_init(&errs);
+    assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+    assert_int_equal(api_team_decode(obj, t, &errs), 0);
+    api_team_default(t);
+    assert_int_equal(api_team_validate(t, &errs), 0);
+    cJSON_Delete(obj);
+    free(txt);
+}
+
+#define TEAMT(name, ts, spec)                                                                      \
+    "{'apiVersion':'gangq.io/v1alpha1','kind':'Team','metadata':{'name':'" name "',"              \
+    "'creationTimestamp':'" ts "'},'spec':{" spec "}}"
+#define PODSPEC(extra) "'template':{'spec':{" extra "'containers':[{'name':'m','resources':{'requests':{'cpu':'1'}}}]}}"
+
+struct tenancy_fixture {
+    struct api_team teams[3];
+    struct api_priorityclass pcs[4];
+    struct api_lookup lk;
+};
+
+static void tenancy_setup(struct tenancy_fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    /* ml is claimed by vision (older) and by grabber (newer): vision owns it */
+    decode_team_json(TEAMT("grabber", "2026-06-01T00:00:00Z", "'namespaces':['ml','other'],'maxPriority':1000000000"),
+                     &f->teams[0]);
+    decode_team_json(TEAMT("vision", "2026-01-01T00:00:00Z",
+                           "'namespaces':['ml'],'maxPriority':5000,'priorityClasses':['low','mid','huge']"),
+                     &f->teams[1]);
+    decode_team_json(TEAMT("nlp", "2026-02-01T00:00:00Z", "'namespaces':['nlp']"), &f->teams[2]);
+    gq_strlcpy(f->pcs[0].name, "low", sizeof f->pcs[0].name);
+    f->pcs[0].value = 10;
+    gq_strlcpy(f->pcs[1].name, "mid", sizeof f->pcs[1].name);
+    f->pcs[1].value = 5000;
+    gq_strlcpy(f->pcs[2].name, "huge", sizeof f->pcs[2].name);
+    f->pcs[2].value = 100000;
+    gq_strlcpy(f->pcs[3].name, "system-node-critical", sizeof f->pcs[3].name);
+    f->pcs[3].value = 2000001000;
+    f->lk.teams = f->teams;
+    f->lk.nteams = 3;
+    f->lk.pcs = f->pcs;
+    f->lk.npcs = 4;
+}
+
+/* Decode, default and validate (clean) a job of namespace ns; run the Team rules. */
+static const char *tenancy_of(const struct tenancy_fixture *f, const char *ns, const char *spec,
+                              struct api_gpujob *job, struct api_errors *errs)
+{
+    char json[4096];
+    snprintf(json, sizeof json,
+             "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'name':'j','namespace':'%s'},"
+             "'spec':{%s}}", ns, spec);
+    decode_job(json, job);
+    api_gpujob_default(job, &f->lk);
+    api_errors_init(errs);
+    assert_int_equal(api_gpujob_validate(job, NULL, errs), 0);
+    return api_gpujob_tenancy(job, &f->lk, errs);
+}
+
+struct tenancy_case {
+    const char *ns, *spec, *reason, *path, *msg;
+};
+
+static void test_tenancy_rules(void **st)
+{
+    (void)st;
+    static const struct tenancy_case cases[] = {
+        /* the namespace's Team, never another */
+        {"ml", "'gpu':{'count':1}," TPL, NULL, NULL, NULL},
+        {"ml", "'team':'vision','gpu':{'count':1}," TPL, NULL, NULL, NULL},
+        {"ml", "'team':'nlp','gpu':{'count':1}," TPL, "WrongTeam", "spec.team",
+         "namespace ml belongs to Team vision: spec.team must be vision or unset, got nlp"},
+        {"ml", "'team':'grabber','gpu':{'count':1}," TPL, "WrongTeam", "spec.team",
+         "namespace ml belongs to Team vision: spec.team must be vision or unset, got grabber"},
+        {"lost", "'gpu':{'count':1}," TPL, "NoTeam", "metadata.namespace",
+         "no Team lists namespace lost and spec.team is not set"},
+        {"lost", "'team':'ghost','gpu':{'count':1}," TPL, "UnknownTeam", "spec.team", "team ghost does not exist"},
+        {"lost", "'team':'nlp','gpu':{'count':1}," TPL, "WrongTeam", "spec.team",
+         "Team nlp does not list namespace lost (no Team does): a job is charged to its namespace's Team"},
+        /* priority ceiling and classes */
+        {"ml", "'priority':5000," TPL, NULL, NULL, NULL},
+        {"ml", "'priority':5001," TPL, "PriorityAboveCeiling", "spec.priority",
+         "must be at most 5000 (Team vision's maxPriority), got 5001"},
+        {"nlp", "'priority':1001," TPL, "PriorityAboveCeiling", "spec.priority",
+         "must be at most 1000 (Team nlp's maxPriority), got 1001"},
+        {"ml", "'priorityClassName':'mid'," TPL, NULL, NULL, NULL},
+        {"ml", "'priorityClassName':'huge'," TPL, "PriorityAboveCeiling", "spec.priorityClassName",
+         "PriorityClass huge has value 100000, above Team vision's maxPriority 5000"},
+        {"ml", "'priorityClassName':'system-node-critical'," TPL, "PriorityClassNotAllowed", "spec.priorityClassName",
+         "PriorityClass system-node-critical is not one Team vision allows (spec.priorityClasses)"},
+        {"nlp", "'priorityClassName':'system-node-critical'," TPL, "PriorityAboveCeiling", "spec.priorityClassName",
+         "PriorityClass system-node-critical has value 2000001000, above Team nlp's maxPriority 1000"},
+        {"ml", "'priorityClassName':'nope'," TPL, "UnknownPriorityClass", "spec.priorityClassName",
+         "PriorityClass nope does not exist"},
+        {"ml", PODSPEC("'priorityClassName':'system-node-critical',"), "PriorityClassNotAllowed",
+         "spec.template.spec.priorityClassName",
+         "PriorityClass system-node-critical is not one Team vision allows (spec.priorityClasses)"},
+        /* pod policy */
+        {"ml", PODSPEC("'hostNetwork':true,"), "PodPolicy", "spec.template.spec.hostNetwork",
+         "host namespaces are not allowed for Team vision (spec.podPolicy.allowHostNamespaces)"},
+        {"ml", PODSPEC("'hostPID':true,"), "PodPolicy", "spec.template.spec.hostPID",
+         "host namespaces are not allowed for Team vision (spec.podPolicy.allowHostNamespaces)"},
+        {"ml", PODSPEC("'hostIPC':true,"), "PodPolicy", "spec.template.spec.hostIPC",
+         "host namespaces are not allowed for Team vision (spec.podPolicy.allowHostNamespaces)"},
+        {"ml", PODSPEC("'hostNetwork':false,'hostPID':false,"), NULL, NULL, NULL},
+        {"ml", "'template':{'spec':{'containers':[{'name':'m','securityContext':{'privileged':true},"
+               "'resources':{'requests':{'cpu':'1'}}}]}}",
+         "PodPolicy", "spec.template.spec.containers[0].securityContext.privileged",
+         "privileged containers are not allowed for Team vision (spec.podPolicy.allowPrivileged)"},
+        {"ml", PODSPEC("'initContainers':[{'name':'i'},{'name':'j','securityContext':{'privileged':true}}],"),
+         "PodPolicy", "spec.template.spec.initContainers[1].securityContext.privileged",
+         "privileged containers are not allowed for Team vision (spec.podPolicy.allowPrivileged)"},
+        {"ml", PODSPEC("'ephemeralContainers':[{'name':'e','securityContext':{'privileged':true}}],"),
+         "PodPolicy", "spec.template.spec.ephemeralContainers[0].securityContext.privileged",
+         "privileged containers are not allowed for Team vision (spec.podPolicy.allowPrivileged)"},
+        {"ml", PODSPEC("'initContainers':[{'name':'i','securityContext':{'capabilities':{'add':['NET_ADMIN']}}}],"),
+         "PodPolicy", "spec.template.spec.initContainers[0].securityContext.capabilities.add",
+         "added capabilities are not allowed for Team vision (spec.podPolicy.allowCapabilities)"},
+        {"ml", PODSPEC("'initContainers':[{'name':'i','securityContext':{'capabilities':{'add':[],'drop':['ALL']}}}],"),
+         NULL, NULL, NULL},
+        {"ml", PODSPEC("'volumes':[{'name':'a','emptyDir':{}},{'name':'b','hostPath':{'path':'/'}}],"), "PodPolicy",
+         "spec.template.spec.volumes[1].hostPath",
+         "hostPath volumes are not allowed for Team vision (spec.podPolicy.allowHostPath)"},
+        {"ml", PODSPEC("'serviceAccountName':'gangq',"), "PodPolicy", "spec.template.spec.serviceAccountName",
+         "service account \"gangq\" is not allowed for Team vision (spec.podPolicy.allowServiceAccounts)"},
+        {"ml", PODSPEC("'serviceAccount':'admin',"), "PodPolicy", "spec.template.spec.serviceAccount",
+         "service account \"admin\" is not allowed for Team vision (spec.podPolicy.allowServiceAccounts)"},
+        {"ml", PODSPEC("'serviceAccountName':'default','serviceAccount':'',"), NULL, NULL, NULL},
+    };
+    struct tenancy_fixture f;
+    struct api_gpujob job;
+    struct api_errors errs;
+    size_t i;
+    tenancy_setup(&f);
+    for (i = 0; i < GQ_ARRAY_LEN(cases); i++) {
+        const struct tenancy_case *c = &cases[i];
+        const char *why = tenancy_of(&f, c->ns, c->spec, &job, &errs);
+        if (!c->reason) {
+            if (why) {
+                dump(&errs);
+                fail_msg("case %zu (%s): refused (%s), expected admissible", i, c->spec, why);
+            }
+        } else {
+            if (!why || strcmp(why, c->reason) || errs.n < 1 || strcmp(errs.e[0].path, c->path) ||
+                strcmp(errs.e[0].msg, c->msg)) {
+                dump(&errs);
+                fail_msg("case %zu (%s): expected %s at %s: %s; got %s", i, c->spec, c->reason, c->path, c->msg,
+                         why ? why : "(admissible)");
+            }
+        }
+        api_gpujob_release(&job);
+    }
+
+    /* several problems: every one reported, the first one's reason returned */
+    assert_string_equal(tenancy_of(&f, "ml", "'team':'nlp','priority':9999,"
+                                              PODSPEC("'hostNetwork':true,'serviceAccountName':'x',"),
+                                   &job, &errs),
+                        "WrongTeam");
+    assert_int_equal(errs.n, 4);
+    assert_string_equal(errs.e[1].path, "spec.priority");
+    assert_string_equal(errs.e[2].path, "spec.template.spec.hostNetwork");
+    assert_string_equal(errs.e[3].path, "spec.template.spec.serviceAccountName");
+    api_gpujob_release(&job);
+
+    /* a Team that allows it: the pod policy flags */
+    decode_team_json(TEAMT("nlp", "2026-02-01T00:00:00Z",
+                           "'namespaces':['nlp'],'podPolicy':{'allowHostNamespaces':true,'allowPrivileged':true,"
+                           "'allowCapabilities':true,'allowHostPath':true,'allowServiceAccounts':true}"),
+                     &f.teams[2]);
+    assert_null(tenancy_of(&f, "nlp", PODSPEC("'hostNetwork':true,'hostPID':true,'serviceAccountName':'x',"
+                                              "'volumes':[{'name':'b','hostPath':{'path':'/'}}],"
+                                              "'initContainers':[{'name':'i','securityContext':{'privileged':true,"
+                                              "'capabilities':{'add':['SYS_ADMIN']}}}],"),
+                           &job, &errs));
+    api_gpujob_release(&job);
+}
+
+static void test_tenancy_team_owner(void **st)
+{
+    (void)st;
+    struct tenancy_fixture f;
+    struct api_gpujob job;
+    struct api_errors errs;
+    int nsi = -1;
+    tenancy_setup(&f);
+    /* the older Team owns ml, whatever the order of the list */
+    assert_ptr_equal(api_namespace_team(f.teams, 3, "ml"), &f.teams[1]);
+    assert_ptr_equal(api_namespace_team(f.teams, 3, "other"), &f.teams[0]);
+    assert_null(api_namespace_team(f.teams, 3, "lost"));
+    assert_ptr_equal(api_team_conflict(f.teams, 3, &f.teams[0], &nsi), &f.teams[1]);
+    assert_int_equal(nsi, 0);
+    assert_null(api_team_conflict(f.teams, 3, &f.teams[1], NULL));
+    assert_null(api_team_conflict(f.teams, 3, &f.teams[2], NULL));
+    /* equal creation times: the name decides; no timestamp counts as the newest */
+    gq_strlcpy(f.teams[0].meta.creation_timestamp, f.teams[1].meta.creation_timestamp,
+               sizeof f.teams[0].meta.creation_timestamp);
+    assert_ptr_equal(api_namespace_team(f.teams, 3, "ml"), &f.teams[0]); /* "grabber" < "vision" */
+    f.teams[0].meta.creation_timestamp[0] = '\0';
+    assert_ptr_equal(api_namespace_team(f.teams, 3, "ml"), &f.teams[1]);
+    assert_true(api_team_older(&f.teams[1], &f.teams[0]));
+    assert_false(api_team_older(&f.teams[0], &f.teams[1]));
+
+    /* defaulting: the job's team is the owner's; its priority is capped at the ceiling */
+    tenancy_setup(&f);
+    decode_job(JOBT("'team':'grabber','priorityClassName':'huge',"), &job);
+    api_gpujob_default(&job, &f.lk);
+    assert_string_equal(job.spec.team, "vision");
+    assert_string_equal(job.spec.team_requested, "grabber");
+    assert_int_equal(job.spec.effective_priority, 5000);
+    assert_int_equal(job.spec.priority_class_found, 1);
+    api_gpujob_release(&job);
+    /* the default ceiling, 1000, also caps a globalDefault class (not refused: not asked for) */
+    f.pcs[2].global_default = 1;
+    assert_null(tenancy_of(&f, "nlp", TPL, &job, &errs));
+    assert_int_equal(job.spec.effective_priority, API_DEFAULT_MAX_PRIORITY);
+    assert_int_equal(api_team_max_priority(&f.teams[2]), 1000);
+    api_gpujob_release(&job);
+}
+
+static void test_pod_template_sanitize(void **st)
+{
+    (void)st;
+    char *txt = dq("{'metadata':{'labels':{'app':'x','gangq.io/team':'other','gangq.io/job':'j',"
+                   "'rack.topology.gangq.io/x':'1','notgangq.io/y':'2','gangq.iox/z':'3'},"
+                   "'annotations':{'gangq.io/gpu-milli':'999','gangq.io/gpu-devices':'0,1,2,3,4,5,6,7',"
+                   "'GANGQ.IO/shout':'1','keep.example.com/a':'b'},"
+                   "'finalizers':['example.com/hold'],'name':'n'},"
+                   "'spec':{'terminationGracePeriodSeconds':999999999,'containers':[{'name':'c'}]}}");
+    cJSON *t = cJSON_Parse(txt), *t2;
+    char *out;
+    assert_non_null(t);
+    assert_int_equal(api_pod_template_sanitize(t, 30), 0);
+    out = cJSON_PrintUnformatted(t);
+    assert_string_equal(out, "{\"metadata\":{\"labels\":{\"app\":\"x\",\"notgangq.io/y\":\"2\",\"gangq.iox/z\":\"3\"},"
+                             "\"annotations\":{\"keep.example.com/a\":\"b\"},\"name\":\"n\"},"
+                             "\"spec\":{\"containers\":[{\"name\":\"c\"}],\"terminationGracePeriodSeconds\":30}}");
+    free(out);
+    /* within the cap: kept; absent: the cap when it is below the Kubernetes default of 30 s */
+    t2 = cJSON_Parse("{\"spec\":{\"terminationGracePeriodSeconds\":10}}");
+    assert_int_equal(api_pod_template_sanitize(t2, 30), 0);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(t2, "spec"), "terminationGracePeriodSeconds")->valueint, 10);
+    cJSON_Delete(t2);
+    t2 = cJSON_Parse("{\"spec\":{}}");
+    assert_int_equal(api_pod_template_sanitize(t2, 30), 0);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(t2, "spec"), "terminationGracePeriodSeconds"));
+    assert_int_equal(api_pod_template_sanitize(t2, 5), 0);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(t2, "spec"), "terminationGracePeriodSeconds")->valueint, 5);
+    cJSON_Delete(t2);
+    t2 = cJSON_Parse("{\"spec\":{\"terminationGracePeriodSeconds\":\"forever\"}}");
+    assert_int_equal(api_pod_template_sanitize(t2, 7), 0);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(t2, "spec"), "terminationGracePeriodSeconds")->valueint, 7);
+    cJSON_Delete(t2);
+    t2 = cJSON_Parse("[1]");
+    assert_int_equal(api_pod_template_sanitize(t2, 7), GQ_EINVAL);
+    cJSON_Delete(t2);
+    assert_true(api_is_gangq_key("gangq.io/job"));
+    assert_true(api_is_gangq_key("topology.gangq.io/rack"));
+    assert_false(api_is_gangq_key("gangq.io"));
+    assert_false(api_is_gangq_key("xgangq.io/job"));
+    assert_false(api_is_gangq_key("app"));
+    cJSON_Delete(t);
+    free(txt);
 }
 
 static void test_custom_levels(void **st)
@@ -607,11 +895,31 @@ static void test_status_encode(void **st)
     cJSON_Delete(j);
 
     {
-        struct api_team_status ts = {8, 6, 2, 3, 1};
+        struct api_team_status ts;
         struct api_gpupool_status ps = {64, 40, 24, 8, 5};
+        memset(&ts, 0, sizeof ts);
+        ts.quota = 8;
+        ts.used = 6;
+        ts.borrowed = 2;
+        ts.pending = 3;
+        ts.running = 1;
         j = api_team_status_encode(&ts);
         txt = cJSON_PrintUnformatted(j);
-        assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1}}");
+        assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1,"
+                                 "\"conditions\":[]}}");
+        free(txt);
+        cJSON_Delete(j);
+        /* the Team's Valid condition */
+        ts.nconditions = 1;
+        gq_strlcpy(ts.conditions[0].type, "Valid", sizeof ts.conditions[0].type);
+        gq_strlcpy(ts.conditions[0].status, "False", sizeof ts.conditions[0].status);
+        gq_strlcpy(ts.conditions[0].reason, "NamespaceConflict", sizeof ts.conditions[0].reason);
+        gq_strlcpy(ts.conditions[0].message, "namespace ml belongs to Team a", sizeof ts.conditions[0].message);
+        j = api_team_status_encode(&ts);
+        txt = cJSON_PrintUnformatted(j);
+        assert_non_null(strstr(txt, "\"conditions\":[{\"type\":\"Valid\",\"status\":\"False\",\"reason\":"
+                                    "\"NamespaceConflict\",\"message\":\"namespace ml belongs to Team a\","
+                                    "\"lastTransitionTime\":null}]"));
         free(txt);
         cJSON_Delete(j);
         j = api_gpupool_status_encode(&ps);
@@ -653,6 +961,9 @@ int main(void)
         cmocka_unit_test(test_valid_shapes),
         cmocka_unit_test(test_decode_fields),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_tenancy_rules),
+        cmocka_unit_test(test_tenancy_team_owner),
+        cmocka_unit_test(test_pod_template_sanitize),
         cmocka_unit_test(test_custom_levels),
         cmocka_unit_test(test_errors_bounded),
         cmocka_unit_test(test_team_pool_ok),
