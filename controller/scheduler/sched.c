@@ -169,6 +169,7 @@ struct cy_job {
     int32_t stopping;  /* terminating victims making room for this job */
     int32_t claim_e;   /* quota entry its claim is charged to, -1 none */
     int64_t claim;     /* milli claimed while it waits for its victims */
+    int64_t until;     /* victims it needs are protected by the minimum runtime until then */
     const char *msg;   /* WAIT message */
 };
 
@@ -255,6 +256,7 @@ struct cy {
     int nocache;
     int reservations;
     int preempt_tries;
+    int young_skipped; /* victims passed over for the minimum runtime by the last plan */
     size_t ndec, capdec;
     int64_t cluster_gpus;
     char err[256];
@@ -1821,7 +1823,7 @@ static int fits_now(struct cy *cy, struct place_ctx *pc, struct sched_replica *r
  * preemptor's nodes reserved, 0 when no victim set works, < 0 on error.
  */
 static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
-                        int quota_blocked)
+                        int quota_blocked, int64_t *until)
 {
     const struct sched_job *J = pc->jb;
     const struct cy_job *cJ = &cy->j[pc->jx];
@@ -1853,8 +1855,14 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
             continue;
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
-        if (cy->s->now - V->admitted_at < cy->cfg->min_runtime_s)
+        /* the minimum runtime stops batch and training from trading GPUs; it
+         * never holds back an Inference preemptor. A probe (until != NULL)
+         * counts protected victims too, to say until when they are protected. */
+        int young = cy->s->now - V->admitted_at < cy->cfg->min_runtime_s;
+        if (young && J->cls != SCHED_INFERENCE && !until) {
+            cy->young_skipped++;
             continue;
+        }
         /* relevant: holds a node the job could use, or quota the job needs */
         int rel = quota_blocked && (cV->team == cJ->team ||
                                     (jcoh >= 0 && cy->t[cV->team].cohort == jcoh));
@@ -1962,6 +1970,18 @@ retry:
         if (pass++ > 0 || nv == 0)
             goto out;
         goto retry;
+    }
+    if (until) {
+        /* probe: the latest end of protection among the victims needed */
+        *until = 0;
+        for (int c = 0; c < nch; c++) {
+            const struct sched_job *V = &cy->s->jobs[vs[chosen[c]].job];
+            int64_t end = V->admitted_at + cy->cfg->min_runtime_s;
+            if (end > cy->s->now && end > *until)
+                *until = end;
+        }
+        rc = nch;
+        goto out;
     }
     for (int y = 0; y < got; y++)
         cy->n[reps[y].node].reserved_by = pc->jx;
@@ -2108,6 +2128,25 @@ static int hold_for(struct cy *cy, int jx, int *type)
 
 /* ---------------- cycle ---------------- */
 
+/* Plan preemption for a blocked job. When no victim set works only because
+ * the minimum runtime protects some candidates, record in the job when the
+ * last victim it would need leaves that protection (its WAIT says so). */
+static int preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+                   int quota_blocked)
+{
+    cy->young_skipped = 0;
+    int got = plan_preempt(cy, pc, reps, quota_blocked, NULL);
+    if (got != 0 || cy->young_skipped == 0)
+        return got;
+    int64_t until = 0;
+    int rc = plan_preempt(cy, pc, reps, quota_blocked, &until);
+    if (rc < 0)
+        return rc;
+    if (rc > 0)
+        cy->j[pc->jx].until = until;
+    return 0;
+}
+
 static int make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc)
 {
     const struct sched_job *jb = &cy->s->jobs[jx];
@@ -2202,10 +2241,34 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
     return 0;
 }
 
+/* RFC 3339 (UTC, seconds) of t seconds since the epoch; pure arithmetic
+ * (days to civil date, proleptic Gregorian calendar). */
+static void fmt_time(struct gq_buf *b, int64_t t)
+{
+    int64_t days = t / 86400, sec = t % 86400;
+    if (sec < 0) {
+        sec += 86400;
+        days--;
+    }
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    gq_buf_printf(b, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
+                  (long long)d, (long long)(sec / 3600), (long long)(sec / 60 % 60),
+                  (long long)(sec % 60));
+}
+
 static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked,
                     const char *extra)
 {
-    if (!extra && !quota_blocked && nodes_part) {
+    int64_t until = cy->j[jx].until;
+    if (!extra && !quota_blocked && nodes_part && until <= 0) {
         cy->j[jx].msg = nodes_part; /* shared per shape key, result-owned */
         return 0;
     }
@@ -2218,6 +2281,11 @@ static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blo
     if (quota_blocked) {
         gq_buf_puts(&b, b.len ? "; " : "");
         explain_quota(cy, jx, &b);
+    }
+    if (until > 0) {
+        gq_buf_printf(&b, "%sthe jobs it would preempt are protected by the minimum runtime (%llds) until ",
+                      b.len ? "; " : "", (long long)cy->cfg->min_runtime_s);
+        fmt_time(&b, until);
     }
     const char *m = res_str(cy, b.p ? b.p : "waiting");
     gq_buf_release(&b);
@@ -2295,7 +2363,7 @@ static int run(struct cy *cy)
                 got = hold_for(cy, jx, &ctype);
             } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
                 cy->preempt_tries++;
-                got = plan_preempt(cy, &pc, reps, 1);
+                got = preempt(cy, &pc, reps, 1);
                 if (got < 0) {
                     rc = got;
                     goto out;
@@ -2354,7 +2422,7 @@ static int run(struct cy *cy)
         } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
             /* worth trying only when some running job could be a victim */
             cy->preempt_tries++;
-            pre = plan_preempt(cy, &pc, reps, 0);
+            pre = preempt(cy, &pc, reps, 0);
             if (pre < 0) {
                 rc = pre;
                 goto out;
@@ -2399,6 +2467,7 @@ static int run(struct cy *cy)
         d->job = jx;
         d->position = cy->j[jx].want;
         d->message = cy->j[jx].msg;
+        d->until = cy->j[jx].until;
     }
     /* fix up replica pointers */
     for (size_t x = 0; x < cy->ndec; x++) {

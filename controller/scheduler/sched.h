@@ -14,8 +14,9 @@
  *    allocatable minus foreign usage minus gangq usage.
  *  - All-or-nothing for gangs; required topology respected; quota respected
  *    (nominal + borrowable from the cohort).
- *  - Never preempts an Inference job for a non-Inference job, never a job
- *    admitted less than config.min_runtime_s ago, never a non-preemptible job.
+ *  - Never preempts an Inference job for a non-Inference job, never a
+ *    non-preemptible job, and for a non-Inference preemptor never a job
+ *    admitted less than config.min_runtime_s ago.
  *
  * Ownership: every pointer inside the snapshot (strings, arrays) is owned by
  * the caller and must stay valid during the call. The result is owned by the
@@ -72,7 +73,8 @@ struct sched_config {
     struct sched_level levels[SCHED_LEVELS_MAX];  /* widest first */
     const char *gpu_product_key;  /* default "nvidia.com/gpu.product" */
     const char *gpu_memory_key;   /* default "nvidia.com/gpu.memory" (MiB) */
-    int64_t min_runtime_s;        /* no preemption of work younger than this */
+    int64_t min_runtime_s;        /* no preemption of work younger than this for a
+                                   * non-Inference preemptor (Inference preempts at once) */
     double usage_norm_s;          /* fair share: decayed GPU-seconds worth one held GPU; default 3600 */
     int preemption;               /* 1 = plan preemptions (default), 0 = never */
     int max_reservations;         /* blocked heads that may reserve capacity per cycle; default 1 */
@@ -236,6 +238,11 @@ struct sched_decision {
     const struct sched_replica *rep; /* ADMIT: placement (result-owned) */
     const char *domain;  /* ADMIT: domain name at the required (else preferred) level, or NULL */
     const char *message; /* WAIT: explanation; PREEMPT: reason; ADMIT: summary */
+    /* WAIT: the job could preempt once the victims it needs are past the
+     * minimum runtime: the time (snapshot clock, seconds) when the last of them
+     * is; the message ends "... protected by the minimum runtime (Ns) until
+     * <RFC 3339 of that time>". 0 otherwise. Appended last. */
+    int64_t until;
 };
 
 struct sched_stats {

@@ -615,7 +615,9 @@ static void test_preemption_choice(void **st)
     assert_int_equal(cycle(&f), 0);
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     assert_string_equal(dec(&f, hi, SCHED_WAIT)->message,
-                        "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+                        "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would preempt "
+                        "are protected by the minimum runtime (300s) until 1970-01-02T03:51:30Z");
+    assert_int_equal(dec(&f, hi, SCHED_WAIT)->until, f.now + 290);
     /* non-preemptible and equal priority are never victims */
     f.jobs[b1].admitted_at = f.jobs[b2].admitted_at = f.jobs[tr].admitted_at = 0;
     f.jobs[b1].preemptible = f.jobs[b2].preemptible = 0;
@@ -1413,6 +1415,53 @@ static void test_node_selector_preempt(void **st)
     fx_done(&f);
 }
 
+/* The minimum runtime never holds back an Inference preemptor; a Training
+ * preemptor held back by it says until when the victims are protected. */
+static void test_min_runtime_inference(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.now = 1764565200; /* 2025-12-01T05:00:00Z */
+    add_node(&f, 8, "H100", 64000, NULL);
+    int b = add_job(&f, "research/batch", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, b, 0, 0xFF);
+    f.jobs[b].admitted_at = f.now - 60; /* admitted a minute ago, min runtime 300 s */
+    int prod = add_job(&f, "prod/serve", 4, 1, SCHED_INFERENCE, 1000);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *p = dec(&f, b, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, prod);
+    assert_string_equal(p->message, "preempted to make room for prod/serve (Inference, priority 1000): "
+                                    "lower priority 10");
+    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+    assert_int_equal(dec(&f, prod, SCHED_WAIT)->until, 0);
+
+    /* a Training preemptor waits for the minimum runtime and says until when */
+    f.jobs[prod].cls = SCHED_TRAINING;
+    f.jobs[prod].gang = 1;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    const struct sched_decision *w = dec(&f, prod, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would "
+                                    "preempt are protected by the minimum runtime (300s) until "
+                                    "2025-12-01T05:04:00Z");
+    assert_int_equal(w->until, f.now + 240);
+    /* past the minimum runtime it preempts, and nothing is said of it */
+    f.now += 240;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, b, SCHED_PREEMPT));
+    assert_int_equal(dec(&f, prod, SCHED_WAIT)->until, 0);
+    /* a job that could not preempt anyway (equal priority) says nothing of the runtime */
+    f.now -= 240;
+    f.jobs[prod].priority = 10;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1447,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_node_selector_gang_rack),
         cmocka_unit_test(test_node_selector_reservation),
         cmocka_unit_test(test_node_selector_preempt),
+        cmocka_unit_test(test_min_runtime_inference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
