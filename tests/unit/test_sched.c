@@ -1462,6 +1462,59 @@ static void test_min_runtime_inference(void **st)
     fx_done(&f);
 }
 
+/* GPU memory from real nvidia.com/gpu.memory label values (MiB) is compared
+ * in GiB rounded to nearest: A100 40GB 40960 = 40, A100 80GB 81920 = 80,
+ * H100 80GB 81559 = 79.6 -> 80, L40S 46068 = 44.99 -> 45, L4 23034 = 22.49 -> 22. */
+static void test_gpu_memory_labels(void **st)
+{
+    (void)st;
+    static const struct { const char *product, *mib; } cards[] = {
+        {"NVIDIA-A100-SXM4-40GB", "40960"}, {"NVIDIA-A100-SXM4-80GB", "81920"},
+        {"NVIDIA-H100-80GB-HBM3", "81559"}, {"NVIDIA-L40S", "46068"}, {"NVIDIA-L4", "23034"}};
+    static const struct { int gib; const char *admitted_on; } cases[] = {
+        {80, "NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3"},
+        {81, ""},
+        {45, "NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S"},
+        {46, "NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3"},
+        {40, "NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S"},
+        {22, "NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S NVIDIA-L4"},
+        {23, "NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct fx f;
+        fx_init(&f);
+        for (int i = 0; i < 5; i++) {
+            int n = add_node(&f, 1, cards[i].product, 64000, NULL);
+            f.nodes[n].gpu_mem_mib = 0; /* read the label, as GFD writes it */
+            f.labels[n][f.nodes[n].nlabels++] = (struct sched_label){"nvidia.com/gpu.memory", cards[i].mib};
+        }
+        /* one 1-GPU job per card: each is admitted only where the memory suffices */
+        for (int i = 0; i < 5; i++) {
+            char id[32];
+            snprintf(id, sizeof(id), "ml/j%d", i);
+            int j = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+            f.jobs[j].req.min_gpu_mem_gib = cases[c].gib;
+        }
+        assert_int_equal(cycle(&f), 0);
+        char got[256] = "";
+        int len = 0;
+        for (int i = 0; i < 5; i++) {
+            int on = 0;
+            for (int j = 0; j < f.nj; j++) {
+                const struct sched_decision *a = dec(&f, j, SCHED_ADMIT);
+                if (a && a->rep[0].node == i)
+                    on = 1;
+            }
+            if (on)
+                len += snprintf(got + len, sizeof(got) - (size_t)len, "%s%s", len ? " " : "", cards[i].product);
+        }
+        if (strcmp(got, cases[c].admitted_on) != 0)
+            fprintf(stderr, "min %d GiB: admitted on '%s'\n", cases[c].gib, got);
+        assert_string_equal(got, cases[c].admitted_on);
+        fx_done(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1497,6 +1550,7 @@ int main(void)
         cmocka_unit_test(test_node_selector_reservation),
         cmocka_unit_test(test_node_selector_preempt),
         cmocka_unit_test(test_min_runtime_inference),
+        cmocka_unit_test(test_gpu_memory_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
