@@ -2220,7 +2220,17 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
     d->job = pc->jx;
     d->nrep = got;
     d->rep = (const struct sched_replica *)(uintptr_t)off; /* fixed up at the end */
-    int lvl = pc->L >= 0 ? pc->L : pc->P;
+    /* the domain the replicas actually share: the tightest level, at or wider
+     * than the one the job names (required or preferred), whose one labelled
+     * domain holds every replica of this admission; none when none does */
+    int lvl = GQ_MAX(pc->L, pc->P);
+    for (; lvl >= 0; lvl--) {
+        int dm = dom_of(cy, reps[0].node, lvl), same = dm < cy->ctx->doms[lvl].n;
+        for (int y = 1; y < got && same; y++)
+            same = dom_of(cy, reps[y].node, lvl) == dm;
+        if (same)
+            break;
+    }
     if (lvl >= 0) {
         const struct sched_node *sn = &cy->s->nodes[reps[0].node];
         const char *v = sc_label(sn, cy->cfg->levels[lvl].label_key);

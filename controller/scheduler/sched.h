@@ -236,7 +236,9 @@ struct sched_decision {
     int position;     /* WAIT: 1-based position in its team's queue; else 0 */
     int nrep;         /* ADMIT: replicas placed */
     const struct sched_replica *rep; /* ADMIT: placement (result-owned) */
-    const char *domain;  /* ADMIT: domain name at the required (else preferred) level, or NULL */
+    const char *domain;  /* ADMIT: the tightest labelled domain, at or wider than the job's
+                          * required (else preferred) level, holding every replica of this
+                          * admission; NULL when none does or the job names no level */
     const char *message; /* WAIT: explanation; PREEMPT: reason; ADMIT: summary */
     /* WAIT: the job could preempt once the victims it needs are past the
      * minimum runtime: the time (snapshot clock, seconds) when the last of them

@@ -1515,6 +1515,48 @@ static void test_gpu_memory_labels(void **st)
     }
 }
 
+/* The admission names the domain the replicas actually share: with a
+ * preferred rack that no rack can hold, replicas spread over racks and no
+ * rack is named; packed into one rack, that rack is. */
+static void test_admit_domain_shared(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, "r1");
+    add_node(&f, 8, "H100", 64000, "r1");
+    add_node(&f, 8, "H100", 64000, "r2");
+    add_node(&f, 8, "H100", 64000, "r2");
+    int rack = sched_config_level(&f.cfg, "rack");
+    int g = add_job(&f, "ml/g", 8, 3, SCHED_TRAINING, 10);
+    f.jobs[g].topo_preferred = rack;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->nrep, 3);
+    assert_null(a->domain);
+    assert_string_equal(a->message, "admitted 3 replicas");
+    /* two replicas fit one rack: it is named */
+    f.jobs[g].replicas = 2;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(f.racks[a->rep[0].node][1], f.racks[a->rep[1].node][1]);
+    assert_string_equal(a->domain, f.racks[a->rep[0].node]);
+    char want[64];
+    snprintf(want, sizeof(want), "admitted 2 replicas in rack %s", f.racks[a->rep[0].node]);
+    assert_string_equal(a->message, want);
+    /* a required rack with one replica names the rack, not the node */
+    f.jobs[g].topo_preferred = -1;
+    f.jobs[g].topo_required = rack;
+    f.jobs[g].replicas = 1;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_string_equal(a->domain, f.racks[a->rep[0].node]);
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1551,6 +1593,7 @@ int main(void)
         cmocka_unit_test(test_node_selector_preempt),
         cmocka_unit_test(test_min_runtime_inference),
         cmocka_unit_test(test_gpu_memory_labels),
+        cmocka_unit_test(test_admit_domain_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
