@@ -869,9 +869,18 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     int lvl = -1, dom = -1;
     if (pc->L >= 0) {
         int ldom;
-        if (!pc->gang && pc->jb->state == SCHED_JOB_RUNNING && pc->jb->nplaced > 0)
+        ldom = -1;
+        if (!pc->gang && pc->jb->state == SCHED_JOB_RUNNING && pc->jb->nplaced > 0) {
             ldom = dom_of(cy, pc->jb->placement[0].node, pc->L); /* stay with running replicas */
-        else
+        } else if (pc->gang && pc->P > pc->L) {
+            /* a tighter preferred level: the required domain holding the
+             * tightest preferred-level domain that fits, when one does */
+            int pdom = pick_domain(cy, pc, cand, candcap, nc, pc->P, 0);
+            for (int x = 0; x < nc && pdom >= 0 && ldom < 0; x++)
+                if (dom_of(cy, cand[x], pc->P) == pdom)
+                    ldom = dom_of(cy, cand[x], pc->L);
+        }
+        if (ldom < 0)
             ldom = pick_domain(cy, pc, cand, candcap, nc, pc->L, !pc->gang);
         if (ldom < 0)
             return 0;
@@ -892,12 +901,35 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         lvl = pc->L;
         dom = ldom;
     }
+    int split = -1, splitn = 0; /* sub-domain filled first, and how many go there */
     if (pc->P >= 0 && (pc->L < 0 || pc->P > pc->L)) {
-        /* pack inside one preferred-level domain when one holds the job */
-        int pdom = pick_domain(cy, pc, cand, candcap, nc, pc->P, 0);
-        if (pdom >= 0) {
-            lvl = pc->P;
+        /* preferred level: the tightest domain at that level that holds the
+         * job, else the tightest at the next wider level, and so on (up to the
+         * required level, whose domain is already chosen) */
+        for (int lp = pc->P; lp > pc->L; lp--) {
+            int pdom = pick_domain(cy, pc, cand, candcap, nc, lp, 0);
+            if (pdom < 0)
+                continue;
+            lvl = lp;
             dom = pdom;
+            break;
+        }
+        if (lvl >= 0 && lvl < pc->P && pc->gang && pc->S < 0) {
+            /* fell back to a wider level: keep the replicas close inside it by
+             * filling first its sub-domain (one level down) that holds most */
+            int m = 0;
+            for (int x = 0; x < nc; x++)
+                if (dom_of(cy, cand[x], lvl) == dom) {
+                    cand[m] = cand[x];
+                    candcap[m] = candcap[x];
+                    m++;
+                }
+            nc = m;
+            split = pick_domain(cy, pc, cand, candcap, nc, lvl + 1, 1);
+            for (int x = 0; x < nc && split >= 0; x++)
+                if (dom_of(cy, cand[x], lvl + 1) == split)
+                    splitn += candcap[x];
+            splitn = GQ_MIN(splitn, pc->want);
         }
     }
     if (lvl < 0 && pc->gang) {
@@ -919,7 +951,24 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
             return 0;
         }
     }
-    int placed = select_nodes(cy, pc, cand, nc, lvl, dom, pc->want, reps);
+    int placed;
+    if (split >= 0 && splitn > 0 && splitn < pc->want) {
+        placed = select_nodes(cy, pc, cand, nc, lvl + 1, split, splitn, reps);
+        if (placed < 0)
+            return GQ_ENOMEM;
+        if (placed == splitn) {
+            int more = select_nodes(cy, pc, cand, nc, lvl, dom, pc->want - splitn, reps + placed);
+            if (more < 0)
+                return GQ_ENOMEM;
+            if (more < pc->want - splitn) /* the gang does not fit: undo the first part */
+                for (int y = placed - 1; y >= 0; y--)
+                    node_apply(cy, reps[y].node, &pc->r, reps[y].devs, -1);
+            else
+                placed += more;
+        }
+    } else {
+        placed = select_nodes(cy, pc, cand, nc, lvl, dom, pc->want, reps);
+    }
     if (placed < 0)
         return GQ_ENOMEM;
     if (pc->gang && placed < pc->want)

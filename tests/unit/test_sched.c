@@ -1557,6 +1557,88 @@ static void test_admit_domain_shared(void **st)
     fx_done(&f);
 }
 
+/* A 12-node network topology (datacenter / spine / block, as NVIDIA's
+ * knavigator benchmark labels it), 5 nodes cordoned. `preferred: block`
+ * means the tightest block that fits, else the tightest spine, else the
+ * datacenter. Free nodes: sw11 {n2,n3}, sw12 {n4}, sw13 {n5,n7,n8}, sw14 {n9};
+ * spine sw21 = sw11+sw12 (3 free), sw22 = sw13+sw14 (4 free). */
+static void test_preferred_topology(void **st)
+{
+    (void)st;
+    static const struct { const char *spine, *block; int cordoned; } layout[12] = {
+        {"sw21", "sw11", 1}, {"sw21", "sw11", 0}, {"sw21", "sw11", 0}, {"sw21", "sw12", 0},
+        {"sw22", "sw13", 0}, {"sw22", "sw13", 1}, {"sw22", "sw13", 0}, {"sw22", "sw13", 0},
+        {"sw22", "sw14", 0}, {"sw23", "sw15", 1}, {"sw23", "sw15", 1}, {"sw23", "sw15", 1}};
+    static struct sched_label lab[12][4];
+    static char names[12][8];
+    struct fx f;
+    fx_init(&f);
+    f.cfg.nlevels = 4;
+    f.cfg.levels[0] = (struct sched_level){"datacenter", "network.topology.nvidia.com/datacenter"};
+    f.cfg.levels[1] = (struct sched_level){"spine", "network.topology.nvidia.com/spine"};
+    f.cfg.levels[2] = (struct sched_level){"block", "network.topology.nvidia.com/block"};
+    f.cfg.levels[3] = (struct sched_level){"node", "kubernetes.io/hostname"};
+    for (int i = 0; i < 12; i++) {
+        int n = add_node(&f, 8, "H100", 64000, NULL);
+        snprintf(names[i], sizeof(names[i]), "n%d", i + 1);
+        f.nodes[n].name = names[i];
+        lab[i][0] = (struct sched_label){"network.topology.nvidia.com/datacenter", "dc1"};
+        lab[i][1] = (struct sched_label){"network.topology.nvidia.com/spine", layout[i].spine};
+        lab[i][2] = (struct sched_label){"network.topology.nvidia.com/block", layout[i].block};
+        lab[i][3] = (struct sched_label){"kubernetes.io/hostname", names[i]};
+        f.nodes[n].labels = lab[i];
+        f.nodes[n].nlabels = 4;
+        f.nodes[n].unschedulable = layout[i].cordoned;
+    }
+    int block = sched_config_level(&f.cfg, "block");
+    int spine = sched_config_level(&f.cfg, "spine");
+    static const struct { int replicas, level; const char *nodes, *msg; } cases[] = {
+        /* the one block with 3 free nodes */
+        {3, 2, "n5 n7 n8", "admitted 3 replicas in block sw13"},
+        /* 2 replicas: the tightest block that fits is sw11 (2 free), not sw13 */
+        {2, 2, "n2 n3", "admitted 2 replicas in block sw11"},
+        /* 1 replica: a block with one free node */
+        {1, 2, "n4", "admitted 1 replica in block sw12"},
+        /* 4 replicas: no block holds them; the tightest spine that does, sw22 */
+        {4, 2, "n5 n7 n8 n9", "admitted 4 replicas in spine sw22"},
+        /* 5: no spine holds them; the datacenter does, and the replicas still
+         * fill one spine before the other */
+        {5, 2, "*", "admitted 5 replicas in datacenter dc1"},
+        /* required spine alone: the tightest spine that holds 3, sw21 */
+        {3, -1, "n2 n3 n4", "admitted 3 replicas in spine sw21"},
+        /* required spine and preferred block: the spine whose block holds all 3 */
+        {3, -2, "n5 n7 n8", "admitted 3 replicas in block sw13"},
+    };
+    int g = add_job(&f, "ml/gang", 8, 3, SCHED_TRAINING, 10);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        f.jobs[g].replicas = cases[c].replicas;
+        f.jobs[g].topo_preferred = cases[c].level == 2 ? block : -1;
+        f.jobs[g].topo_required = cases[c].level < 0 ? spine : -1;
+        if (cases[c].level == -2)
+            f.jobs[g].topo_preferred = block;
+        assert_int_equal(cycle(&f), 0);
+        const struct sched_decision *a = dec(&f, g, SCHED_ADMIT);
+        assert_non_null(a);
+        /* nodes in index order */
+        int on[12] = {0};
+        for (int y = 0; y < a->nrep; y++)
+            on[a->rep[y].node] = 1;
+        char got[64] = "";
+        int len = 0;
+        for (int i = 0; i < 12; i++)
+            if (on[i])
+                len += snprintf(got + len, sizeof(got) - (size_t)len, "%s%s", len ? " " : "", names[i]);
+        if (strcmp(cases[c].nodes, "*") == 0) {
+            /* all of sw22's 4 free nodes plus one of sw21 */
+            assert_true(on[4] && on[6] && on[7] && on[8]);
+        } else {
+            assert_string_equal(got, cases[c].nodes);
+        }
+        assert_string_equal(a->message, cases[c].msg);
+    }
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1594,6 +1676,7 @@ int main(void)
         cmocka_unit_test(test_min_runtime_inference),
         cmocka_unit_test(test_gpu_memory_labels),
         cmocka_unit_test(test_admit_domain_shared),
+        cmocka_unit_test(test_preferred_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
