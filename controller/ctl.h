@@ -164,6 +164,7 @@ struct ctl_jobin {
     int64_t enqueue_ms;
     int64_t admitted_ms;
     const struct ctl_placement *pl; /* running: its placement */
+    const char *preempted_by;      /* key of the job it was last preempted for, or NULL/"" */
 };
 
 struct ctl_snapin {

@@ -1246,7 +1246,7 @@ static int run_sched(struct rc_ctx *r)
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
-                                    j->row->admitted_ms, &j->pl};
+                                    j->row->admitted_ms, &j->pl, j->row->preempted_by};
         ins_job[n] = i;
         n++;
     }

@@ -45,6 +45,7 @@ enum {
     R_TYPE,
     R_GPUMEM,
     R_RESERVED,
+    R_CLAIMED,
     R_PROTECTED,
     R_GPUS,
     R_CPU,
@@ -109,6 +110,7 @@ struct cy_node {
     int32_t dom[SCHED_LEVELS_MAX];
     int32_t pool;
     int32_t reserved_by; /* job index, -1 */
+    int32_t claimed_by;  /* waiting preemptor whose claim holds the node, -1 */
     uint32_t ver;
     uint8_t excluded;    /* R_NOTREADY / R_UNSCHED / 0 */
     double frag;
@@ -170,6 +172,9 @@ struct cy_job {
     int32_t claim_e;   /* quota entry its claim is charged to, -1 none */
     int64_t claim;     /* milli claimed while it waits for its victims */
     int64_t until;     /* victims it needs are protected by the minimum runtime until then */
+    int32_t pf;        /* snapshot index of the job it was last preempted for, -1 */
+    int32_t nvictims;  /* waiting jobs preempted for it (they wait for it) */
+    int32_t claimant;  /* 1: its claim on nodes and quota held at the start of the cycle */
     const char *msg;   /* WAIT message */
 };
 
@@ -207,16 +212,17 @@ struct sched_result_mem {
     size_t nreps, capreps;
 };
 
-#define SLOT_COUNT 20
+#define SLOT_COUNT 21
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
     struct sc_strtab types, cohorts, groups, doms[SCHED_LEVELS_MAX];
+    struct sc_strtab ids; /* job ids, only when some job names its preemptor */
 };
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS
 };
 
 struct cy {
@@ -284,6 +290,7 @@ struct sched *sched_new(void)
     sc_strtab_init(&s->types);
     sc_strtab_init(&s->cohorts);
     sc_strtab_init(&s->groups);
+    sc_strtab_init(&s->ids);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         sc_strtab_init(&s->doms[i]);
     return s;
@@ -298,6 +305,7 @@ void sched_free(struct sched *s)
     sc_strtab_release(&s->types);
     sc_strtab_release(&s->cohorts);
     sc_strtab_release(&s->groups);
+    sc_strtab_release(&s->ids);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         sc_strtab_release(&s->doms[i]);
     free(s);
@@ -647,11 +655,23 @@ struct place_ctx {
 };
 
 /* dynamic check on a statically eligible node; returns reason */
+/* A waiting preemptor's claim on a node keeps off it the jobs it preempted
+ * and every job of lower or equal priority; a higher-priority job may still
+ * take the node (the preemptor then finds its plan no longer fits). */
+static int claim_blocks(const struct cy *cy, int claimant, int jx)
+{
+    if (claimant < 0 || claimant == jx)
+        return 0;
+    return cy->j[jx].pf == claimant || cy->s->jobs[jx].priority <= cy->s->jobs[claimant].priority;
+}
+
 static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
 {
     const struct cy_node *n = &cy->n[i];
     if (n->reserved_by >= 0 && n->reserved_by != pc->jx)
         return R_RESERVED;
+    if (n->claimed_by >= 0 && claim_blocks(cy, n->claimed_by, pc->jx))
+        return R_CLAIMED;
     const struct sc_req *r = &pc->r;
     if (sc_is_gpu(r) && !sc_gpu_ok(&n->c, r))
         return R_GPUS;
@@ -1218,6 +1238,7 @@ static void reason_text(struct cy *cy, struct gq_buf *b, const struct place_ctx 
         break;
     case R_GPUMEM: gq_buf_printf(b, "less than %d GiB GPU memory", jb->req.min_gpu_mem_gib); break;
     case R_RESERVED: gq_buf_puts(b, "reserved for a higher job"); break;
+    case R_CLAIMED: gq_buf_puts(b, "held for a preempting job"); break;
     case R_PROTECTED:
         gq_buf_printf(b, "in protected pool %s", pool_name ? pool_name : "?");
         break;
@@ -1437,6 +1458,7 @@ static int build(struct cy *cy)
         sc_recount(&n->c);
         n->pool = s->npools > 0 ? sn->pool : -1;
         n->reserved_by = -1;
+        n->claimed_by = -1;
         n->excluded = !sn->ready ? R_NOTREADY : (sn->unschedulable ? R_UNSCHED : 0);
         cy->cluster_gpus += n->c.ndev;
         for (int l = 0; l < cfg->nlevels; l++) {
@@ -1584,6 +1606,7 @@ static int build(struct cy *cy)
             return bad(cy, "job %s: bad request (gpus %d)", jb->id, jb->req.gpus);
         cj->team = jb->team >= 0 ? jb->team : s->nteams;
         cj->claim_e = -1;
+        cj->pf = -1;
         if (jb->state == SCHED_JOB_RUNNING) {
             if (jb->nplaced < 0 || jb->nplaced > jb->replicas || (jb->nplaced && !jb->placement))
                 return bad(cy, "job %s: bad placement (%d replicas)", jb->id, jb->nplaced);
@@ -1616,6 +1639,35 @@ static int build(struct cy *cy)
             cy->j[p].stopping++;
             if (cy->j[p].want > 0 && p != x)
                 claim_set(cy, p, jb->nplaced > 0 ? cy->n[jb->placement[0].node].c.type : -1);
+        }
+    }
+
+    /* jobs preempted for a job that still waits: resolve the preemptor's id */
+    int npf = 0;
+    for (int x = 0; x < cy->nj; x++)
+        npf += s->jobs[x].preempted_for != NULL;
+    if (npf > 0) {
+        int *at = slot(ctx, SL_IDS, (size_t)cy->nj * sizeof(int));
+        if (!at)
+            return GQ_ENOMEM;
+        sc_strtab_reset(&ctx->ids);
+        for (int x = 0; x < cy->nj; x++) {
+            int before = ctx->ids.n;
+            int id = sc_strtab_get(&ctx->ids, s->jobs[x].id, 1);
+            if (id < -1)
+                return GQ_ENOMEM;
+            if (ctx->ids.n > before)
+                at[id] = x; /* first job with that id */
+        }
+        for (int x = 0; x < cy->nj; x++) {
+            const char *pf = s->jobs[x].preempted_for;
+            int id = pf ? sc_strtab_get(&ctx->ids, pf, 0) : -1;
+            int p = id >= 0 ? at[id] : -1;
+            if (p < 0 || p == x || cy->j[p].want <= 0 || s->jobs[p].state != SCHED_JOB_WAITING)
+                continue; /* its preemptor is gone or admitted: no claim */
+            cy->j[x].pf = p;
+            if (s->jobs[x].state == SCHED_JOB_WAITING)
+                cy->j[p].nvictims++;
         }
     }
 
@@ -1904,6 +1956,8 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
             continue;
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
+        if (cV->pf == pc->jx)
+            continue; /* already preempted once for this job: never twice */
         /* the minimum runtime stops batch and training from trading GPUs; it
          * never holds back an Inference preemptor. A probe (until != NULL)
          * counts protected victims too, to say until when they are protected. */
@@ -2080,7 +2134,7 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
     int *cand = cy->cand, nc = 0;
     for (int x = 0; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
-        if (cy->n[i].reserved_by >= 0)
+        if (cy->n[i].reserved_by >= 0 || claim_blocks(cy, cy->n[i].claimed_by, pc->jx))
             continue;
         const struct sched_node *sn = &cy->s->nodes[i];
         struct sc_node empty = cy->n[i].c;
@@ -2354,6 +2408,88 @@ static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blo
     return 0;
 }
 
+/*
+ * Claims of waiting preemptors, taken before the queue is walked. A waiting
+ * job with victims (still stopping, or preempted jobs waiting for it) whose
+ * placement fits once its stopping victims are gone claims the nodes of that
+ * placement (claim_blocks: its victims and jobs of lower or equal priority
+ * stay off them) and the quota it needs, in queue order. A preemptor whose
+ * placement no longer fits gives its claim up: its victims are free to run.
+ */
+static int claims_take(struct cy *cy, struct sched_replica *reps)
+{
+    int nc = 0, nterm = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &cy->s->jobs[x];
+        if (cy->j[x].want > 0 && (cy->j[x].stopping > 0 || cy->j[x].nvictims > 0))
+            nc++;
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating)
+            nterm++;
+    }
+    if (nc == 0)
+        return 0;
+    int *list = malloc((size_t)(nc + nterm) * sizeof(int));
+    if (!list)
+        return GQ_ENOMEM;
+    int *term = list + nc;
+    nc = nterm = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &cy->s->jobs[x];
+        if (cy->j[x].want > 0 && (cy->j[x].stopping > 0 || cy->j[x].nvictims > 0))
+            list[nc++] = x;
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating)
+            term[nterm++] = x;
+    }
+    for (int a = 1; a < nc; a++) { /* queue order (few claimants) */
+        int t = list[a], b = a - 1;
+        while (b >= 0 && job_cmp_team(cy->s, list[b], t) > 0) {
+            list[b + 1] = list[b];
+            b--;
+        }
+        list[b + 1] = t;
+    }
+    int rc = 0;
+    for (int c = 0; c < nc && rc == 0; c++) {
+        int p = list[c];
+        struct cy_job *cj = &cy->j[p];
+        claim_drop(cy, p);
+        int ctype = -1;
+        for (int v = 0; v < nterm; v++)
+            if (cy->s->jobs[term[v]].terminating_for == p) {
+                const struct sched_job *V = &cy->s->jobs[term[v]];
+                if (ctype < 0 && V->nplaced > 0)
+                    ctype = cy->n[V->placement[0].node].c.type;
+                remove_job(cy, term[v], 1);
+            }
+        struct place_ctx pc;
+        rc = make_pc(cy, p, cj->r.types, &pc);
+        int got = 0;
+        if (rc == 0) {
+            cy->nocache = 1;
+            got = fits_now(cy, &pc, reps);
+            cy->nocache = 0;
+        }
+        for (int v = nterm - 1; v >= 0; v--)
+            if (cy->s->jobs[term[v]].terminating_for == p)
+                remove_job(cy, term[v], -1);
+        if (rc == 0 && got < 0)
+            rc = got;
+        if (rc)
+            break;
+        if (got > 0) {
+            for (int y = 0; y < got; y++)
+                if (cy->n[reps[y].node].claimed_by < 0)
+                    cy->n[reps[y].node].claimed_by = p;
+            cj->claimant = 1;
+            claim_set(cy, p, cy->n[reps[0].node].c.type);
+        } else if (cj->stopping > 0) {
+            claim_set(cy, p, ctype); /* still waiting for its victims: the quota stays claimed */
+        }
+    }
+    free(list);
+    return rc;
+}
+
 static int run(struct cy *cy)
 {
     const struct sched_snapshot *s = cy->s;
@@ -2395,6 +2531,9 @@ static int run(struct cy *cy)
     reps = malloc((size_t)maxwant * sizeof(*reps));
     if (!reps)
         return GQ_ENOMEM;
+    rc = claims_take(cy, reps);
+    if (rc)
+        goto out;
     for (int last = -1;;) {
         /* only the last job's team changed its quota usage (admission or claim) */
         if (last >= 0 && cy->t[last].head < cy->t[last].nqueue)
@@ -2450,7 +2589,16 @@ static int run(struct cy *cy)
         if (cy->k[pc.key].failed)
             cy->res->stats.shape_cache_hits++;
         cy->res->stats.placements_tried++;
-        int got = try_place(cy, &pc, reps);
+        int got;
+        if (cj->claimant) {
+            /* its claimed nodes were closed to earlier jobs of the same shape:
+             * the fail cache and scan cursor do not speak for it */
+            struct place_ctx own = pc;
+            own.key = -1;
+            got = try_place(cy, &own, reps);
+        } else {
+            got = try_place(cy, &pc, reps);
+        }
         if (got < 0) {
             rc = got;
             goto out;
@@ -2459,6 +2607,10 @@ static int run(struct cy *cy)
             rc = admit(cy, &pc, reps, got);
             if (rc)
                 goto out;
+            if (cj->claimant) /* placed: what is left of its claimed nodes is free */
+                for (int i = 0; i < cy->nn; i++)
+                    if (cy->n[i].claimed_by == jx)
+                        cy->n[i].claimed_by = -1;
             cj->decided = 1;
             if (!jb->gang && got < pc.want) {
                 char e[SCHED_MSG_MAX];

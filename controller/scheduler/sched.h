@@ -208,6 +208,22 @@ struct sched_job {
      * preemption, reservations) and count as "node selector mismatch" in the
      * explanation. Appended last so positional initialisers stay valid. */
     const struct sched_label *node_selector; int nnode_selector;
+    /* Id of the job this one was last preempted to make room for (caller-
+     * owned; NULL = never, or forgotten). Honoured only while that job is in
+     * the snapshot and WAITING:
+     *  - this job WAITING (its pods gone): the preemptor keeps a claim. At
+     *    the start of each cycle a waiting preemptor with such victims (or
+     *    with terminating ones) whose placement fits once its terminating
+     *    victims are gone claims the nodes of that placement and the quota it
+     *    needs: its victims and every job of lower or equal priority stay off
+     *    them until it is placed; a higher-priority job may take them. When
+     *    its placement no longer fits it gives the claim up (its victims are
+     *    free to run) and may plan anew.
+     *  - this job RUNNING (re-admitted): it is never chosen as a victim for
+     *    that job again, so no job is preempted twice for the same waiting
+     *    preemptor.
+     * Appended last so positional initialisers stay valid. */
+    const char *preempted_for;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these

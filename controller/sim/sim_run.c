@@ -703,6 +703,8 @@ static int stop_victim(struct run *r, size_t i)
     r->res->lost_gpu_s[s->cls] += lost;
     j->sj.terminating = 0;
     j->sj.terminating_for = -1;
+    /* the core keeps it off what its preemptor claimed while that one waits */
+    j->sj.preempted_for = j->term_for >= 0 ? r->jobs[j->term_for].key : NULL;
     j->term_for = -1;
     if ((rc = release(r, j, -1)))
         return rc;
@@ -730,11 +732,11 @@ static int apply_preempt(struct run *r, const struct sched_decision *d)
                         0)) ||
          (rc = st_audit(r, "gangq", "preempt", j, "Running", "Preempted", d->message ? d->message : ""))))
         return rc;
+    j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
     if (r->grace <= 0)
         return stop_victim(r, i);
     /* its pods terminate for the grace period, holding their capacity */
     j->sj.terminating = 1;
-    j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
     j->gen++; /* the pending completion no longer applies */
     return heap_push(&r->h, r->now + r->grace, EV_STOPPED, i, j->gen);
 }

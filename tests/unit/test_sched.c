@@ -1639,6 +1639,115 @@ static void test_preferred_topology(void **st)
     fx_done(&f);
 }
 
+/* Apply a cycle's decisions the way the controller does: an ADMIT runs the
+ * job from now; a PREEMPT stops the victim at once (its pods are gone by the
+ * next cycle) and records whom it was preempted for. pairs[v][p] counts the
+ * preemptions of job v for job p. */
+static void apply_cycle(struct fx *f, int pairs[MAXJ][MAXJ])
+{
+    for (int i = 0; i < f->res->n; i++) {
+        const struct sched_decision *d = &f->res->d[i];
+        struct sched_job *jb = &f->jobs[d->job];
+        if (d->kind == SCHED_ADMIT) {
+            jb->state = SCHED_JOB_RUNNING;
+            for (int y = 0; y < d->nrep; y++)
+                f->place[d->job][jb->nplaced++] = d->rep[y];
+            jb->placement = f->place[d->job];
+            jb->admitted_at = f->now;
+        } else if (d->kind == SCHED_PREEMPT) {
+            jb->state = SCHED_JOB_WAITING;
+            jb->nplaced = 0;
+            jb->preempted_for = f->jobs[d->for_job].id;
+            pairs[d->job][d->for_job]++;
+        }
+    }
+}
+
+/* A rack-required 2x8 gang of a borrowing team preempts a lower-priority
+ * borrower of another team in the same cohort. The victim also fits within
+ * its own team's nominal quota on another GPU type, so once stopped it goes
+ * ahead of the preemptor in the queue (within-nominal heads first), and it
+ * takes any H100 node. Without the preemptor's claim it was re-admitted onto
+ * the GPUs it had freed and preempted again every minimum runtime. With the
+ * claim the preemptor is admitted at the next cycle, and no job is ever
+ * preempted twice for it. */
+static void test_preemptor_claim_livelock(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.min_runtime_s = 5;
+    int rack = sched_config_level(&f.cfg, "rack");
+    add_node(&f, 8, "H100", 64000, "r1"); /* n0: the victim */
+    add_node(&f, 8, "H100", 64000, "r1"); /* n1: free */
+    add_node(&f, 8, "H100", 64000, "r2"); /* n2, n3: the lender's own work */
+    add_node(&f, 8, "H100", 64000, "r2");
+    add_node(&f, 8, "A100", 64000, "r3"); /* n4: full */
+    /* cohort c: a borrows for its gang, b borrows H100 (but has A100 room),
+     * l lends H100, d owns the A100 */
+    f.quotas[0][0] = (struct sched_quota){"H100", 8, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"H100", 0, -1, -1};
+    f.quotas[1][1] = (struct sched_quota){"A100", 8, -1, -1};
+    f.quotas[2][0] = (struct sched_quota){"H100", 32, -1, -1};
+    f.quotas[3][0] = (struct sched_quota){"A100", 8, -1, -1};
+    f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 50000};
+    f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 2, 0};
+    f.teams[2] = (struct sched_team){"l", "c", 1, f.quotas[2], 1, 0};
+    f.teams[3] = (struct sched_team){"d", "c", 1, f.quotas[3], 1, 0};
+    f.nt = 4;
+    int v = add_job(&f, "b/v", 8, 1, SCHED_BATCH, 10);
+    f.jobs[v].team = 1;
+    f.jobs[v].req.types[0] = "H100";
+    f.jobs[v].req.types[1] = "A100";
+    f.jobs[v].req.ntypes = 2;
+    run_on(&f, v, 0, 0xFF);
+    for (int k = 0; k < 2; k++) {
+        int l = add_job(&f, k ? "l/w2" : "l/w1", 8, 1, SCHED_BATCH, 10);
+        f.jobs[l].team = 2;
+        run_on(&f, l, 2 + k, 0xFF);
+    }
+    int d = add_job(&f, "d/w", 8, 1, SCHED_BATCH, 10);
+    f.jobs[d].team = 3;
+    run_on(&f, d, 4, 0xFF);
+    int p = add_job(&f, "a/gang", 8, 2, SCHED_TRAINING, 100);
+    f.jobs[p].team = 0;
+    f.jobs[p].req.types[0] = "H100";
+    f.jobs[p].req.ntypes = 1;
+    f.jobs[p].topo_required = rack;
+    static int pairs[MAXJ][MAXJ];
+    memset(pairs, 0, sizeof(pairs));
+    int admitted_at_cycle = -1;
+    for (int c = 0; c < 30 && admitted_at_cycle < 0; c++) {
+        assert_int_equal(cycle(&f), 0);
+        if (c == 0) {
+            const struct sched_decision *pr = dec(&f, v, SCHED_PREEMPT);
+            assert_non_null(pr);
+            assert_int_equal(pr->for_job, p);
+            assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+            assert_string_equal(dec(&f, p, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+        }
+        if (c == 1) {
+            /* the victim, ahead of the preemptor in the queue, stays off the
+             * claimed rack and says why */
+            assert_non_null(dec(&f, p, SCHED_ADMIT));
+            const struct sched_decision *w = dec(&f, v, SCHED_WAIT);
+            assert_non_null(w);
+            assert_string_equal(w->message, "0/5 nodes fit 8 GPUs: 3 fewer than 8 free GPUs, "
+                                            "2 held for a preempting job");
+        }
+        if (dec(&f, p, SCHED_ADMIT))
+            admitted_at_cycle = c;
+        apply_cycle(&f, pairs);
+        for (int x = 0; x < f.nj; x++)
+            assert_true(pairs[x][p] <= 1);
+        f.now += 2;
+    }
+    assert_int_equal(admitted_at_cycle, 1);
+    assert_int_equal(f.place[p][0].node / 2, 0); /* rack r1: n0 and n1 */
+    assert_int_equal(f.place[p][1].node / 2, 0);
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1677,6 +1786,7 @@ int main(void)
         cmocka_unit_test(test_gpu_memory_labels),
         cmocka_unit_test(test_admit_domain_shared),
         cmocka_unit_test(test_preferred_topology),
+        cmocka_unit_test(test_preemptor_claim_livelock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
