@@ -212,7 +212,7 @@ struct sched_result_mem {
     size_t nreps, capreps;
 };
 
-#define SLOT_COUNT 21
+#define SLOT_COUNT 22
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
@@ -222,7 +222,7 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART
 };
 
 struct cy {
@@ -679,7 +679,8 @@ static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
         return R_CPU;
     if (n->c.mem_free < r->mem)
         return R_MEM;
-    if (sc_is_gpu(r) && n->pool >= 0 && pool_access(cy, pc->jb, n->pool) == 2) {
+    if (n->pool >= 0 && pool_access(cy, pc->jb, n->pool) == 2) {
+        /* a borrower (CPU-only too) never takes a protected pool past its reserve */
         const struct sched_pool *p = &cy->s->pools[n->pool];
         if (cy->pool_free[n->pool] - p->reserve_gpus < GQ_MAX(1, r->gpus))
             return R_PROTECTED;
@@ -837,6 +838,9 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
  * Try to place the job. Returns replicas placed (allocations applied) — want
  * for a gang or 0; for a non-gang 0..want — or a negative error.
  */
+static int place_in(struct cy *cy, struct place_ctx *pc, int *cand, int *candcap, int nc,
+                    struct sched_replica *reps);
+
 static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
 {
     const struct cy_skey *sk = &cy->sk[pc->skey];
@@ -846,7 +850,7 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     int *cand = cy->cand, *candcap = cy->candcap;
     int nc = 0, start = k ? k->cursor : 0, first_fit = -1;
     int64_t capsum = 0;
-    int feasible_doms = 0;
+    int feasible_doms = 0, nprot = 0;
     /* Bounded search window: stop once enough capacity (and, with a required
      * level, enough domains that hold the whole job) has been seen. A spread
      * job scans everything (distinct domains are not counted on the way). */
@@ -864,6 +868,10 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         cand[nc] = i;
         candcap[nc] = c;
         nc++;
+        if (cy->n[i].pool >= 0 && pool_access(cy, pc->jb, cy->n[i].pool) == 2) {
+            nprot++; /* a protected pool of another class: the last resort */
+            continue;
+        }
         capsum += c;
         if (!early)
             continue;
@@ -886,6 +894,42 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         k->cursor = first_fit >= 0 ? first_fit : sk->nnodes;
     if (nc == 0)
         return 0;
+    if (nprot > 0 && nprot < nc) {
+        /* protected pools of other classes take the job only when nothing
+         * else fits: first the other nodes alone */
+        int *own = slot(cy->ctx, SL_PART, (size_t)(nc - nprot) * 2 * sizeof(int));
+        if (!own)
+            return GQ_ENOMEM;
+        int *owncap = own + (nc - nprot), m = 0;
+        for (int x = 0; x < nc; x++)
+            if (!(cy->n[cand[x]].pool >= 0 && pool_access(cy, pc->jb, cy->n[cand[x]].pool) == 2)) {
+                own[m] = cand[x];
+                owncap[m++] = candcap[x];
+            }
+        int got = place_in(cy, pc, own, owncap, m, reps);
+        if (got < 0 || got >= pc->want)
+            return got;
+        if (got > 0) {
+            /* a non-gang job placed in part: the rest may borrow */
+            struct place_ctx rest = *pc;
+            rest.want = pc->want - got;
+            for (int x = 0; x < nc; x++)
+                candcap[x] = node_cap(cy, &rest, cand[x]);
+            int more = place_in(cy, &rest, cand, candcap, nc, reps + got);
+            return more < 0 ? more : got + more;
+        }
+    }
+    return place_in(cy, pc, cand, candcap, nc, reps);
+}
+
+/* Place the job among candidates cand[0..nc) (capacities candcap; both
+ * arrays are reordered): domain choice, then replica by replica. */
+static int place_in(struct cy *cy, struct place_ctx *pc, int *cand, int *candcap, int nc,
+                    struct sched_replica *reps)
+{
+    int64_t capsum = 0;
+    for (int x = 0; x < nc; x++)
+        capsum += candcap[x];
     int lvl = -1, dom = -1;
     if (pc->L >= 0) {
         int ldom;
@@ -1652,6 +1696,8 @@ static int build(struct cy *cy)
             return GQ_ENOMEM;
         sc_strtab_reset(&ctx->ids);
         for (int x = 0; x < cy->nj; x++) {
+            if (s->jobs[x].state != SCHED_JOB_WAITING)
+                continue; /* only a waiting job holds a claim */
             int before = ctx->ids.n;
             int id = sc_strtab_get(&ctx->ids, s->jobs[x].id, 1);
             if (id < -1)

@@ -1748,6 +1748,95 @@ static void test_preemptor_claim_livelock(void **st)
     fx_done(&f);
 }
 
+/* A protected pool takes other classes only when nothing else fits, and
+ * never past its reserve. The inference pool's half-used node is the best
+ * fit for small jobs, yet batch and CPU-only work goes to the batch pool
+ * while it has room (28 free GPUs). */
+static void test_protected_pool_last_resort(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 2};
+    f.pools[1] = (struct sched_pool){"batch", SCHED_CLASS_BIT(SCHED_BATCH) |
+                                                  SCHED_CLASS_BIT(SCHED_TRAINING), 0, 0};
+    f.np = 2;
+    for (int i = 0; i < 2; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 0; /* n0, n1 */
+    for (int i = 0; i < 4; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 1; /* n2..n5 */
+    int serve = add_job(&f, "prod/serve", 6, 1, SCHED_INFERENCE, 1000);
+    run_on(&f, serve, 0, 0x3F);
+    int busy = add_job(&f, "ml/busy", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, busy, 2, 0x0F);
+    int b[5], cpu[2];
+    for (int k = 0; k < 5; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), "ml/small%d", k);
+        b[k] = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+    }
+    for (int k = 0; k < 2; k++) {
+        cpu[k] = add_job(&f, k ? "ml/etl1" : "ml/etl0", 0, 1, SCHED_BATCH, 10);
+        f.jobs[cpu[k]].req.cpu_milli = 4000;
+    }
+    assert_int_equal(cycle(&f), 0);
+    for (int k = 0; k < 5; k++) {
+        const struct sched_decision *a = dec(&f, b[k], SCHED_ADMIT);
+        assert_non_null(a);
+        assert_true(a->rep[0].node >= 2);
+    }
+    for (int k = 0; k < 2; k++) {
+        const struct sched_decision *a = dec(&f, cpu[k], SCHED_ADMIT);
+        assert_non_null(a);
+        assert_true(a->rep[0].node >= 2);
+    }
+    /* the batch pool full: a 1-GPU batch job borrows the inference pool, an
+     * 8-GPU one would leave it fewer than its 2 reserved idle GPUs */
+    fx_done(&f);
+    fx_init(&f);
+    f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 2};
+    f.pools[1] = (struct sched_pool){"batch", SCHED_CLASS_BIT(SCHED_BATCH) |
+                                                  SCHED_CLASS_BIT(SCHED_TRAINING), 0, 0};
+    f.np = 2;
+    for (int i = 0; i < 2; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 0;
+    for (int i = 0; i < 4; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 1;
+    serve = add_job(&f, "prod/serve", 6, 1, SCHED_INFERENCE, 1000);
+    run_on(&f, serve, 0, 0x3F);
+    for (int i = 2; i < 6; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "ml/fill%d", i);
+        int fj = add_job(&f, id, 8, 1, SCHED_BATCH, 10);
+        f.jobs[fj].req.cpu_milli = 64000; /* its whole node */
+        run_on(&f, fj, i, 0xFF);
+    }
+    int one = add_job(&f, "ml/one", 1, 1, SCHED_BATCH, 10);
+    int eight = add_job(&f, "ml/eight", 8, 1, SCHED_BATCH, 5);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, one, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, 0); /* best fit inside the pool it borrows */
+    /* 1 + 8 idle devices left in the pool, 2 reserved: 7 to lend, not 8 */
+    assert_null(dec(&f, eight, SCHED_ADMIT));
+    assert_string_equal(dec(&f, eight, SCHED_WAIT)->message,
+                        "0/6 nodes fit 8 GPUs: 5 fewer than 8 free GPUs, 1 in protected pool inference");
+    /* a CPU-only job borrows it too while the reserve holds */
+    int etl = add_job(&f, "ml/etl", 0, 1, SCHED_BATCH, 1);
+    f.jobs[etl].req.cpu_milli = 4000;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, etl, SCHED_ADMIT));
+    /* with the reserve at what is idle, neither may borrow */
+    f.pools[0].reserve_gpus = 10;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, etl, SCHED_ADMIT));
+    assert_null(dec(&f, one, SCHED_ADMIT));
+    assert_string_equal(dec(&f, etl, SCHED_WAIT)->message,
+                        "0/6 nodes fit 4000m cpu: 4 insufficient cpu, 1 reserved for a higher job, "
+                        "1 in protected pool inference");
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1787,6 +1876,7 @@ int main(void)
         cmocka_unit_test(test_admit_domain_shared),
         cmocka_unit_test(test_preferred_topology),
         cmocka_unit_test(test_preemptor_claim_livelock),
+        cmocka_unit_test(test_protected_pool_last_resort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
