@@ -175,6 +175,8 @@ struct cy_job {
     int32_t pf;        /* snapshot index of the job it was last preempted for, -1 */
     int32_t nvictims;  /* waiting jobs preempted for it (they wait for it) */
     int32_t claimant;  /* 1: its claim on nodes and quota held at the start of the cycle */
+    const char *reserved; /* the domain (or nodes) its reservation holds, result-owned */
+    int32_t reserved_n;   /* nodes reserved */
     const char *msg;   /* WAIT message */
 };
 
@@ -2169,10 +2171,35 @@ out:
 
 /* ---------------- reservation ---------------- */
 
-/* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
- * Only statically eligible nodes that could hold a replica when empty count. */
-static void reserve_for(struct cy *cy, const struct place_ctx *pc)
+/* 1 when name is one of the comma-separated names in list. */
+static int name_in_list(const char *list, const char *name)
 {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* How close node i is to fitting the job: free GPU milli for a GPU job,
+ * free cpu for a CPU-only one. */
+static int64_t closeness(const struct cy *cy, const struct place_ctx *pc, int i)
+{
+    return sc_is_gpu(&pc->r) ? cy->n[i].c.free_milli : cy->n[i].c.cpu_free;
+}
+
+/* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
+ * Only statically eligible nodes that could hold a replica when empty count.
+ * The domain it reserved last cycle (jb->reserved_domain) is kept until
+ * another is strictly closer to fitting; the choice is recorded in the job
+ * (cy_job.reserved) for its WAIT. */
+static int reserve_for(struct cy *cy, const struct place_ctx *pc)
+{
+    const char *prevname = pc->jb->reserved_domain;
     const struct cy_skey *sk = &cy->sk[pc->skey];
     int lvl = pc->L;
     int want = pc->want;
@@ -2199,7 +2226,7 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
         cand[nc++] = i;
     }
     if (nc == 0)
-        return;
+        return 0;
     /* per domain: pick up to `want` nodes with the most free capacity */
     int bestdom = -1;
     int64_t bestscore = -1;
@@ -2217,12 +2244,20 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
         cnt[d] += cy->candcap[x];
         fr[d] += cy->n[cand[x]].c.free_milli + cy->n[cand[x]].c.cpu_free / 1000;
     }
+    int prev = -1, prev_ok = 0;
+    if (lvl >= 0 && prevname && prevname[0]) {
+        prev = sc_strtab_get(&cy->ctx->doms[lvl], prevname, 0);
+        if (prev < -1)
+            prev = -1;
+    }
     for (int x = 0; x < nc; x++) {
         int d = lvl >= 0 ? dom_of(cy, cand[x], lvl) : 0;
         if (cnt[d] < 0)
             continue;
         /* the domain could hold the whole job once its own work drains */
         if (cnt[d] >= want) {
+            if (d == prev)
+                prev_ok = 1;
             if (fr[d] > bestscore || (fr[d] == bestscore && d < bestdom)) {
                 bestscore = fr[d];
                 bestdom = d;
@@ -2231,24 +2266,71 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
         cnt[d] = -1;
     }
     if (bestdom < 0)
-        return;
-    /* reserve the `want` freest nodes of the domain */
+        return 0;
+    if (prev_ok && prev != bestdom) {
+        /* keep the domain it holds unless the other is strictly closer */
+        int64_t cb = 0, cp = 0;
+        for (int x = 0; x < nc; x++) {
+            int d = dom_of(cy, cand[x], lvl);
+            if (d == bestdom)
+                cb += closeness(cy, pc, cand[x]);
+            else if (d == prev)
+                cp += closeness(cy, pc, cand[x]);
+        }
+        if (cb <= cp)
+            bestdom = prev;
+    }
+    /* reserve the `want` freest nodes of the domain; without a level the
+     * nodes reserved last cycle keep it on equal closeness */
+    struct gq_buf b;
+    gq_buf_init(&b, SCHED_MSG_MAX);
+    int nres = 0;
     for (int k = 0; k < want; k++) {
-        int bi = -1;
+        int bi = -1, bprev = 0;
         for (int x = 0; x < nc; x++) {
             int i = cand[x];
             if ((lvl >= 0 && dom_of(cy, i, lvl) != bestdom) || cy->n[i].reserved_by >= 0)
                 continue;
-            if (bi < 0 || cy->n[i].c.free_milli > cy->n[bi].c.free_milli ||
-                (cy->n[i].c.free_milli == cy->n[bi].c.free_milli &&
-                 cy->n[i].c.cpu_free > cy->n[bi].c.cpu_free))
+            int ip = lvl < 0 && prevname && cy->s->nodes[i].name &&
+                     name_in_list(prevname, cy->s->nodes[i].name);
+            int better;
+            if (bi < 0)
+                better = 1;
+            else if (closeness(cy, pc, i) != closeness(cy, pc, bi))
+                better = closeness(cy, pc, i) > closeness(cy, pc, bi);
+            else if (ip != bprev)
+                better = ip;
+            else if (cy->n[i].c.free_milli != cy->n[bi].c.free_milli)
+                better = cy->n[i].c.free_milli > cy->n[bi].c.free_milli;
+            else
+                better = cy->n[i].c.cpu_free > cy->n[bi].c.cpu_free;
+            if (better) {
                 bi = i;
+                bprev = ip;
+            }
         }
         if (bi < 0)
             break;
         cy->n[bi].reserved_by = pc->jx;
+        if (lvl < 0)
+            gq_buf_printf(&b, "%s%s", nres ? "," : "", cy->s->nodes[bi].name ? cy->s->nodes[bi].name : "?");
+        else if (nres == 0) {
+            const struct sched_node *sn = &cy->s->nodes[bi];
+            const char *v = sc_label(sn, cy->cfg->levels[lvl].label_key);
+            gq_buf_puts(&b, v && v[0] ? v : (sn->name ? sn->name : "?"));
+        }
+        nres++;
     }
     cy->reservations++;
+    int rc = 0;
+    if (nres > 0) {
+        cy->j[pc->jx].reserved = b.p ? res_str(cy, b.p) : NULL;
+        cy->j[pc->jx].reserved_n = nres;
+        if (!cy->j[pc->jx].reserved)
+            rc = GQ_ENOMEM;
+    }
+    gq_buf_release(&b);
+    return rc;
 }
 
 /* ---------------- stopping victims ---------------- */
@@ -2427,7 +2509,8 @@ static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blo
                     const char *extra)
 {
     int64_t until = cy->j[jx].until;
-    if (!extra && !quota_blocked && nodes_part && until <= 0) {
+    const char *held = cy->j[jx].reserved;
+    if (!extra && !quota_blocked && nodes_part && until <= 0 && !held) {
         cy->j[jx].msg = nodes_part; /* shared per shape key, result-owned */
         return 0;
     }
@@ -2445,6 +2528,13 @@ static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blo
         gq_buf_printf(&b, "%sthe jobs it would preempt are protected by the minimum runtime (%llds) until ",
                       b.len ? "; " : "", (long long)cy->cfg->min_runtime_s);
         fmt_time(&b, until);
+    }
+    if (held) {
+        int L = job_topo(cy, cy->s->jobs[jx].topo_required);
+        if (L >= 0)
+            gq_buf_printf(&b, "; reserves %s %s", cy->cfg->levels[L].name, held);
+        else
+            gq_buf_printf(&b, "; reserves node%s %s", cy->j[jx].reserved_n > 1 ? "s" : "", held);
     }
     const char *m = res_str(cy, b.p ? b.p : "waiting");
     gq_buf_release(&b);
@@ -2695,7 +2785,9 @@ static int run(struct cy *cy)
             rc = wait_msg(cy, jx, NULL, 0, e);
         } else {
             if (cy->reservations < cy->cfg->max_reservations)
-                reserve_for(cy, &pc);
+                rc = reserve_for(cy, &pc);
+            if (rc)
+                goto out;
             rc = wait_msg(cy, jx, nodes_part, 0, NULL);
         }
         if (rc)
@@ -2725,6 +2817,7 @@ static int run(struct cy *cy)
         d->position = cy->j[jx].want;
         d->message = cy->j[jx].msg;
         d->until = cy->j[jx].until;
+        d->reserved = cy->j[jx].reserved;
     }
     /* fix up replica pointers */
     for (size_t x = 0; x < cy->ndec; x++) {

@@ -224,6 +224,11 @@ struct sched_job {
      *    preemptor.
      * Appended last so positional initialisers stay valid. */
     const char *preempted_for;
+    /* WAITING: what its reservation held last cycle, as the WAIT decision's
+     * `reserved` returned it (caller-owned; NULL none). The reservation keeps
+     * that domain (or those nodes) until another is strictly closer to
+     * fitting, so backfill does not fill the one being drained. Appended. */
+    const char *reserved_domain;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these
@@ -261,6 +266,12 @@ struct sched_decision {
      * is; the message ends "... protected by the minimum runtime (Ns) until
      * <RFC 3339 of that time>". 0 otherwise. Appended last. */
     int64_t until;
+    /* WAIT: what its reservation holds this cycle (result-owned; NULL none):
+     * the domain name at its required level, or without one the reserved
+     * node names joined by ','. The caller passes it back as the job's
+     * reserved_domain next cycle. The message ends "; reserves rack r1" /
+     * "; reserves node n0" / "; reserves nodes n0,n1". Appended last. */
+    const char *reserved;
 };
 
 struct sched_stats {

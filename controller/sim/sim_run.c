@@ -104,6 +104,7 @@ struct rjob {
     uint32_t gen;
     long active_pos; /* index in active[] or -1 */
     long term_for;   /* terminating: trace index of its preemptor, else -1 */
+    char reserved[64]; /* what its reservation held last cycle (sj.reserved_domain) */
     char key[SIM_NAME_MAX + 8];
 };
 
@@ -825,10 +826,18 @@ static int cycle(struct run *r, int *preempted)
     for (int k = 0; k < res->n && !rc; k++)
         if (res->d[k].kind == SCHED_ADMIT)
             rc = apply_admit(r, &res->d[k]);
+    for (int k = 0; k < n; k++) { /* a reservation is what this cycle's WAITs say */
+        r->jobs[r->snapmap[k]].reserved[0] = 0;
+        r->jobs[r->snapmap[k]].sj.reserved_domain = NULL;
+    }
     for (int k = 0; k < res->n && !rc; k++)
         if (res->d[k].kind == SCHED_WAIT && res->d[k].message) {
             size_t i = r->snapmap[res->d[k].job];
             gq_strlcpy(r->res->jobs[i].reason, res->d[k].message, sizeof(r->res->jobs[i].reason));
+            if (res->d[k].reserved) {
+                gq_strlcpy(r->jobs[i].reserved, res->d[k].reserved, sizeof(r->jobs[i].reserved));
+                r->jobs[i].sj.reserved_domain = r->jobs[i].reserved;
+            }
         }
     sched_result_free(res);
     for (int k = 0; k < n; k++)

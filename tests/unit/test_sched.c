@@ -160,7 +160,7 @@ static void test_used_1_2_no_room_for_2(void **st)
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     const struct sched_decision *w = dec(&f, c, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 2 GPUs: 1 fewer than 2 free GPUs");
+    assert_string_equal(w->message, "0/1 nodes fit 2 GPUs: 1 fewer than 2 free GPUs; reserves node n0");
     assert_int_equal(w->position, 1);
     /* a 1-GPU job still fits on the last device */
     /* a 1-GPU job of higher priority still fits on the last device (at equal
@@ -316,7 +316,7 @@ static void test_inference_preempts_experiment(void **st)
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     w = dec(&f, exp, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; reserves node n0");
     fx_done(&f);
 }
 
@@ -365,7 +365,7 @@ static void test_protected_pool_borrow_reclaim(void **st)
     assert_int_equal(cycle(&f), 0);
     const struct sched_decision *w = dec(&f, bj, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference");
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference; reserves node n0");
     /* and a non-protected pool of another class is closed */
     f.pools[0].protected_pool = 0;
     assert_int_equal(cycle(&f), 0);
@@ -428,7 +428,7 @@ static void test_topology(void **st)
     assert_non_null(w);
     assert_string_equal(w->message,
                         "4/5 nodes fit 3x1 GPU: 1 fewer than 1 free GPU; fewer than 3 distinct "
-                        "rack domains fit");
+                        "rack domains fit; reserves nodes n1,n2,n3");
     /* preferred rack packs both replicas into one rack */
     f.jobs[g].topo_spread = -1;
     f.jobs[g].topo_preferred = rack;
@@ -616,7 +616,7 @@ static void test_preemption_choice(void **st)
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     assert_string_equal(dec(&f, hi, SCHED_WAIT)->message,
                         "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would preempt "
-                        "are protected by the minimum runtime (300s) until 1970-01-02T03:51:30Z");
+                        "are protected by the minimum runtime (300s) until 1970-01-02T03:51:30Z; reserves node n0");
     assert_int_equal(dec(&f, hi, SCHED_WAIT)->until, f.now + 290);
     /* non-preemptible and equal priority are never victims */
     f.jobs[b1].admitted_at = f.jobs[b2].admitted_at = f.jobs[tr].admitted_at = 0;
@@ -653,7 +653,7 @@ static void test_shares(void **st)
     assert_true(dc->rep[0].devs != da->rep[0].devs);
     const struct sched_decision *w = dec(&f, d, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 500m GPU: 1 no GPU with 500m free");
+    assert_string_equal(w->message, "0/1 nodes fit 500m GPU: 1 no GPU with 500m free; reserves node n0");
     fx_done(&f);
 }
 
@@ -851,7 +851,7 @@ static void test_reservation_backfill(void **st)
     int s3 = add_job(&f, "x/s3", 1, 1, SCHED_BATCH, 10);
     assert_int_equal(cycle(&f), 0);
     assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
-                        "0/2 nodes fit 8 GPUs: 2 fewer than 8 free GPUs");
+                        "0/2 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; reserves node n0");
     /* node 0 (6 free) is reserved for big: s1 and s2 go to node 1 */
     const struct sched_decision *a1 = dec(&f, s1, SCHED_ADMIT);
     assert_non_null(a1);
@@ -1368,7 +1368,7 @@ static void test_node_selector_reservation(void **st)
     int s2 = add_job(&f, "x/s2", 4, 1, SCHED_BATCH, 10);
     assert_int_equal(cycle(&f), 0);
     assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
-                        "0/2 nodes fit 8 GPUs: 1 node selector mismatch, 1 fewer than 8 free GPUs");
+                        "0/2 nodes fit 8 GPUs: 1 node selector mismatch, 1 fewer than 8 free GPUs; reserves node n1");
     /* node 1 is reserved for big, node 0 is free for s2 (it would be reserved
      * without the selector, see test_reservation_backfill) */
     const struct sched_decision *a = dec(&f, s2, SCHED_ADMIT);
@@ -1446,7 +1446,7 @@ static void test_min_runtime_inference(void **st)
     assert_non_null(w);
     assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would "
                                     "preempt are protected by the minimum runtime (300s) until "
-                                    "2025-12-01T05:04:00Z");
+                                    "2025-12-01T05:04:00Z; reserves node n0");
     assert_int_equal(w->until, f.now + 240);
     /* past the minimum runtime it preempts, and nothing is said of it */
     f.now += 240;
@@ -1458,7 +1458,7 @@ static void test_min_runtime_inference(void **st)
     f.jobs[prod].priority = 10;
     assert_int_equal(cycle(&f), 0);
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
-    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; reserves node n0");
     fx_done(&f);
 }
 
@@ -1733,7 +1733,7 @@ static void test_preemptor_claim_livelock(void **st)
             const struct sched_decision *w = dec(&f, v, SCHED_WAIT);
             assert_non_null(w);
             assert_string_equal(w->message, "0/5 nodes fit 8 GPUs: 3 fewer than 8 free GPUs, "
-                                            "2 held for a preempting job");
+                                            "2 held for a preempting job; reserves node n2");
         }
         if (dec(&f, p, SCHED_ADMIT))
             admitted_at_cycle = c;
@@ -1820,7 +1820,7 @@ static void test_protected_pool_last_resort(void **st)
     /* 1 + 8 idle devices left in the pool, 2 reserved: 7 to lend, not 8 */
     assert_null(dec(&f, eight, SCHED_ADMIT));
     assert_string_equal(dec(&f, eight, SCHED_WAIT)->message,
-                        "0/6 nodes fit 8 GPUs: 5 fewer than 8 free GPUs, 1 in protected pool inference");
+                        "0/6 nodes fit 8 GPUs: 5 fewer than 8 free GPUs, 1 in protected pool inference; reserves node n1");
     /* a CPU-only job borrows it too while the reserve holds */
     int etl = add_job(&f, "ml/etl", 0, 1, SCHED_BATCH, 1);
     f.jobs[etl].req.cpu_milli = 4000;
@@ -1834,6 +1834,96 @@ static void test_protected_pool_last_resort(void **st)
     assert_string_equal(dec(&f, etl, SCHED_WAIT)->message,
                         "0/6 nodes fit 4000m cpu: 4 insufficient cpu, 1 reserved for a higher job, "
                         "1 in protected pool inference");
+    fx_done(&f);
+}
+
+/* A reservation keeps its node until another is strictly closer to fitting.
+ * Two full 4-GPU nodes of 1-GPU fillers; a 4-GPU job waits; fillers end one
+ * at a time on alternating nodes (n1 first) while 1-GPU jobs of lower
+ * priority keep arriving. The reservation stays on n1 through every tie, the
+ * small jobs fill n0, and the 4-GPU job is admitted on n1 in the cycle its
+ * last original filler ends. */
+static void test_reservation_sticky(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 4, "H100", 64000, NULL);
+    add_node(&f, 4, "H100", 64000, NULL);
+    int fill[2][4];
+    for (int n = 0; n < 2; n++)
+        for (int d = 0; d < 4; d++) {
+            char id[32];
+            snprintf(id, sizeof(id), "x/fill%d%d", n, d);
+            fill[n][d] = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+            run_on(&f, fill[n][d], n, 1u << d);
+        }
+    int big = add_job(&f, "x/big", 4, 1, SCHED_TRAINING, 10);
+    char held[64] = "";
+    int admitted = -1;
+    for (int ev = 0; ev < 8 && admitted < 0; ev++) {
+        int node = ev % 2 == 0 ? 1 : 0;
+        int fj = fill[node][ev / 2];
+        f.jobs[fj].nplaced = 0; /* ended: holds nothing */
+        char id[32];
+        snprintf(id, sizeof(id), "x/small%d", ev);
+        add_job(&f, id, 1, 1, SCHED_BATCH, 1);
+        f.jobs[big].reserved_domain = held[0] ? held : NULL;
+        assert_int_equal(cycle(&f), 0);
+        const struct sched_decision *a = dec(&f, big, SCHED_ADMIT);
+        if (a) {
+            admitted = ev;
+            assert_int_equal(a->rep[0].node, 1);
+            break;
+        }
+        const struct sched_decision *w = dec(&f, big, SCHED_WAIT);
+        assert_non_null(w);
+        assert_non_null(w->reserved);
+        assert_string_equal(w->reserved, "n1"); /* never moves on a tie */
+        assert_non_null(strstr(w->message, "; reserves node n1"));
+        gq_strlcpy(held, w->reserved, sizeof(held));
+        for (int i = 0; i < f.res->n; i++) {
+            const struct sched_decision *d = &f.res->d[i];
+            if (d->kind == SCHED_ADMIT) {
+                assert_int_equal(d->rep[0].node, 0); /* backfill stays off n1 */
+                run_on(&f, d->job, d->rep[0].node, d->rep[0].devs);
+            }
+        }
+    }
+    assert_int_equal(admitted, 6); /* n1's fourth filler ends at event 6 */
+    /* another node strictly closer takes the reservation over */
+    fx_done(&f);
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 4, "H100", 64000, NULL);
+    add_node(&f, 4, "H100", 64000, NULL);
+    run_on(&f, add_job(&f, "x/a", 3, 1, SCHED_BATCH, 10), 0, 0x7); /* n0: 1 free */
+    run_on(&f, add_job(&f, "x/b", 2, 1, SCHED_BATCH, 10), 1, 0x3); /* n1: 2 free */
+    big = add_job(&f, "x/big", 4, 1, SCHED_TRAINING, 10);
+    f.jobs[big].reserved_domain = "n0";
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->reserved, "n1");
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
+                        "0/2 nodes fit 4 GPUs: 2 fewer than 4 free GPUs; reserves node n1");
+    /* with a required level the domain is named at that level */
+    fx_done(&f);
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 4, "H100", 64000, "r1");
+    add_node(&f, 4, "H100", 64000, "r2");
+    run_on(&f, add_job(&f, "x/a", 2, 1, SCHED_BATCH, 10), 0, 0x3);
+    run_on(&f, add_job(&f, "x/b", 2, 1, SCHED_BATCH, 10), 1, 0x3);
+    big = add_job(&f, "x/big", 4, 1, SCHED_TRAINING, 10);
+    f.jobs[big].topo_required = sched_config_level(&f.cfg, "rack");
+    f.jobs[big].reserved_domain = "r2";
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->reserved, "r2"); /* a tie keeps r2 */
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
+                        "0/2 nodes fit 4 GPUs in one rack: 2 fewer than 4 free GPUs; reserves rack r2");
+    f.jobs[big].reserved_domain = NULL;
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->reserved, "r1");
     fx_done(&f);
 }
 
@@ -1877,6 +1967,7 @@ int main(void)
         cmocka_unit_test(test_preferred_topology),
         cmocka_unit_test(test_preemptor_claim_livelock),
         cmocka_unit_test(test_protected_pool_last_resort),
+        cmocka_unit_test(test_reservation_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
