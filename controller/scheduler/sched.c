@@ -1668,7 +1668,8 @@ static int build(struct cy *cy)
             charge(cy, cj->team, &cj->r, jb->placement, jb->nplaced, 1);
             if (jb->nplaced > 0 && !jb->terminating)
                 cy->running[cy->nrunning++] = x;
-            cj->want = jb->gang ? 0 : jb->replicas - jb->nplaced;
+            /* a job being stopped gets no more replicas */
+            cj->want = jb->gang || jb->terminating ? 0 : jb->replicas - jb->nplaced;
         } else {
             cj->want = jb->replicas;
         }
@@ -1698,8 +1699,8 @@ static int build(struct cy *cy)
             return GQ_ENOMEM;
         sc_strtab_reset(&ctx->ids);
         for (int x = 0; x < cy->nj; x++) {
-            if (s->jobs[x].state != SCHED_JOB_WAITING)
-                continue; /* only a waiting job holds a claim */
+            if (cy->j[x].want <= 0)
+                continue; /* only a job with replicas to place holds a claim */
             int before = ctx->ids.n;
             int id = sc_strtab_get(&ctx->ids, s->jobs[x].id, 1);
             if (id < -1)
@@ -1711,8 +1712,8 @@ static int build(struct cy *cy)
             const char *pf = s->jobs[x].preempted_for;
             int id = pf ? sc_strtab_get(&ctx->ids, pf, 0) : -1;
             int p = id >= 0 ? at[id] : -1;
-            if (p < 0 || p == x || cy->j[p].want <= 0 || s->jobs[p].state != SCHED_JOB_WAITING)
-                continue; /* its preemptor is gone or admitted: no claim */
+            if (p < 0 || p == x || cy->j[p].want <= 0)
+                continue; /* its preemptor is gone or placed: no claim */
             cy->j[x].pf = p;
             if (s->jobs[x].state == SCHED_JOB_WAITING)
                 cy->j[p].nvictims++;

@@ -210,7 +210,8 @@ struct sched_job {
     const struct sched_label *node_selector; int nnode_selector;
     /* Id of the job this one was last preempted to make room for (caller-
      * owned; NULL = never, or forgotten). Honoured only while that job is in
-     * the snapshot and WAITING:
+     * the snapshot with replicas to place (WAITING, or a RUNNING non-gang job
+     * short of replicas):
      *  - this job WAITING (its pods gone): the preemptor keeps a claim. At
      *    the start of each cycle a waiting preemptor with such victims (or
      *    with terminating ones) whose placement fits once its terminating
