@@ -1570,7 +1570,7 @@ static void test_preferred_topology(void **st)
         {"sw22", "sw13", 0}, {"sw22", "sw13", 1}, {"sw22", "sw13", 0}, {"sw22", "sw13", 0},
         {"sw22", "sw14", 0}, {"sw23", "sw15", 1}, {"sw23", "sw15", 1}, {"sw23", "sw15", 1}};
     static struct sched_label lab[12][4];
-    static char names[12][8];
+    static char names[12][16];
     struct fx f;
     fx_init(&f);
     f.cfg.nlevels = 4;
