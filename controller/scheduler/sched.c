@@ -1902,17 +1902,6 @@ static int team_over_nominal(const struct cy *cy, int t)
     return 0;
 }
 
-static int team_under_nominal_in(const struct cy *cy, int t, int cohort)
-{
-    const struct cy_team *ct = &cy->t[t];
-    if (ct->cohort < 0 || ct->cohort != cohort)
-        return 0;
-    for (int e = ct->q0; e < ct->q0 + ct->nq; e++)
-        if (cy->q[e].used < cy->q[e].nominal)
-            return 1;
-    return 0;
-}
-
 static int victim_cmp(const struct cy *cy, const struct victim *a, const struct victim *b)
 {
     const struct sched_job *x = &cy->s->jobs[a->job], *y = &cy->s->jobs[b->job];
@@ -2031,10 +2020,15 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
                 w.prot = 1;
         }
         w.borrower = team_over_nominal(cy, cV->team);
-        w.lent = w.borrower && cV->team != cJ->team && team_under_nominal_in(cy, cJ->team, jcoh);
         {
-            int ve = job_entry(cy, v, cy->n[V->placement[0].node].c.type);
+            /* it borrows quota the preemptor's team lends: over nominal on the
+             * GPU type it runs on, in the quota group where the preemptor's
+             * team is under nominal */
+            int vtype = cy->n[V->placement[0].node].c.type;
+            int ve = job_entry(cy, v, vtype), je = job_entry(cy, pc->jx, vtype);
             w.qborrow = ve >= 0 && cy->q[ve].used > cy->q[ve].nominal;
+            w.lent = w.qborrow && cV->team != cJ->team && je >= 0 &&
+                     cy->q[je].group == cy->q[ve].group && cy->q[je].used < cy->q[je].nominal;
         }
         if (!(V->priority < J->priority || w.lent || w.prot))
             continue;

@@ -1927,6 +1927,52 @@ static void test_reservation_sticky(void **st)
     fx_done(&f);
 }
 
+/* Reclaiming lent quota is per GPU type: a job of a team that borrows A100
+ * but runs on H100 within its own H100 quota borrows nothing the preemptor's
+ * team lends, and an equal-priority preemptor may not take it; the same job
+ * borrowing H100 may be reclaimed. */
+static void test_reclaim_per_type(void **st)
+{
+    (void)st;
+    for (int borrowing = 0; borrowing < 2; borrowing++) {
+        struct fx f;
+        fx_init(&f);
+        add_node(&f, 8, "H100", 64000, NULL);
+        add_node(&f, 8, "A100", 64000, NULL);
+        f.quotas[0][0] = (struct sched_quota){"H100", 8, -1, -1};
+        f.quotas[1][0] = (struct sched_quota){"H100", borrowing ? 0 : 8, -1, -1};
+        f.quotas[1][1] = (struct sched_quota){"A100", 0, -1, -1};
+        f.quotas[2][0] = (struct sched_quota){"A100", 8, -1, -1};
+        f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 0};
+        f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 2, 0};
+        f.teams[2] = (struct sched_team){"l", "c", 1, f.quotas[2], 1, 0};
+        f.nt = 3;
+        int v = add_job(&f, "b/v", 8, 1, SCHED_BATCH, 10);
+        f.jobs[v].team = 1;
+        run_on(&f, v, 0, 0xFF);
+        int wj = add_job(&f, "b/w", 8, 1, SCHED_BATCH, 10); /* b borrows A100 */
+        f.jobs[wj].team = 1;
+        run_on(&f, wj, 1, 0xFF);
+        int p = add_job(&f, "a/p", 8, 1, SCHED_BATCH, 10);
+        f.jobs[p].team = 0;
+        f.jobs[p].req.types[0] = "H100";
+        f.jobs[p].req.ntypes = 1;
+        assert_int_equal(cycle(&f), 0);
+        if (borrowing) {
+            const struct sched_decision *d = dec(&f, v, SCHED_PREEMPT);
+            assert_non_null(d);
+            assert_string_equal(d->message, "preempted to make room for a/p (Batch, priority 10): "
+                                            "reclaiming quota lent to team b");
+        } else {
+            assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+            assert_string_equal(dec(&f, p, SCHED_WAIT)->message,
+                                "0/2 nodes fit 8 GPUs: 1 wrong GPU type (need H100), 1 fewer than 8 "
+                                "free GPUs; reserves node n0");
+        }
+        fx_done(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1968,6 +2014,7 @@ int main(void)
         cmocka_unit_test(test_preemptor_claim_livelock),
         cmocka_unit_test(test_protected_pool_last_resort),
         cmocka_unit_test(test_reservation_sticky),
+        cmocka_unit_test(test_reclaim_per_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
