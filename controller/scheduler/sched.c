@@ -321,6 +321,7 @@ size_t sched_mem_bytes(const struct sched *s)
     for (int i = 0; i < SLOT_COUNT; i++)
         b += s->cap[i];
     b += s->types.nslots * 4 + (size_t)s->types.cap * sizeof(char *);
+    b += s->ids.nslots * 4 + (size_t)s->ids.cap * sizeof(char *);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         b += s->doms[i].nslots * 4 + (size_t)s->doms[i].cap * sizeof(char *);
     return b;
