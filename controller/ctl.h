@@ -166,6 +166,8 @@ struct ctl_jobin {
     int64_t enqueue_ms;
     int64_t admitted_ms;
     const struct ctl_placement *pl; /* running: its placement */
+    const char *preempted_by;      /* key of the job it was last preempted for, or NULL/"" */
+    const char *reserved;          /* what its reservation held last cycle, or NULL/"" */
 };
 
 struct ctl_snapin {

@@ -1270,7 +1270,8 @@ static int run_sched(struct rc_ctx *r)
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
-                                    j->row->admitted_ms, &j->pl};
+                                    j->row->admitted_ms, &j->pl, j->row->preempted_by,
+                                    j->memo ? j->memo->reserved : NULL};
         ins_job[n] = i;
         n++;
     }
@@ -1294,6 +1295,7 @@ static int run_sched(struct rc_ctx *r)
         struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
         m->wait_msg[0] = 0; /* the decisions below say what is current */
         m->position = 0;
+        m->reserved[0] = 0;
     }
     for (int k = 0; k < res->n; k++) {
         const struct sched_decision *d = &res->d[k];
@@ -1305,6 +1307,7 @@ static int run_sched(struct rc_ctx *r)
         else if (d->kind == SCHED_WAIT) {
             gq_strlcpy(j->memo->wait_msg, d->message ? d->message : "", sizeof(j->memo->wait_msg));
             j->memo->position = d->position;
+            gq_strlcpy(j->memo->reserved, d->reserved ? d->reserved : "", sizeof(j->memo->reserved));
         }
         if (rc)
             goto out;

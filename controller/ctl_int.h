@@ -39,6 +39,7 @@ struct ctl_memo {
     int status_inflight;
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
     int position;
+    char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
     int64_t wait_event_ms;        /* last Waiting event sent */
     char wait_event_msg[SCHED_MSG_MAX];
     int64_t missing_since_ms;     /* a placed replica's pod is absent since */

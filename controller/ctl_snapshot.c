@@ -593,6 +593,10 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
                 if (!strcmp(in->pools[p].meta.name, sp->pool))
                     j->pool = p;
         j->enqueue_time = ji->enqueue_ms / 1000;
+        /* the core holds what its preemptor claimed while that one waits */
+        j->preempted_for = ji->preempted_by && ji->preempted_by[0] ? ji->preempted_by : NULL;
+        /* the reservation keeps its domain while nothing is strictly closer */
+        j->reserved_domain = ji->reserved && ji->reserved[0] ? ji->reserved : NULL;
         j->state = SCHED_JOB_WAITING;
         if (ji->running) {
             j->state = SCHED_JOB_RUNNING;

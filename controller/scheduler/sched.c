@@ -45,6 +45,7 @@ enum {
     R_TYPE,
     R_GPUMEM,
     R_RESERVED,
+    R_CLAIMED,
     R_PROTECTED,
     R_GPUS,
     R_CPU,
@@ -109,6 +110,7 @@ struct cy_node {
     int32_t dom[SCHED_LEVELS_MAX];
     int32_t pool;
     int32_t reserved_by; /* job index, -1 */
+    int32_t claimed_by;  /* waiting preemptor whose claim holds the node, -1 */
     uint32_t ver;
     uint8_t excluded;    /* R_NOTREADY / R_UNSCHED / 0 */
     double frag;
@@ -169,6 +171,12 @@ struct cy_job {
     int32_t stopping;  /* terminating victims making room for this job */
     int32_t claim_e;   /* quota entry its claim is charged to, -1 none */
     int64_t claim;     /* milli claimed while it waits for its victims */
+    int64_t until;     /* victims it needs are protected by the minimum runtime until then */
+    int32_t pf;        /* snapshot index of the job it was last preempted for, -1 */
+    int32_t nvictims;  /* waiting jobs preempted for it (they wait for it) */
+    int32_t claimant;  /* 1: its claim on nodes and quota held at the start of the cycle */
+    const char *reserved; /* the domain (or nodes) its reservation holds, result-owned */
+    int32_t reserved_n;   /* nodes reserved */
     const char *msg;   /* WAIT message */
 };
 
@@ -206,16 +214,17 @@ struct sched_result_mem {
     size_t nreps, capreps;
 };
 
-#define SLOT_COUNT 20
+#define SLOT_COUNT 22
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
     struct sc_strtab types, cohorts, groups, doms[SCHED_LEVELS_MAX];
+    struct sc_strtab ids; /* job ids, only when some job names its preemptor */
 };
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART
 };
 
 struct cy {
@@ -255,6 +264,7 @@ struct cy {
     int nocache;
     int reservations;
     int preempt_tries;
+    int young_skipped; /* victims passed over for the minimum runtime by the last plan */
     size_t ndec, capdec;
     int64_t cluster_gpus;
     char err[256];
@@ -282,6 +292,7 @@ struct sched *sched_new(void)
     sc_strtab_init(&s->types);
     sc_strtab_init(&s->cohorts);
     sc_strtab_init(&s->groups);
+    sc_strtab_init(&s->ids);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         sc_strtab_init(&s->doms[i]);
     return s;
@@ -296,6 +307,7 @@ void sched_free(struct sched *s)
     sc_strtab_release(&s->types);
     sc_strtab_release(&s->cohorts);
     sc_strtab_release(&s->groups);
+    sc_strtab_release(&s->ids);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         sc_strtab_release(&s->doms[i]);
     free(s);
@@ -309,6 +321,7 @@ size_t sched_mem_bytes(const struct sched *s)
     for (int i = 0; i < SLOT_COUNT; i++)
         b += s->cap[i];
     b += s->types.nslots * 4 + (size_t)s->types.cap * sizeof(char *);
+    b += s->ids.nslots * 4 + (size_t)s->ids.cap * sizeof(char *);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         b += s->doms[i].nslots * 4 + (size_t)s->doms[i].cap * sizeof(char *);
     return b;
@@ -645,11 +658,23 @@ struct place_ctx {
 };
 
 /* dynamic check on a statically eligible node; returns reason */
+/* A waiting preemptor's claim on a node keeps off it the jobs it preempted
+ * and every job of lower or equal priority; a higher-priority job may still
+ * take the node (the preemptor then finds its plan no longer fits). */
+static int claim_blocks(const struct cy *cy, int claimant, int jx)
+{
+    if (claimant < 0 || claimant == jx)
+        return 0;
+    return cy->j[jx].pf == claimant || cy->s->jobs[jx].priority <= cy->s->jobs[claimant].priority;
+}
+
 static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
 {
     const struct cy_node *n = &cy->n[i];
     if (n->reserved_by >= 0 && n->reserved_by != pc->jx)
         return R_RESERVED;
+    if (n->claimed_by >= 0 && claim_blocks(cy, n->claimed_by, pc->jx))
+        return R_CLAIMED;
     const struct sc_req *r = &pc->r;
     if (sc_is_gpu(r) && !sc_gpu_ok(&n->c, r))
         return R_GPUS;
@@ -657,7 +682,8 @@ static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
         return R_CPU;
     if (n->c.mem_free < r->mem)
         return R_MEM;
-    if (sc_is_gpu(r) && n->pool >= 0 && pool_access(cy, pc->jb, n->pool) == 2) {
+    if (n->pool >= 0 && pool_access(cy, pc->jb, n->pool) == 2) {
+        /* a borrower (CPU-only too) never takes a protected pool past its reserve */
         const struct sched_pool *p = &cy->s->pools[n->pool];
         if (cy->pool_free[n->pool] - p->reserve_gpus < GQ_MAX(1, r->gpus))
             return R_PROTECTED;
@@ -815,6 +841,9 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
  * Try to place the job. Returns replicas placed (allocations applied) — want
  * for a gang or 0; for a non-gang 0..want — or a negative error.
  */
+static int place_in(struct cy *cy, struct place_ctx *pc, int *cand, int *candcap, int nc,
+                    struct sched_replica *reps);
+
 static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
 {
     const struct cy_skey *sk = &cy->sk[pc->skey];
@@ -824,7 +853,7 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     int *cand = cy->cand, *candcap = cy->candcap;
     int nc = 0, start = k ? k->cursor : 0, first_fit = -1;
     int64_t capsum = 0;
-    int feasible_doms = 0;
+    int feasible_doms = 0, nprot = 0;
     /* Bounded search window: stop once enough capacity (and, with a required
      * level, enough domains that hold the whole job) has been seen. A spread
      * job scans everything (distinct domains are not counted on the way). */
@@ -842,6 +871,10 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         cand[nc] = i;
         candcap[nc] = c;
         nc++;
+        if (cy->n[i].pool >= 0 && pool_access(cy, pc->jb, cy->n[i].pool) == 2) {
+            nprot++; /* a protected pool of another class: the last resort */
+            continue;
+        }
         capsum += c;
         if (!early)
             continue;
@@ -864,12 +897,57 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         k->cursor = first_fit >= 0 ? first_fit : sk->nnodes;
     if (nc == 0)
         return 0;
+    if (nprot > 0 && nprot < nc) {
+        /* protected pools of other classes take the job only when nothing
+         * else fits: first the other nodes alone */
+        int *own = slot(cy->ctx, SL_PART, (size_t)(nc - nprot) * 2 * sizeof(int));
+        if (!own)
+            return GQ_ENOMEM;
+        int *owncap = own + (nc - nprot), m = 0;
+        for (int x = 0; x < nc; x++)
+            if (!(cy->n[cand[x]].pool >= 0 && pool_access(cy, pc->jb, cy->n[cand[x]].pool) == 2)) {
+                own[m] = cand[x];
+                owncap[m++] = candcap[x];
+            }
+        int got = place_in(cy, pc, own, owncap, m, reps);
+        if (got < 0 || got >= pc->want)
+            return got;
+        if (got > 0) {
+            /* a non-gang job placed in part: the rest may borrow */
+            struct place_ctx rest = *pc;
+            rest.want = pc->want - got;
+            for (int x = 0; x < nc; x++)
+                candcap[x] = node_cap(cy, &rest, cand[x]);
+            int more = place_in(cy, &rest, cand, candcap, nc, reps + got);
+            return more < 0 ? more : got + more;
+        }
+    }
+    return place_in(cy, pc, cand, candcap, nc, reps);
+}
+
+/* Place the job among candidates cand[0..nc) (capacities candcap; both
+ * arrays are reordered): domain choice, then replica by replica. */
+static int place_in(struct cy *cy, struct place_ctx *pc, int *cand, int *candcap, int nc,
+                    struct sched_replica *reps)
+{
+    int64_t capsum = 0;
+    for (int x = 0; x < nc; x++)
+        capsum += candcap[x];
     int lvl = -1, dom = -1;
     if (pc->L >= 0) {
         int ldom;
-        if (!pc->gang && pc->jb->state == SCHED_JOB_RUNNING && pc->jb->nplaced > 0)
+        ldom = -1;
+        if (!pc->gang && pc->jb->state == SCHED_JOB_RUNNING && pc->jb->nplaced > 0) {
             ldom = dom_of(cy, pc->jb->placement[0].node, pc->L); /* stay with running replicas */
-        else
+        } else if (pc->gang && pc->P > pc->L) {
+            /* a tighter preferred level: the required domain holding the
+             * tightest preferred-level domain that fits, when one does */
+            int pdom = pick_domain(cy, pc, cand, candcap, nc, pc->P, 0);
+            for (int x = 0; x < nc && pdom >= 0 && ldom < 0; x++)
+                if (dom_of(cy, cand[x], pc->P) == pdom)
+                    ldom = dom_of(cy, cand[x], pc->L);
+        }
+        if (ldom < 0)
             ldom = pick_domain(cy, pc, cand, candcap, nc, pc->L, !pc->gang);
         if (ldom < 0)
             return 0;
@@ -890,12 +968,35 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
         lvl = pc->L;
         dom = ldom;
     }
+    int split = -1, splitn = 0; /* sub-domain filled first, and how many go there */
     if (pc->P >= 0 && (pc->L < 0 || pc->P > pc->L)) {
-        /* pack inside one preferred-level domain when one holds the job */
-        int pdom = pick_domain(cy, pc, cand, candcap, nc, pc->P, 0);
-        if (pdom >= 0) {
-            lvl = pc->P;
+        /* preferred level: the tightest domain at that level that holds the
+         * job, else the tightest at the next wider level, and so on (up to the
+         * required level, whose domain is already chosen) */
+        for (int lp = pc->P; lp > pc->L; lp--) {
+            int pdom = pick_domain(cy, pc, cand, candcap, nc, lp, 0);
+            if (pdom < 0)
+                continue;
+            lvl = lp;
             dom = pdom;
+            break;
+        }
+        if (lvl >= 0 && lvl < pc->P && pc->gang && pc->S < 0) {
+            /* fell back to a wider level: keep the replicas close inside it by
+             * filling first its sub-domain (one level down) that holds most */
+            int m = 0;
+            for (int x = 0; x < nc; x++)
+                if (dom_of(cy, cand[x], lvl) == dom) {
+                    cand[m] = cand[x];
+                    candcap[m] = candcap[x];
+                    m++;
+                }
+            nc = m;
+            split = pick_domain(cy, pc, cand, candcap, nc, lvl + 1, 1);
+            for (int x = 0; x < nc && split >= 0; x++)
+                if (dom_of(cy, cand[x], lvl + 1) == split)
+                    splitn += candcap[x];
+            splitn = GQ_MIN(splitn, pc->want);
         }
     }
     if (lvl < 0 && pc->gang) {
@@ -917,7 +1018,24 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
             return 0;
         }
     }
-    int placed = select_nodes(cy, pc, cand, nc, lvl, dom, pc->want, reps);
+    int placed;
+    if (split >= 0 && splitn > 0 && splitn < pc->want) {
+        placed = select_nodes(cy, pc, cand, nc, lvl + 1, split, splitn, reps);
+        if (placed < 0)
+            return GQ_ENOMEM;
+        if (placed == splitn) {
+            int more = select_nodes(cy, pc, cand, nc, lvl, dom, pc->want - splitn, reps + placed);
+            if (more < 0)
+                return GQ_ENOMEM;
+            if (more < pc->want - splitn) /* the gang does not fit: undo the first part */
+                for (int y = placed - 1; y >= 0; y--)
+                    node_apply(cy, reps[y].node, &pc->r, reps[y].devs, -1);
+            else
+                placed += more;
+        }
+    } else {
+        placed = select_nodes(cy, pc, cand, nc, lvl, dom, pc->want, reps);
+    }
     if (placed < 0)
         return GQ_ENOMEM;
     if (pc->gang && placed < pc->want)
@@ -1167,6 +1285,7 @@ static void reason_text(struct cy *cy, struct gq_buf *b, const struct place_ctx 
         break;
     case R_GPUMEM: gq_buf_printf(b, "less than %d GiB GPU memory", jb->req.min_gpu_mem_gib); break;
     case R_RESERVED: gq_buf_puts(b, "reserved for a higher job"); break;
+    case R_CLAIMED: gq_buf_puts(b, "held for a preempting job"); break;
     case R_PROTECTED:
         gq_buf_printf(b, "in protected pool %s", pool_name ? pool_name : "?");
         break;
@@ -1386,6 +1505,7 @@ static int build(struct cy *cy)
         sc_recount(&n->c);
         n->pool = s->npools > 0 ? sn->pool : -1;
         n->reserved_by = -1;
+        n->claimed_by = -1;
         n->excluded = !sn->ready ? R_NOTREADY : (sn->unschedulable ? R_UNSCHED : 0);
         cy->cluster_gpus += n->c.ndev;
         for (int l = 0; l < cfg->nlevels; l++) {
@@ -1533,6 +1653,7 @@ static int build(struct cy *cy)
             return bad(cy, "job %s: bad request (gpus %d)", jb->id, jb->req.gpus);
         cj->team = jb->team >= 0 ? jb->team : s->nteams;
         cj->claim_e = -1;
+        cj->pf = -1;
         if (jb->state == SCHED_JOB_RUNNING) {
             if (jb->nplaced < 0 || jb->nplaced > jb->replicas || (jb->nplaced && !jb->placement))
                 return bad(cy, "job %s: bad placement (%d replicas)", jb->id, jb->nplaced);
@@ -1548,7 +1669,8 @@ static int build(struct cy *cy)
             charge(cy, cj->team, &cj->r, jb->placement, jb->nplaced, 1);
             if (jb->nplaced > 0 && !jb->terminating)
                 cy->running[cy->nrunning++] = x;
-            cj->want = jb->gang ? 0 : jb->replicas - jb->nplaced;
+            /* a job being stopped gets no more replicas */
+            cj->want = jb->gang || jb->terminating ? 0 : jb->replicas - jb->nplaced;
         } else {
             cj->want = jb->replicas;
         }
@@ -1565,6 +1687,37 @@ static int build(struct cy *cy)
             cy->j[p].stopping++;
             if (cy->j[p].want > 0 && p != x)
                 claim_set(cy, p, jb->nplaced > 0 ? cy->n[jb->placement[0].node].c.type : -1);
+        }
+    }
+
+    /* jobs preempted for a job that still waits: resolve the preemptor's id */
+    int npf = 0;
+    for (int x = 0; x < cy->nj; x++)
+        npf += s->jobs[x].preempted_for != NULL;
+    if (npf > 0) {
+        int *at = slot(ctx, SL_IDS, (size_t)cy->nj * sizeof(int));
+        if (!at)
+            return GQ_ENOMEM;
+        sc_strtab_reset(&ctx->ids);
+        for (int x = 0; x < cy->nj; x++) {
+            if (cy->j[x].want <= 0)
+                continue; /* only a job with replicas to place holds a claim */
+            int before = ctx->ids.n;
+            int id = sc_strtab_get(&ctx->ids, s->jobs[x].id, 1);
+            if (id < -1)
+                return GQ_ENOMEM;
+            if (ctx->ids.n > before)
+                at[id] = x; /* first job with that id */
+        }
+        for (int x = 0; x < cy->nj; x++) {
+            const char *pf = s->jobs[x].preempted_for;
+            int id = pf ? sc_strtab_get(&ctx->ids, pf, 0) : -1;
+            int p = id >= 0 ? at[id] : -1;
+            if (p < 0 || p == x || cy->j[p].want <= 0)
+                continue; /* its preemptor is gone or placed: no claim */
+            cy->j[x].pf = p;
+            if (s->jobs[x].state == SCHED_JOB_WAITING)
+                cy->j[p].nvictims++;
         }
     }
 
@@ -1750,17 +1903,6 @@ static int team_over_nominal(const struct cy *cy, int t)
     return 0;
 }
 
-static int team_under_nominal_in(const struct cy *cy, int t, int cohort)
-{
-    const struct cy_team *ct = &cy->t[t];
-    if (ct->cohort < 0 || ct->cohort != cohort)
-        return 0;
-    for (int e = ct->q0; e < ct->q0 + ct->nq; e++)
-        if (cy->q[e].used < cy->q[e].nominal)
-            return 1;
-    return 0;
-}
-
 static int victim_cmp(const struct cy *cy, const struct victim *a, const struct victim *b)
 {
     const struct sched_job *x = &cy->s->jobs[a->job], *y = &cy->s->jobs[b->job];
@@ -1821,7 +1963,7 @@ static int fits_now(struct cy *cy, struct place_ctx *pc, struct sched_replica *r
  * preemptor's nodes reserved, 0 when no victim set works, < 0 on error.
  */
 static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
-                        int quota_blocked)
+                        int quota_blocked, int64_t *until)
 {
     const struct sched_job *J = pc->jb;
     const struct cy_job *cJ = &cy->j[pc->jx];
@@ -1853,8 +1995,16 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
             continue;
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
-        if (cy->s->now - V->admitted_at < cy->cfg->min_runtime_s)
+        if (cV->pf == pc->jx)
+            continue; /* already preempted once for this job: never twice */
+        /* the minimum runtime stops batch and training from trading GPUs; it
+         * never holds back an Inference preemptor. A probe (until != NULL)
+         * counts protected victims too, to say until when they are protected. */
+        int young = cy->s->now - V->admitted_at < cy->cfg->min_runtime_s;
+        if (young && J->cls != SCHED_INFERENCE && !until) {
+            cy->young_skipped++;
             continue;
+        }
         /* relevant: holds a node the job could use, or quota the job needs */
         int rel = quota_blocked && (cV->team == cJ->team ||
                                     (jcoh >= 0 && cy->t[cV->team].cohort == jcoh));
@@ -1871,10 +2021,15 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
                 w.prot = 1;
         }
         w.borrower = team_over_nominal(cy, cV->team);
-        w.lent = w.borrower && cV->team != cJ->team && team_under_nominal_in(cy, cJ->team, jcoh);
         {
-            int ve = job_entry(cy, v, cy->n[V->placement[0].node].c.type);
+            /* it borrows quota the preemptor's team lends: over nominal on the
+             * GPU type it runs on, in the quota group where the preemptor's
+             * team is under nominal */
+            int vtype = cy->n[V->placement[0].node].c.type;
+            int ve = job_entry(cy, v, vtype), je = job_entry(cy, pc->jx, vtype);
             w.qborrow = ve >= 0 && cy->q[ve].used > cy->q[ve].nominal;
+            w.lent = w.qborrow && cV->team != cJ->team && je >= 0 &&
+                     cy->q[je].group == cy->q[ve].group && cy->q[je].used < cy->q[je].nominal;
         }
         if (!(V->priority < J->priority || w.lent || w.prot))
             continue;
@@ -1963,6 +2118,18 @@ retry:
             goto out;
         goto retry;
     }
+    if (until) {
+        /* probe: the latest end of protection among the victims needed */
+        *until = 0;
+        for (int c = 0; c < nch; c++) {
+            const struct sched_job *V = &cy->s->jobs[vs[chosen[c]].job];
+            int64_t end = V->admitted_at + cy->cfg->min_runtime_s;
+            if (end > cy->s->now && end > *until)
+                *until = end;
+        }
+        rc = nch;
+        goto out;
+    }
     for (int y = 0; y < got; y++)
         cy->n[reps[y].node].reserved_by = pc->jx;
     for (int c = 0; c < nch; c++) {
@@ -2000,10 +2167,35 @@ out:
 
 /* ---------------- reservation ---------------- */
 
-/* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
- * Only statically eligible nodes that could hold a replica when empty count. */
-static void reserve_for(struct cy *cy, const struct place_ctx *pc)
+/* 1 when name is one of the comma-separated names in list. */
+static int name_in_list(const char *list, const char *name)
 {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* How close node i is to fitting the job: free GPU milli for a GPU job,
+ * free cpu for a CPU-only one. */
+static int64_t closeness(const struct cy *cy, const struct place_ctx *pc, int i)
+{
+    return sc_is_gpu(&pc->r) ? cy->n[i].c.free_milli : cy->n[i].c.cpu_free;
+}
+
+/* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
+ * Only statically eligible nodes that could hold a replica when empty count.
+ * The domain it reserved last cycle (jb->reserved_domain) is kept until
+ * another is strictly closer to fitting; the choice is recorded in the job
+ * (cy_job.reserved) for its WAIT. */
+static int reserve_for(struct cy *cy, const struct place_ctx *pc)
+{
+    const char *prevname = pc->jb->reserved_domain;
     const struct cy_skey *sk = &cy->sk[pc->skey];
     int lvl = pc->L;
     int want = pc->want;
@@ -2011,7 +2203,7 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
     int *cand = cy->cand, nc = 0;
     for (int x = 0; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
-        if (cy->n[i].reserved_by >= 0)
+        if (cy->n[i].reserved_by >= 0 || claim_blocks(cy, cy->n[i].claimed_by, pc->jx))
             continue;
         const struct sched_node *sn = &cy->s->nodes[i];
         struct sc_node empty = cy->n[i].c;
@@ -2030,7 +2222,7 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
         cand[nc++] = i;
     }
     if (nc == 0)
-        return;
+        return 0;
     /* per domain: pick up to `want` nodes with the most free capacity */
     int bestdom = -1;
     int64_t bestscore = -1;
@@ -2048,12 +2240,20 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
         cnt[d] += cy->candcap[x];
         fr[d] += cy->n[cand[x]].c.free_milli + cy->n[cand[x]].c.cpu_free / 1000;
     }
+    int prev = -1, prev_ok = 0;
+    if (lvl >= 0 && prevname && prevname[0]) {
+        prev = sc_strtab_get(&cy->ctx->doms[lvl], prevname, 0);
+        if (prev < -1)
+            prev = -1;
+    }
     for (int x = 0; x < nc; x++) {
         int d = lvl >= 0 ? dom_of(cy, cand[x], lvl) : 0;
         if (cnt[d] < 0)
             continue;
         /* the domain could hold the whole job once its own work drains */
         if (cnt[d] >= want) {
+            if (d == prev)
+                prev_ok = 1;
             if (fr[d] > bestscore || (fr[d] == bestscore && d < bestdom)) {
                 bestscore = fr[d];
                 bestdom = d;
@@ -2062,24 +2262,71 @@ static void reserve_for(struct cy *cy, const struct place_ctx *pc)
         cnt[d] = -1;
     }
     if (bestdom < 0)
-        return;
-    /* reserve the `want` freest nodes of the domain */
+        return 0;
+    if (prev_ok && prev != bestdom) {
+        /* keep the domain it holds unless the other is strictly closer */
+        int64_t cb = 0, cp = 0;
+        for (int x = 0; x < nc; x++) {
+            int d = dom_of(cy, cand[x], lvl);
+            if (d == bestdom)
+                cb += closeness(cy, pc, cand[x]);
+            else if (d == prev)
+                cp += closeness(cy, pc, cand[x]);
+        }
+        if (cb <= cp)
+            bestdom = prev;
+    }
+    /* reserve the `want` freest nodes of the domain; without a level the
+     * nodes reserved last cycle keep it on equal closeness */
+    struct gq_buf b;
+    gq_buf_init(&b, SCHED_MSG_MAX);
+    int nres = 0;
     for (int k = 0; k < want; k++) {
-        int bi = -1;
+        int bi = -1, bprev = 0;
         for (int x = 0; x < nc; x++) {
             int i = cand[x];
             if ((lvl >= 0 && dom_of(cy, i, lvl) != bestdom) || cy->n[i].reserved_by >= 0)
                 continue;
-            if (bi < 0 || cy->n[i].c.free_milli > cy->n[bi].c.free_milli ||
-                (cy->n[i].c.free_milli == cy->n[bi].c.free_milli &&
-                 cy->n[i].c.cpu_free > cy->n[bi].c.cpu_free))
+            int ip = lvl < 0 && prevname && cy->s->nodes[i].name &&
+                     name_in_list(prevname, cy->s->nodes[i].name);
+            int better;
+            if (bi < 0)
+                better = 1;
+            else if (closeness(cy, pc, i) != closeness(cy, pc, bi))
+                better = closeness(cy, pc, i) > closeness(cy, pc, bi);
+            else if (ip != bprev)
+                better = ip;
+            else if (cy->n[i].c.free_milli != cy->n[bi].c.free_milli)
+                better = cy->n[i].c.free_milli > cy->n[bi].c.free_milli;
+            else
+                better = cy->n[i].c.cpu_free > cy->n[bi].c.cpu_free;
+            if (better) {
                 bi = i;
+                bprev = ip;
+            }
         }
         if (bi < 0)
             break;
         cy->n[bi].reserved_by = pc->jx;
+        if (lvl < 0)
+            gq_buf_printf(&b, "%s%s", nres ? "," : "", cy->s->nodes[bi].name ? cy->s->nodes[bi].name : "?");
+        else if (nres == 0) {
+            const struct sched_node *sn = &cy->s->nodes[bi];
+            const char *v = sc_label(sn, cy->cfg->levels[lvl].label_key);
+            gq_buf_puts(&b, v && v[0] ? v : (sn->name ? sn->name : "?"));
+        }
+        nres++;
     }
     cy->reservations++;
+    int rc = 0;
+    if (nres > 0) {
+        cy->j[pc->jx].reserved = b.p ? res_str(cy, b.p) : NULL;
+        cy->j[pc->jx].reserved_n = nres;
+        if (!cy->j[pc->jx].reserved)
+            rc = GQ_ENOMEM;
+    }
+    gq_buf_release(&b);
+    return rc;
 }
 
 /* ---------------- stopping victims ---------------- */
@@ -2107,6 +2354,25 @@ static int hold_for(struct cy *cy, int jx, int *type)
 }
 
 /* ---------------- cycle ---------------- */
+
+/* Plan preemption for a blocked job. When no victim set works only because
+ * the minimum runtime protects some candidates, record in the job when the
+ * last victim it would need leaves that protection (its WAIT says so). */
+static int preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+                   int quota_blocked)
+{
+    cy->young_skipped = 0;
+    int got = plan_preempt(cy, pc, reps, quota_blocked, NULL);
+    if (got != 0 || cy->young_skipped == 0)
+        return got;
+    int64_t until = 0;
+    int rc = plan_preempt(cy, pc, reps, quota_blocked, &until);
+    if (rc < 0)
+        return rc;
+    if (rc > 0)
+        cy->j[pc->jx].until = until;
+    return 0;
+}
 
 static int make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc)
 {
@@ -2181,7 +2447,17 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
     d->job = pc->jx;
     d->nrep = got;
     d->rep = (const struct sched_replica *)(uintptr_t)off; /* fixed up at the end */
-    int lvl = pc->L >= 0 ? pc->L : pc->P;
+    /* the domain the replicas actually share: the tightest level, at or wider
+     * than the one the job names (required or preferred), whose one labelled
+     * domain holds every replica of this admission; none when none does */
+    int lvl = GQ_MAX(pc->L, pc->P);
+    for (; lvl >= 0; lvl--) {
+        int dm = dom_of(cy, reps[0].node, lvl), same = dm < cy->ctx->doms[lvl].n;
+        for (int y = 1; y < got && same; y++)
+            same = dom_of(cy, reps[y].node, lvl) == dm;
+        if (same)
+            break;
+    }
     if (lvl >= 0) {
         const struct sched_node *sn = &cy->s->nodes[reps[0].node];
         const char *v = sc_label(sn, cy->cfg->levels[lvl].label_key);
@@ -2202,10 +2478,35 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
     return 0;
 }
 
+/* RFC 3339 (UTC, seconds) of t seconds since the epoch; pure arithmetic
+ * (days to civil date, proleptic Gregorian calendar). */
+static void fmt_time(struct gq_buf *b, int64_t t)
+{
+    int64_t days = t / 86400, sec = t % 86400;
+    if (sec < 0) {
+        sec += 86400;
+        days--;
+    }
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    gq_buf_printf(b, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
+                  (long long)d, (long long)(sec / 3600), (long long)(sec / 60 % 60),
+                  (long long)(sec % 60));
+}
+
 static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked,
                     const char *extra)
 {
-    if (!extra && !quota_blocked && nodes_part) {
+    int64_t until = cy->j[jx].until;
+    const char *held = cy->j[jx].reserved;
+    if (!extra && !quota_blocked && nodes_part && until <= 0 && !held) {
         cy->j[jx].msg = nodes_part; /* shared per shape key, result-owned */
         return 0;
     }
@@ -2219,12 +2520,106 @@ static int wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blo
         gq_buf_puts(&b, b.len ? "; " : "");
         explain_quota(cy, jx, &b);
     }
+    if (until > 0) {
+        gq_buf_printf(&b, "%sthe jobs it would preempt are protected by the minimum runtime (%llds) until ",
+                      b.len ? "; " : "", (long long)cy->cfg->min_runtime_s);
+        fmt_time(&b, until);
+    }
+    if (held) {
+        int L = job_topo(cy, cy->s->jobs[jx].topo_required);
+        if (L >= 0)
+            gq_buf_printf(&b, "; reserves %s %s", cy->cfg->levels[L].name, held);
+        else
+            gq_buf_printf(&b, "; reserves node%s %s", cy->j[jx].reserved_n > 1 ? "s" : "", held);
+    }
     const char *m = res_str(cy, b.p ? b.p : "waiting");
     gq_buf_release(&b);
     if (!m)
         return GQ_ENOMEM;
     cy->j[jx].msg = m;
     return 0;
+}
+
+/*
+ * Claims of waiting preemptors, taken before the queue is walked. A waiting
+ * job with victims (still stopping, or preempted jobs waiting for it) whose
+ * placement fits once its stopping victims are gone claims the nodes of that
+ * placement (claim_blocks: its victims and jobs of lower or equal priority
+ * stay off them) and the quota it needs, in queue order. A preemptor whose
+ * placement no longer fits gives its claim up: its victims are free to run.
+ */
+static int claims_take(struct cy *cy, struct sched_replica *reps)
+{
+    int nc = 0, nterm = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &cy->s->jobs[x];
+        if (cy->j[x].want > 0 && (cy->j[x].stopping > 0 || cy->j[x].nvictims > 0))
+            nc++;
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating)
+            nterm++;
+    }
+    if (nc == 0)
+        return 0;
+    int *list = malloc((size_t)(nc + nterm) * sizeof(int));
+    if (!list)
+        return GQ_ENOMEM;
+    int *term = list + nc;
+    nc = nterm = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &cy->s->jobs[x];
+        if (cy->j[x].want > 0 && (cy->j[x].stopping > 0 || cy->j[x].nvictims > 0))
+            list[nc++] = x;
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating)
+            term[nterm++] = x;
+    }
+    for (int a = 1; a < nc; a++) { /* queue order (few claimants) */
+        int t = list[a], b = a - 1;
+        while (b >= 0 && job_cmp_team(cy->s, list[b], t) > 0) {
+            list[b + 1] = list[b];
+            b--;
+        }
+        list[b + 1] = t;
+    }
+    int rc = 0;
+    for (int c = 0; c < nc && rc == 0; c++) {
+        int p = list[c];
+        struct cy_job *cj = &cy->j[p];
+        claim_drop(cy, p);
+        int ctype = -1;
+        for (int v = 0; v < nterm; v++)
+            if (cy->s->jobs[term[v]].terminating_for == p) {
+                const struct sched_job *V = &cy->s->jobs[term[v]];
+                if (ctype < 0 && V->nplaced > 0)
+                    ctype = cy->n[V->placement[0].node].c.type;
+                remove_job(cy, term[v], 1);
+            }
+        struct place_ctx pc;
+        rc = make_pc(cy, p, cj->r.types, &pc);
+        int got = 0;
+        if (rc == 0) {
+            cy->nocache = 1;
+            got = fits_now(cy, &pc, reps);
+            cy->nocache = 0;
+        }
+        for (int v = nterm - 1; v >= 0; v--)
+            if (cy->s->jobs[term[v]].terminating_for == p)
+                remove_job(cy, term[v], -1);
+        if (rc == 0 && got < 0)
+            rc = got;
+        if (rc)
+            break;
+        if (got > 0) {
+            for (int y = 0; y < got; y++)
+                if (cy->n[reps[y].node].claimed_by < 0)
+                    cy->n[reps[y].node].claimed_by = p;
+            cj->claimant = 1;
+            claim_set(cy, p, cy->n[reps[0].node].c.type);
+        } else if (cj->stopping > 0) {
+            claim_set(cy, p, ctype); /* still waiting for its victims: the quota stays claimed */
+        }
+    }
+    free(list);
+    return rc;
 }
 
 static int run(struct cy *cy)
@@ -2268,6 +2663,9 @@ static int run(struct cy *cy)
     reps = malloc((size_t)maxwant * sizeof(*reps));
     if (!reps)
         return GQ_ENOMEM;
+    rc = claims_take(cy, reps);
+    if (rc)
+        goto out;
     for (int last = -1;;) {
         /* only the last job's team changed its quota usage (admission or claim) */
         if (last >= 0 && cy->t[last].head < cy->t[last].nqueue)
@@ -2295,7 +2693,7 @@ static int run(struct cy *cy)
                 got = hold_for(cy, jx, &ctype);
             } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
                 cy->preempt_tries++;
-                got = plan_preempt(cy, &pc, reps, 1);
+                got = preempt(cy, &pc, reps, 1);
                 if (got < 0) {
                     rc = got;
                     goto out;
@@ -2323,7 +2721,16 @@ static int run(struct cy *cy)
         if (cy->k[pc.key].failed)
             cy->res->stats.shape_cache_hits++;
         cy->res->stats.placements_tried++;
-        int got = try_place(cy, &pc, reps);
+        int got;
+        if (cj->claimant) {
+            /* its claimed nodes were closed to earlier jobs of the same shape:
+             * the fail cache and scan cursor do not speak for it */
+            struct place_ctx own = pc;
+            own.key = -1;
+            got = try_place(cy, &own, reps);
+        } else {
+            got = try_place(cy, &pc, reps);
+        }
         if (got < 0) {
             rc = got;
             goto out;
@@ -2332,6 +2739,10 @@ static int run(struct cy *cy)
             rc = admit(cy, &pc, reps, got);
             if (rc)
                 goto out;
+            if (cj->claimant) /* placed: what is left of its claimed nodes is free */
+                for (int i = 0; i < cy->nn; i++)
+                    if (cy->n[i].claimed_by == jx)
+                        cy->n[i].claimed_by = -1;
             cj->decided = 1;
             if (!jb->gang && got < pc.want) {
                 char e[SCHED_MSG_MAX];
@@ -2354,7 +2765,7 @@ static int run(struct cy *cy)
         } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
             /* worth trying only when some running job could be a victim */
             cy->preempt_tries++;
-            pre = plan_preempt(cy, &pc, reps, 0);
+            pre = preempt(cy, &pc, reps, 0);
             if (pre < 0) {
                 rc = pre;
                 goto out;
@@ -2370,7 +2781,9 @@ static int run(struct cy *cy)
             rc = wait_msg(cy, jx, NULL, 0, e);
         } else {
             if (cy->reservations < cy->cfg->max_reservations)
-                reserve_for(cy, &pc);
+                rc = reserve_for(cy, &pc);
+            if (rc)
+                goto out;
             rc = wait_msg(cy, jx, nodes_part, 0, NULL);
         }
         if (rc)
@@ -2399,6 +2812,8 @@ static int run(struct cy *cy)
         d->job = jx;
         d->position = cy->j[jx].want;
         d->message = cy->j[jx].msg;
+        d->until = cy->j[jx].until;
+        d->reserved = cy->j[jx].reserved;
     }
     /* fix up replica pointers */
     for (size_t x = 0; x < cy->ndec; x++) {

@@ -14,8 +14,9 @@
  *    allocatable minus foreign usage minus gangq usage.
  *  - All-or-nothing for gangs; required topology respected; quota respected
  *    (nominal + borrowable from the cohort).
- *  - Never preempts an Inference job for a non-Inference job, never a job
- *    admitted less than config.min_runtime_s ago, never a non-preemptible job.
+ *  - Never preempts an Inference job for a non-Inference job, never a
+ *    non-preemptible job, and for a non-Inference preemptor never a job
+ *    admitted less than config.min_runtime_s ago.
  *
  * Ownership: every pointer inside the snapshot (strings, arrays) is owned by
  * the caller and must stay valid during the call. The result is owned by the
@@ -72,7 +73,8 @@ struct sched_config {
     struct sched_level levels[SCHED_LEVELS_MAX];  /* widest first */
     const char *gpu_product_key;  /* default "nvidia.com/gpu.product" */
     const char *gpu_memory_key;   /* default "nvidia.com/gpu.memory" (MiB) */
-    int64_t min_runtime_s;        /* no preemption of work younger than this */
+    int64_t min_runtime_s;        /* no preemption of work younger than this for a
+                                   * non-Inference preemptor (Inference preempts at once) */
     double usage_norm_s;          /* fair share: decayed GPU-seconds worth one held GPU; default 3600 */
     int preemption;               /* 1 = plan preemptions (default), 0 = never */
     int max_reservations;         /* blocked heads that may reserve capacity per cycle; default 1 */
@@ -206,6 +208,28 @@ struct sched_job {
      * preemption, reservations) and count as "node selector mismatch" in the
      * explanation. Appended last so positional initialisers stay valid. */
     const struct sched_label *node_selector; int nnode_selector;
+    /* Id of the job this one was last preempted to make room for (caller-
+     * owned; NULL = never, or forgotten). Honoured only while that job is in
+     * the snapshot with replicas to place (WAITING, or a RUNNING non-gang job
+     * short of replicas):
+     *  - this job WAITING (its pods gone): the preemptor keeps a claim. At
+     *    the start of each cycle a waiting preemptor with such victims (or
+     *    with terminating ones) whose placement fits once its terminating
+     *    victims are gone claims the nodes of that placement and the quota it
+     *    needs: its victims and every job of lower or equal priority stay off
+     *    them until it is placed; a higher-priority job may take them. When
+     *    its placement no longer fits it gives the claim up (its victims are
+     *    free to run) and may plan anew.
+     *  - this job RUNNING (re-admitted): it is never chosen as a victim for
+     *    that job again, so no job is preempted twice for the same waiting
+     *    preemptor.
+     * Appended last so positional initialisers stay valid. */
+    const char *preempted_for;
+    /* WAITING: what its reservation held last cycle, as the WAIT decision's
+     * `reserved` returned it (caller-owned; NULL none). The reservation keeps
+     * that domain (or those nodes) until another is strictly closer to
+     * fitting, so backfill does not fill the one being drained. Appended. */
+    const char *reserved_domain;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these
@@ -234,8 +258,21 @@ struct sched_decision {
     int position;     /* WAIT: 1-based position in its team's queue; else 0 */
     int nrep;         /* ADMIT: replicas placed */
     const struct sched_replica *rep; /* ADMIT: placement (result-owned) */
-    const char *domain;  /* ADMIT: domain name at the required (else preferred) level, or NULL */
+    const char *domain;  /* ADMIT: the tightest labelled domain, at or wider than the job's
+                          * required (else preferred) level, holding every replica of this
+                          * admission; NULL when none does or the job names no level */
     const char *message; /* WAIT: explanation; PREEMPT: reason; ADMIT: summary */
+    /* WAIT: the job could preempt once the victims it needs are past the
+     * minimum runtime: the time (snapshot clock, seconds) when the last of them
+     * is; the message ends "... protected by the minimum runtime (Ns) until
+     * <RFC 3339 of that time>". 0 otherwise. Appended last. */
+    int64_t until;
+    /* WAIT: what its reservation holds this cycle (result-owned; NULL none):
+     * the domain name at its required level, or without one the reserved
+     * node names joined by ','. The caller passes it back as the job's
+     * reserved_domain next cycle. The message ends "; reserves rack r1" /
+     * "; reserves node n0" / "; reserves nodes n0,n1". Appended last. */
+    const char *reserved;
 };
 
 struct sched_stats {

@@ -38,7 +38,9 @@ int sc_static_ok(const struct sc_node *n, const struct sc_req *r)
         return 0;
     if (n->type < 0 ? r->types != SC_ANY : !(r->types & ((uint64_t)1 << n->type)))
         return 0;
-    if (r->min_mem_mib > 0 && n->gpu_mem_mib < r->min_mem_mib)
+    /* GPU memory compared in whole GiB rounded to nearest, as cards are named:
+     * an H100 80GB reports 81559 MiB (79.6 GiB) and counts as 80 GiB */
+    if (r->min_mem_mib > 0 && (n->gpu_mem_mib + 512) / 1024 * 1024 < r->min_mem_mib)
         return 0;
     return 1;
 }

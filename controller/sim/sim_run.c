@@ -104,6 +104,7 @@ struct rjob {
     uint32_t gen;
     long active_pos; /* index in active[] or -1 */
     long term_for;   /* terminating: trace index of its preemptor, else -1 */
+    char reserved[64]; /* what its reservation held last cycle (sj.reserved_domain) */
     char key[SIM_NAME_MAX + 8];
 };
 
@@ -703,6 +704,8 @@ static int stop_victim(struct run *r, size_t i)
     r->res->lost_gpu_s[s->cls] += lost;
     j->sj.terminating = 0;
     j->sj.terminating_for = -1;
+    /* the core keeps it off what its preemptor claimed while that one waits */
+    j->sj.preempted_for = j->term_for >= 0 ? r->jobs[j->term_for].key : NULL;
     j->term_for = -1;
     if ((rc = release(r, j, -1)))
         return rc;
@@ -730,11 +733,11 @@ static int apply_preempt(struct run *r, const struct sched_decision *d)
                         0)) ||
          (rc = st_audit(r, "gangq", "preempt", j, "Running", "Preempted", d->message ? d->message : ""))))
         return rc;
+    j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
     if (r->grace <= 0)
         return stop_victim(r, i);
     /* its pods terminate for the grace period, holding their capacity */
     j->sj.terminating = 1;
-    j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
     j->gen++; /* the pending completion no longer applies */
     return heap_push(&r->h, r->now + r->grace, EV_STOPPED, i, j->gen);
 }
@@ -823,10 +826,18 @@ static int cycle(struct run *r, int *preempted)
     for (int k = 0; k < res->n && !rc; k++)
         if (res->d[k].kind == SCHED_ADMIT)
             rc = apply_admit(r, &res->d[k]);
+    for (int k = 0; k < n; k++) { /* a reservation is what this cycle's WAITs say */
+        r->jobs[r->snapmap[k]].reserved[0] = 0;
+        r->jobs[r->snapmap[k]].sj.reserved_domain = NULL;
+    }
     for (int k = 0; k < res->n && !rc; k++)
         if (res->d[k].kind == SCHED_WAIT && res->d[k].message) {
             size_t i = r->snapmap[res->d[k].job];
             gq_strlcpy(r->res->jobs[i].reason, res->d[k].message, sizeof(r->res->jobs[i].reason));
+            if (res->d[k].reserved) {
+                gq_strlcpy(r->jobs[i].reserved, res->d[k].reserved, sizeof(r->jobs[i].reserved));
+                r->jobs[i].sj.reserved_domain = r->jobs[i].reserved;
+            }
         }
     sched_result_free(res);
     for (int k = 0; k < n; k++)

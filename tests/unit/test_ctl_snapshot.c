@@ -241,9 +241,9 @@ static void test_snapshot_build(void **state)
     pg.attempt = 1;
     assert_int_equal(ctl_placement_add(&pg, 0, "gone-node", 1u), 0); /* nothing placed: left out */
     struct ctl_jobin jobs[] = {
-        {"ns1/w", &jw, 0, 5000, 0, NULL},
-        {"ns2/r", &jr, 1, 1000, 7000, &pr},
-        {"ns2/g", &jg, 1, 2000, 8000, &pg},
+        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1"},
+        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", ""},
+        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL},
     };
     double usage[2] = {3600.0, 0.0};
     struct sched_config cfg;
@@ -328,6 +328,12 @@ static void test_snapshot_build(void **state)
     assert_int_equal(w->pool, -1);
     assert_int_equal(w->enqueue_time, 5);
     assert_int_equal(w->state, SCHED_JOB_WAITING);
+    /* whom it was last preempted for ("" = none) */
+    assert_string_equal(w->preempted_for, "ns2/r");
+    assert_null(r->preempted_for);
+    /* what its reservation held last cycle ("" = nothing) */
+    assert_string_equal(w->reserved_domain, "r1");
+    assert_null(r->reserved_domain);
 
     assert_int_equal(r->team, 1);
     assert_int_equal(r->cls, SCHED_INFERENCE);

@@ -160,7 +160,7 @@ static void test_used_1_2_no_room_for_2(void **st)
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     const struct sched_decision *w = dec(&f, c, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 2 GPUs: 1 fewer than 2 free GPUs");
+    assert_string_equal(w->message, "0/1 nodes fit 2 GPUs: 1 fewer than 2 free GPUs; reserves node n0");
     assert_int_equal(w->position, 1);
     /* a 1-GPU job still fits on the last device */
     /* a 1-GPU job of higher priority still fits on the last device (at equal
@@ -316,7 +316,7 @@ static void test_inference_preempts_experiment(void **st)
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     w = dec(&f, exp, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; reserves node n0");
     fx_done(&f);
 }
 
@@ -365,7 +365,7 @@ static void test_protected_pool_borrow_reclaim(void **st)
     assert_int_equal(cycle(&f), 0);
     const struct sched_decision *w = dec(&f, bj, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference");
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference; reserves node n0");
     /* and a non-protected pool of another class is closed */
     f.pools[0].protected_pool = 0;
     assert_int_equal(cycle(&f), 0);
@@ -428,7 +428,7 @@ static void test_topology(void **st)
     assert_non_null(w);
     assert_string_equal(w->message,
                         "4/5 nodes fit 3x1 GPU: 1 fewer than 1 free GPU; fewer than 3 distinct "
-                        "rack domains fit");
+                        "rack domains fit; reserves nodes n1,n2,n3");
     /* preferred rack packs both replicas into one rack */
     f.jobs[g].topo_spread = -1;
     f.jobs[g].topo_preferred = rack;
@@ -615,7 +615,9 @@ static void test_preemption_choice(void **st)
     assert_int_equal(cycle(&f), 0);
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
     assert_string_equal(dec(&f, hi, SCHED_WAIT)->message,
-                        "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+                        "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would preempt "
+                        "are protected by the minimum runtime (300s) until 1970-01-02T03:51:30Z; reserves node n0");
+    assert_int_equal(dec(&f, hi, SCHED_WAIT)->until, f.now + 290);
     /* non-preemptible and equal priority are never victims */
     f.jobs[b1].admitted_at = f.jobs[b2].admitted_at = f.jobs[tr].admitted_at = 0;
     f.jobs[b1].preemptible = f.jobs[b2].preemptible = 0;
@@ -651,7 +653,7 @@ static void test_shares(void **st)
     assert_true(dc->rep[0].devs != da->rep[0].devs);
     const struct sched_decision *w = dec(&f, d, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 500m GPU: 1 no GPU with 500m free");
+    assert_string_equal(w->message, "0/1 nodes fit 500m GPU: 1 no GPU with 500m free; reserves node n0");
     fx_done(&f);
 }
 
@@ -849,7 +851,7 @@ static void test_reservation_backfill(void **st)
     int s3 = add_job(&f, "x/s3", 1, 1, SCHED_BATCH, 10);
     assert_int_equal(cycle(&f), 0);
     assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
-                        "0/2 nodes fit 8 GPUs: 2 fewer than 8 free GPUs");
+                        "0/2 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; reserves node n0");
     /* node 0 (6 free) is reserved for big: s1 and s2 go to node 1 */
     const struct sched_decision *a1 = dec(&f, s1, SCHED_ADMIT);
     assert_non_null(a1);
@@ -1366,7 +1368,7 @@ static void test_node_selector_reservation(void **st)
     int s2 = add_job(&f, "x/s2", 4, 1, SCHED_BATCH, 10);
     assert_int_equal(cycle(&f), 0);
     assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
-                        "0/2 nodes fit 8 GPUs: 1 node selector mismatch, 1 fewer than 8 free GPUs");
+                        "0/2 nodes fit 8 GPUs: 1 node selector mismatch, 1 fewer than 8 free GPUs; reserves node n1");
     /* node 1 is reserved for big, node 0 is free for s2 (it would be reserved
      * without the selector, see test_reservation_backfill) */
     const struct sched_decision *a = dec(&f, s2, SCHED_ADMIT);
@@ -1413,6 +1415,564 @@ static void test_node_selector_preempt(void **st)
     fx_done(&f);
 }
 
+/* The minimum runtime never holds back an Inference preemptor; a Training
+ * preemptor held back by it says until when the victims are protected. */
+static void test_min_runtime_inference(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.now = 1764565200; /* 2025-12-01T05:00:00Z */
+    add_node(&f, 8, "H100", 64000, NULL);
+    int b = add_job(&f, "research/batch", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, b, 0, 0xFF);
+    f.jobs[b].admitted_at = f.now - 60; /* admitted a minute ago, min runtime 300 s */
+    int prod = add_job(&f, "prod/serve", 4, 1, SCHED_INFERENCE, 1000);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *p = dec(&f, b, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, prod);
+    assert_string_equal(p->message, "preempted to make room for prod/serve (Inference, priority 1000): "
+                                    "lower priority 10");
+    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+    assert_int_equal(dec(&f, prod, SCHED_WAIT)->until, 0);
+
+    /* a Training preemptor waits for the minimum runtime and says until when */
+    f.jobs[prod].cls = SCHED_TRAINING;
+    f.jobs[prod].gang = 1;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    const struct sched_decision *w = dec(&f, prod, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would "
+                                    "preempt are protected by the minimum runtime (300s) until "
+                                    "2025-12-01T05:04:00Z; reserves node n0");
+    assert_int_equal(w->until, f.now + 240);
+    /* past the minimum runtime it preempts, and nothing is said of it */
+    f.now += 240;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, b, SCHED_PREEMPT));
+    assert_int_equal(dec(&f, prod, SCHED_WAIT)->until, 0);
+    /* a job that could not preempt anyway (equal priority) says nothing of the runtime */
+    f.now -= 240;
+    f.jobs[prod].priority = 10;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_string_equal(dec(&f, prod, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; reserves node n0");
+    fx_done(&f);
+}
+
+/* GPU memory from real nvidia.com/gpu.memory label values (MiB) is compared
+ * in GiB rounded to nearest: A100 40GB 40960 = 40, A100 80GB 81920 = 80,
+ * H100 80GB 81559 = 79.6 -> 80, L40S 46068 = 44.99 -> 45, L4 23034 = 22.49 -> 22. */
+static void test_gpu_memory_labels(void **st)
+{
+    (void)st;
+    static const struct { const char *product, *mib; } cards[] = {
+        {"NVIDIA-A100-SXM4-40GB", "40960"}, {"NVIDIA-A100-SXM4-80GB", "81920"},
+        {"NVIDIA-H100-80GB-HBM3", "81559"}, {"NVIDIA-L40S", "46068"}, {"NVIDIA-L4", "23034"}};
+    static const struct { int gib; const char *admitted_on; } cases[] = {
+        {80, "NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3"},
+        {81, ""},
+        {45, "NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S"},
+        {46, "NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3"},
+        {40, "NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S"},
+        {22, "NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S NVIDIA-L4"},
+        {23, "NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB NVIDIA-H100-80GB-HBM3 NVIDIA-L40S"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct fx f;
+        fx_init(&f);
+        for (int i = 0; i < 5; i++) {
+            int n = add_node(&f, 1, cards[i].product, 64000, NULL);
+            f.nodes[n].gpu_mem_mib = 0; /* read the label, as GFD writes it */
+            f.labels[n][f.nodes[n].nlabels++] = (struct sched_label){"nvidia.com/gpu.memory", cards[i].mib};
+        }
+        /* one 1-GPU job per card: each is admitted only where the memory suffices */
+        for (int i = 0; i < 5; i++) {
+            char id[32];
+            snprintf(id, sizeof(id), "ml/j%d", i);
+            int j = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+            f.jobs[j].req.min_gpu_mem_gib = cases[c].gib;
+        }
+        assert_int_equal(cycle(&f), 0);
+        char got[256] = "";
+        int len = 0;
+        for (int i = 0; i < 5; i++) {
+            int on = 0;
+            for (int j = 0; j < f.nj; j++) {
+                const struct sched_decision *a = dec(&f, j, SCHED_ADMIT);
+                if (a && a->rep[0].node == i)
+                    on = 1;
+            }
+            if (on)
+                len += snprintf(got + len, sizeof(got) - (size_t)len, "%s%s", len ? " " : "", cards[i].product);
+        }
+        if (strcmp(got, cases[c].admitted_on) != 0)
+            fprintf(stderr, "min %d GiB: admitted on '%s'\n", cases[c].gib, got);
+        assert_string_equal(got, cases[c].admitted_on);
+        fx_done(&f);
+    }
+}
+
+/* The admission names the domain the replicas actually share: with a
+ * preferred rack that no rack can hold, replicas spread over racks and no
+ * rack is named; packed into one rack, that rack is. */
+static void test_admit_domain_shared(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, "r1");
+    add_node(&f, 8, "H100", 64000, "r1");
+    add_node(&f, 8, "H100", 64000, "r2");
+    add_node(&f, 8, "H100", 64000, "r2");
+    int rack = sched_config_level(&f.cfg, "rack");
+    int g = add_job(&f, "ml/g", 8, 3, SCHED_TRAINING, 10);
+    f.jobs[g].topo_preferred = rack;
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->nrep, 3);
+    assert_null(a->domain);
+    assert_string_equal(a->message, "admitted 3 replicas");
+    /* two replicas fit one rack: it is named */
+    f.jobs[g].replicas = 2;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(f.racks[a->rep[0].node][1], f.racks[a->rep[1].node][1]);
+    assert_string_equal(a->domain, f.racks[a->rep[0].node]);
+    char want[64];
+    snprintf(want, sizeof(want), "admitted 2 replicas in rack %s", f.racks[a->rep[0].node]);
+    assert_string_equal(a->message, want);
+    /* a required rack with one replica names the rack, not the node */
+    f.jobs[g].topo_preferred = -1;
+    f.jobs[g].topo_required = rack;
+    f.jobs[g].replicas = 1;
+    assert_int_equal(cycle(&f), 0);
+    a = dec(&f, g, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_string_equal(a->domain, f.racks[a->rep[0].node]);
+    fx_done(&f);
+}
+
+/* A 12-node network topology (datacenter / spine / block, as NVIDIA's
+ * knavigator benchmark labels it), 5 nodes cordoned. `preferred: block`
+ * means the tightest block that fits, else the tightest spine, else the
+ * datacenter. Free nodes: sw11 {n2,n3}, sw12 {n4}, sw13 {n5,n7,n8}, sw14 {n9};
+ * spine sw21 = sw11+sw12 (3 free), sw22 = sw13+sw14 (4 free). */
+static void test_preferred_topology(void **st)
+{
+    (void)st;
+    static const struct { const char *spine, *block; int cordoned; } layout[12] = {
+        {"sw21", "sw11", 1}, {"sw21", "sw11", 0}, {"sw21", "sw11", 0}, {"sw21", "sw12", 0},
+        {"sw22", "sw13", 0}, {"sw22", "sw13", 1}, {"sw22", "sw13", 0}, {"sw22", "sw13", 0},
+        {"sw22", "sw14", 0}, {"sw23", "sw15", 1}, {"sw23", "sw15", 1}, {"sw23", "sw15", 1}};
+    static struct sched_label lab[12][4];
+    static char names[12][16];
+    struct fx f;
+    fx_init(&f);
+    f.cfg.nlevels = 4;
+    f.cfg.levels[0] = (struct sched_level){"datacenter", "network.topology.nvidia.com/datacenter"};
+    f.cfg.levels[1] = (struct sched_level){"spine", "network.topology.nvidia.com/spine"};
+    f.cfg.levels[2] = (struct sched_level){"block", "network.topology.nvidia.com/block"};
+    f.cfg.levels[3] = (struct sched_level){"node", "kubernetes.io/hostname"};
+    for (int i = 0; i < 12; i++) {
+        int n = add_node(&f, 8, "H100", 64000, NULL);
+        snprintf(names[i], sizeof(names[i]), "n%d", i + 1);
+        f.nodes[n].name = names[i];
+        lab[i][0] = (struct sched_label){"network.topology.nvidia.com/datacenter", "dc1"};
+        lab[i][1] = (struct sched_label){"network.topology.nvidia.com/spine", layout[i].spine};
+        lab[i][2] = (struct sched_label){"network.topology.nvidia.com/block", layout[i].block};
+        lab[i][3] = (struct sched_label){"kubernetes.io/hostname", names[i]};
+        f.nodes[n].labels = lab[i];
+        f.nodes[n].nlabels = 4;
+        f.nodes[n].unschedulable = layout[i].cordoned;
+    }
+    int block = sched_config_level(&f.cfg, "block");
+    int spine = sched_config_level(&f.cfg, "spine");
+    static const struct { int replicas, level; const char *nodes, *msg; } cases[] = {
+        /* the one block with 3 free nodes */
+        {3, 2, "n5 n7 n8", "admitted 3 replicas in block sw13"},
+        /* 2 replicas: the tightest block that fits is sw11 (2 free), not sw13 */
+        {2, 2, "n2 n3", "admitted 2 replicas in block sw11"},
+        /* 1 replica: a block with one free node */
+        {1, 2, "n4", "admitted 1 replica in block sw12"},
+        /* 4 replicas: no block holds them; the tightest spine that does, sw22 */
+        {4, 2, "n5 n7 n8 n9", "admitted 4 replicas in spine sw22"},
+        /* 5: no spine holds them; the datacenter does, and the replicas still
+         * fill one spine before the other */
+        {5, 2, "*", "admitted 5 replicas in datacenter dc1"},
+        /* required spine alone: the tightest spine that holds 3, sw21 */
+        {3, -1, "n2 n3 n4", "admitted 3 replicas in spine sw21"},
+        /* required spine and preferred block: the spine whose block holds all 3 */
+        {3, -2, "n5 n7 n8", "admitted 3 replicas in block sw13"},
+    };
+    int g = add_job(&f, "ml/gang", 8, 3, SCHED_TRAINING, 10);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        f.jobs[g].replicas = cases[c].replicas;
+        f.jobs[g].topo_preferred = cases[c].level == 2 ? block : -1;
+        f.jobs[g].topo_required = cases[c].level < 0 ? spine : -1;
+        if (cases[c].level == -2)
+            f.jobs[g].topo_preferred = block;
+        assert_int_equal(cycle(&f), 0);
+        const struct sched_decision *a = dec(&f, g, SCHED_ADMIT);
+        assert_non_null(a);
+        /* nodes in index order */
+        int on[12] = {0};
+        for (int y = 0; y < a->nrep; y++)
+            on[a->rep[y].node] = 1;
+        char got[64] = "";
+        int len = 0;
+        for (int i = 0; i < 12; i++)
+            if (on[i])
+                len += snprintf(got + len, sizeof(got) - (size_t)len, "%s%s", len ? " " : "", names[i]);
+        if (strcmp(cases[c].nodes, "*") == 0) {
+            /* all of sw22's 4 free nodes plus one of sw21 */
+            assert_true(on[4] && on[6] && on[7] && on[8]);
+        } else {
+            assert_string_equal(got, cases[c].nodes);
+        }
+        assert_string_equal(a->message, cases[c].msg);
+    }
+    fx_done(&f);
+}
+
+/* Apply a cycle's decisions the way the controller does: an ADMIT runs the
+ * job from now; a PREEMPT stops the victim at once (its pods are gone by the
+ * next cycle) and records whom it was preempted for. pairs[v][p] counts the
+ * preemptions of job v for job p. */
+static void apply_cycle(struct fx *f, int pairs[MAXJ][MAXJ])
+{
+    for (int i = 0; i < f->res->n; i++) {
+        const struct sched_decision *d = &f->res->d[i];
+        struct sched_job *jb = &f->jobs[d->job];
+        if (d->kind == SCHED_ADMIT) {
+            jb->state = SCHED_JOB_RUNNING;
+            for (int y = 0; y < d->nrep; y++)
+                f->place[d->job][jb->nplaced++] = d->rep[y];
+            jb->placement = f->place[d->job];
+            jb->admitted_at = f->now;
+        } else if (d->kind == SCHED_PREEMPT) {
+            jb->state = SCHED_JOB_WAITING;
+            jb->nplaced = 0;
+            jb->preempted_for = f->jobs[d->for_job].id;
+            pairs[d->job][d->for_job]++;
+        }
+    }
+}
+
+/* A rack-required 2x8 gang of a borrowing team preempts a lower-priority
+ * borrower of another team in the same cohort. The victim also fits within
+ * its own team's nominal quota on another GPU type, so once stopped it goes
+ * ahead of the preemptor in the queue (within-nominal heads first), and it
+ * takes any H100 node. Without the preemptor's claim it was re-admitted onto
+ * the GPUs it had freed and preempted again every minimum runtime. With the
+ * claim the preemptor is admitted at the next cycle, and no job is ever
+ * preempted twice for it. */
+static void test_preemptor_claim_livelock(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.min_runtime_s = 5;
+    int rack = sched_config_level(&f.cfg, "rack");
+    add_node(&f, 8, "H100", 64000, "r1"); /* n0: the victim */
+    add_node(&f, 8, "H100", 64000, "r1"); /* n1: free */
+    add_node(&f, 8, "H100", 64000, "r2"); /* n2, n3: the lender's own work */
+    add_node(&f, 8, "H100", 64000, "r2");
+    add_node(&f, 8, "A100", 64000, "r3"); /* n4: full */
+    /* cohort c: a borrows for its gang, b borrows H100 (but has A100 room),
+     * l lends H100, d owns the A100 */
+    f.quotas[0][0] = (struct sched_quota){"H100", 8, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"H100", 0, -1, -1};
+    f.quotas[1][1] = (struct sched_quota){"A100", 8, -1, -1};
+    f.quotas[2][0] = (struct sched_quota){"H100", 32, -1, -1};
+    f.quotas[3][0] = (struct sched_quota){"A100", 8, -1, -1};
+    f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 50000};
+    f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 2, 0};
+    f.teams[2] = (struct sched_team){"l", "c", 1, f.quotas[2], 1, 0};
+    f.teams[3] = (struct sched_team){"d", "c", 1, f.quotas[3], 1, 0};
+    f.nt = 4;
+    int v = add_job(&f, "b/v", 8, 1, SCHED_BATCH, 10);
+    f.jobs[v].team = 1;
+    f.jobs[v].req.types[0] = "H100";
+    f.jobs[v].req.types[1] = "A100";
+    f.jobs[v].req.ntypes = 2;
+    run_on(&f, v, 0, 0xFF);
+    for (int k = 0; k < 2; k++) {
+        int l = add_job(&f, k ? "l/w2" : "l/w1", 8, 1, SCHED_BATCH, 10);
+        f.jobs[l].team = 2;
+        run_on(&f, l, 2 + k, 0xFF);
+    }
+    int d = add_job(&f, "d/w", 8, 1, SCHED_BATCH, 10);
+    f.jobs[d].team = 3;
+    run_on(&f, d, 4, 0xFF);
+    int p = add_job(&f, "a/gang", 8, 2, SCHED_TRAINING, 100);
+    f.jobs[p].team = 0;
+    f.jobs[p].req.types[0] = "H100";
+    f.jobs[p].req.ntypes = 1;
+    f.jobs[p].topo_required = rack;
+    static int pairs[MAXJ][MAXJ];
+    memset(pairs, 0, sizeof(pairs));
+    int admitted_at_cycle = -1;
+    for (int c = 0; c < 30 && admitted_at_cycle < 0; c++) {
+        assert_int_equal(cycle(&f), 0);
+        if (c == 0) {
+            const struct sched_decision *pr = dec(&f, v, SCHED_PREEMPT);
+            assert_non_null(pr);
+            assert_int_equal(pr->for_job, p);
+            assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+            assert_string_equal(dec(&f, p, SCHED_WAIT)->message, "waiting for 1 preempted job to stop");
+        }
+        if (c == 1) {
+            /* the victim, ahead of the preemptor in the queue, stays off the
+             * claimed rack and says why */
+            assert_non_null(dec(&f, p, SCHED_ADMIT));
+            const struct sched_decision *w = dec(&f, v, SCHED_WAIT);
+            assert_non_null(w);
+            assert_string_equal(w->message, "0/5 nodes fit 8 GPUs: 3 fewer than 8 free GPUs, "
+                                            "2 held for a preempting job; reserves node n2");
+        }
+        if (dec(&f, p, SCHED_ADMIT))
+            admitted_at_cycle = c;
+        apply_cycle(&f, pairs);
+        for (int x = 0; x < f.nj; x++)
+            assert_true(pairs[x][p] <= 1);
+        f.now += 2;
+    }
+    assert_int_equal(admitted_at_cycle, 1);
+    assert_int_equal(f.place[p][0].node / 2, 0); /* rack r1: n0 and n1 */
+    assert_int_equal(f.place[p][1].node / 2, 0);
+    fx_done(&f);
+}
+
+/* A protected pool takes other classes only when nothing else fits, and
+ * never past its reserve. The inference pool's half-used node is the best
+ * fit for small jobs, yet batch and CPU-only work goes to the batch pool
+ * while it has room (28 free GPUs). */
+static void test_protected_pool_last_resort(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 2};
+    f.pools[1] = (struct sched_pool){"batch", SCHED_CLASS_BIT(SCHED_BATCH) |
+                                                  SCHED_CLASS_BIT(SCHED_TRAINING), 0, 0};
+    f.np = 2;
+    for (int i = 0; i < 2; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 0; /* n0, n1 */
+    for (int i = 0; i < 4; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 1; /* n2..n5 */
+    int serve = add_job(&f, "prod/serve", 6, 1, SCHED_INFERENCE, 1000);
+    run_on(&f, serve, 0, 0x3F);
+    int busy = add_job(&f, "ml/busy", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, busy, 2, 0x0F);
+    int b[5], cpu[2];
+    for (int k = 0; k < 5; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), "ml/small%d", k);
+        b[k] = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+    }
+    for (int k = 0; k < 2; k++) {
+        cpu[k] = add_job(&f, k ? "ml/etl1" : "ml/etl0", 0, 1, SCHED_BATCH, 10);
+        f.jobs[cpu[k]].req.cpu_milli = 4000;
+    }
+    assert_int_equal(cycle(&f), 0);
+    for (int k = 0; k < 5; k++) {
+        const struct sched_decision *a = dec(&f, b[k], SCHED_ADMIT);
+        assert_non_null(a);
+        assert_true(a->rep[0].node >= 2);
+    }
+    for (int k = 0; k < 2; k++) {
+        const struct sched_decision *a = dec(&f, cpu[k], SCHED_ADMIT);
+        assert_non_null(a);
+        assert_true(a->rep[0].node >= 2);
+    }
+    /* the batch pool full: a 1-GPU batch job borrows the inference pool, an
+     * 8-GPU one would leave it fewer than its 2 reserved idle GPUs */
+    fx_done(&f);
+    fx_init(&f);
+    f.pools[0] = (struct sched_pool){"inference", SCHED_CLASS_BIT(SCHED_INFERENCE), 1, 2};
+    f.pools[1] = (struct sched_pool){"batch", SCHED_CLASS_BIT(SCHED_BATCH) |
+                                                  SCHED_CLASS_BIT(SCHED_TRAINING), 0, 0};
+    f.np = 2;
+    for (int i = 0; i < 2; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 0;
+    for (int i = 0; i < 4; i++)
+        f.nodes[add_node(&f, 8, "H100", 64000, NULL)].pool = 1;
+    serve = add_job(&f, "prod/serve", 6, 1, SCHED_INFERENCE, 1000);
+    run_on(&f, serve, 0, 0x3F);
+    for (int i = 2; i < 6; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "ml/fill%d", i);
+        int fj = add_job(&f, id, 8, 1, SCHED_BATCH, 10);
+        f.jobs[fj].req.cpu_milli = 64000; /* its whole node */
+        run_on(&f, fj, i, 0xFF);
+    }
+    int one = add_job(&f, "ml/one", 1, 1, SCHED_BATCH, 10);
+    int eight = add_job(&f, "ml/eight", 8, 1, SCHED_BATCH, 5);
+    assert_int_equal(cycle(&f), 0);
+    const struct sched_decision *a = dec(&f, one, SCHED_ADMIT);
+    assert_non_null(a);
+    assert_int_equal(a->rep[0].node, 0); /* best fit inside the pool it borrows */
+    /* 1 + 8 idle devices left in the pool, 2 reserved: 7 to lend, not 8 */
+    assert_null(dec(&f, eight, SCHED_ADMIT));
+    assert_string_equal(dec(&f, eight, SCHED_WAIT)->message,
+                        "0/6 nodes fit 8 GPUs: 5 fewer than 8 free GPUs, 1 in protected pool inference; reserves node n1");
+    /* a CPU-only job borrows it too while the reserve holds */
+    int etl = add_job(&f, "ml/etl", 0, 1, SCHED_BATCH, 1);
+    f.jobs[etl].req.cpu_milli = 4000;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, etl, SCHED_ADMIT));
+    /* with the reserve at what is idle, neither may borrow */
+    f.pools[0].reserve_gpus = 10;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, etl, SCHED_ADMIT));
+    assert_null(dec(&f, one, SCHED_ADMIT));
+    assert_string_equal(dec(&f, etl, SCHED_WAIT)->message,
+                        "0/6 nodes fit 4000m cpu: 4 insufficient cpu, 1 reserved for a higher job, "
+                        "1 in protected pool inference");
+    fx_done(&f);
+}
+
+/* A reservation keeps its node until another is strictly closer to fitting.
+ * Two full 4-GPU nodes of 1-GPU fillers; a 4-GPU job waits; fillers end one
+ * at a time on alternating nodes (n1 first) while 1-GPU jobs of lower
+ * priority keep arriving. The reservation stays on n1 through every tie, the
+ * small jobs fill n0, and the 4-GPU job is admitted on n1 in the cycle its
+ * last original filler ends. */
+static void test_reservation_sticky(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 4, "H100", 64000, NULL);
+    add_node(&f, 4, "H100", 64000, NULL);
+    int fill[2][4];
+    for (int n = 0; n < 2; n++)
+        for (int d = 0; d < 4; d++) {
+            char id[32];
+            snprintf(id, sizeof(id), "x/fill%d%d", n, d);
+            fill[n][d] = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+            run_on(&f, fill[n][d], n, 1u << d);
+        }
+    int big = add_job(&f, "x/big", 4, 1, SCHED_TRAINING, 10);
+    char held[64] = "";
+    int admitted = -1;
+    for (int ev = 0; ev < 8 && admitted < 0; ev++) {
+        int node = ev % 2 == 0 ? 1 : 0;
+        int fj = fill[node][ev / 2];
+        f.jobs[fj].nplaced = 0; /* ended: holds nothing */
+        char id[32];
+        snprintf(id, sizeof(id), "x/small%d", ev);
+        add_job(&f, id, 1, 1, SCHED_BATCH, 1);
+        f.jobs[big].reserved_domain = held[0] ? held : NULL;
+        assert_int_equal(cycle(&f), 0);
+        const struct sched_decision *a = dec(&f, big, SCHED_ADMIT);
+        if (a) {
+            admitted = ev;
+            assert_int_equal(a->rep[0].node, 1);
+            break;
+        }
+        const struct sched_decision *w = dec(&f, big, SCHED_WAIT);
+        assert_non_null(w);
+        assert_non_null(w->reserved);
+        assert_string_equal(w->reserved, "n1"); /* never moves on a tie */
+        assert_non_null(strstr(w->message, "; reserves node n1"));
+        gq_strlcpy(held, w->reserved, sizeof(held));
+        for (int i = 0; i < f.res->n; i++) {
+            const struct sched_decision *d = &f.res->d[i];
+            if (d->kind == SCHED_ADMIT) {
+                assert_int_equal(d->rep[0].node, 0); /* backfill stays off n1 */
+                run_on(&f, d->job, d->rep[0].node, d->rep[0].devs);
+            }
+        }
+    }
+    assert_int_equal(admitted, 6); /* n1's fourth filler ends at event 6 */
+    /* another node strictly closer takes the reservation over */
+    fx_done(&f);
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 4, "H100", 64000, NULL);
+    add_node(&f, 4, "H100", 64000, NULL);
+    run_on(&f, add_job(&f, "x/a", 3, 1, SCHED_BATCH, 10), 0, 0x7); /* n0: 1 free */
+    run_on(&f, add_job(&f, "x/b", 2, 1, SCHED_BATCH, 10), 1, 0x3); /* n1: 2 free */
+    big = add_job(&f, "x/big", 4, 1, SCHED_TRAINING, 10);
+    f.jobs[big].reserved_domain = "n0";
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->reserved, "n1");
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
+                        "0/2 nodes fit 4 GPUs: 2 fewer than 4 free GPUs; reserves node n1");
+    /* with a required level the domain is named at that level */
+    fx_done(&f);
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 4, "H100", 64000, "r1");
+    add_node(&f, 4, "H100", 64000, "r2");
+    run_on(&f, add_job(&f, "x/a", 2, 1, SCHED_BATCH, 10), 0, 0x3);
+    run_on(&f, add_job(&f, "x/b", 2, 1, SCHED_BATCH, 10), 1, 0x3);
+    big = add_job(&f, "x/big", 4, 1, SCHED_TRAINING, 10);
+    f.jobs[big].topo_required = sched_config_level(&f.cfg, "rack");
+    f.jobs[big].reserved_domain = "r2";
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->reserved, "r2"); /* a tie keeps r2 */
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->message,
+                        "0/2 nodes fit 4 GPUs in one rack: 2 fewer than 4 free GPUs; reserves rack r2");
+    f.jobs[big].reserved_domain = NULL;
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, big, SCHED_WAIT)->reserved, "r1");
+    fx_done(&f);
+}
+
+/* Reclaiming lent quota is per GPU type: a job of a team that borrows A100
+ * but runs on H100 within its own H100 quota borrows nothing the preemptor's
+ * team lends, and an equal-priority preemptor may not take it; the same job
+ * borrowing H100 may be reclaimed. */
+static void test_reclaim_per_type(void **st)
+{
+    (void)st;
+    for (int borrowing = 0; borrowing < 2; borrowing++) {
+        struct fx f;
+        fx_init(&f);
+        add_node(&f, 8, "H100", 64000, NULL);
+        add_node(&f, 8, "A100", 64000, NULL);
+        f.quotas[0][0] = (struct sched_quota){"H100", 8, -1, -1};
+        f.quotas[1][0] = (struct sched_quota){"H100", borrowing ? 0 : 8, -1, -1};
+        f.quotas[1][1] = (struct sched_quota){"A100", 0, -1, -1};
+        f.quotas[2][0] = (struct sched_quota){"A100", 8, -1, -1};
+        f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 0};
+        f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 2, 0};
+        f.teams[2] = (struct sched_team){"l", "c", 1, f.quotas[2], 1, 0};
+        f.nt = 3;
+        int v = add_job(&f, "b/v", 8, 1, SCHED_BATCH, 10);
+        f.jobs[v].team = 1;
+        run_on(&f, v, 0, 0xFF);
+        int wj = add_job(&f, "b/w", 8, 1, SCHED_BATCH, 10); /* b borrows A100 */
+        f.jobs[wj].team = 1;
+        run_on(&f, wj, 1, 0xFF);
+        int p = add_job(&f, "a/p", 8, 1, SCHED_BATCH, 10);
+        f.jobs[p].team = 0;
+        f.jobs[p].req.types[0] = "H100";
+        f.jobs[p].req.ntypes = 1;
+        assert_int_equal(cycle(&f), 0);
+        if (borrowing) {
+            const struct sched_decision *d = dec(&f, v, SCHED_PREEMPT);
+            assert_non_null(d);
+            assert_string_equal(d->message, "preempted to make room for a/p (Batch, priority 10): "
+                                            "reclaiming quota lent to team b");
+        } else {
+            assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+            assert_string_equal(dec(&f, p, SCHED_WAIT)->message,
+                                "0/2 nodes fit 8 GPUs: 1 wrong GPU type (need H100), 1 fewer than 8 "
+                                "free GPUs; reserves node n0");
+        }
+        fx_done(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1447,6 +2007,14 @@ int main(void)
         cmocka_unit_test(test_node_selector_gang_rack),
         cmocka_unit_test(test_node_selector_reservation),
         cmocka_unit_test(test_node_selector_preempt),
+        cmocka_unit_test(test_min_runtime_inference),
+        cmocka_unit_test(test_gpu_memory_labels),
+        cmocka_unit_test(test_admit_domain_shared),
+        cmocka_unit_test(test_preferred_topology),
+        cmocka_unit_test(test_preemptor_claim_livelock),
+        cmocka_unit_test(test_protected_pool_last_resort),
+        cmocka_unit_test(test_reservation_sticky),
+        cmocka_unit_test(test_reclaim_per_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

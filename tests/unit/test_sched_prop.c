@@ -361,8 +361,8 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
               "%s takes new victims while its victims are stopping", f->id);
         CHECK(!(v->cls == SCHED_INFERENCE && f->cls != SCHED_INFERENCE),
               "Inference %s preempted for non-Inference %s", v->id, f->id);
-        CHECK(w->now - v->admitted_at >= w->cfg.min_runtime_s, "victim %s younger than min runtime",
-              v->id);
+        CHECK(f->cls == SCHED_INFERENCE || w->now - v->admitted_at >= w->cfg.min_runtime_s,
+              "victim %s younger than min runtime", v->id);
         CHECK(d->message && strstr(d->message, f->id), "victim reason lacks the preemptor");
         preempted[d->job] = 1;
     }
@@ -552,10 +552,159 @@ static void test_properties(void **st)
     assert_int_equal(fails, 0);
 }
 
+/* Preemption histories: over random clusters and several cycles, victims
+ * either keep terminating for a cycle (terminating_for) or stop at once and
+ * wait with preempted_for naming their preemptor, as the controller and the
+ * simulator pass them. Invariants: no job is preempted twice for the same
+ * preemptor while that preemptor waits, and no node is ever over-committed. */
+static char claim_pf[PJ][16]; /* preempted_for storage, moved with its job */
+
+static void claim_move(struct world *w, int to, int from)
+{
+    for (int x = 0; x < w->nj; x++) {
+        if (w->jobs[x].terminating_for == to)
+            w->jobs[x].terminating_for = -1;
+    }
+    for (int x = 0; x < w->nj; x++) {
+        if (w->jobs[x].terminating_for == from)
+            w->jobs[x].terminating_for = to;
+    }
+    w->jobs[to] = w->jobs[from];
+    memcpy(w->place[to], w->place[from], sizeof(w->place[to]));
+    memcpy(w->ids[to], w->ids[from], sizeof(w->ids[to]));
+    memcpy(claim_pf[to], claim_pf[from], sizeof(claim_pf[to]));
+    w->jobs[to].id = w->ids[to];
+    if (w->jobs[to].preempted_for)
+        w->jobs[to].preempted_for = claim_pf[to];
+    if (w->jobs[to].nplaced)
+        w->jobs[to].placement = w->place[to];
+}
+
+static void test_preemptor_claims(void **st)
+{
+    (void)st;
+    int cases = 2000, cycles = 10;
+    const char *env = getenv("SCHED_PROP_CASES");
+    int64_t v;
+    if (env && gq_parse_i64(env, (size_t)-1, &v) == 0 && v > 0)
+        cases = (int)v;
+    struct sched *ctx = sched_new();
+    assert_non_null(ctx);
+    static struct world w;
+    /* (victim, preemptor) pairs preempted while that preemptor waits */
+    static struct { char v[16], p[16]; } pairs[4096];
+    int npairs = 0, preempts = 0, admitted = 0;
+    for (int c = 0; c < cases && fails < 20; c++) {
+        uint64_t seed = 500000 + (uint64_t)c;
+        rs = seed;
+        make_world(&w);
+        w.cfg.min_runtime_s = rn(3) ? 5 : 0;
+        add_jobs(&w, 8 + rn(20));
+        npairs = 0;
+        for (int cyc = 0; cyc < cycles; cyc++) {
+            struct sched_snapshot s;
+            snap_of(&w, &s);
+            struct sched_result *r = NULL;
+            char err[256];
+            int rc = sched_cycle(ctx, &s, &r, err, sizeof(err));
+            CHECK(rc == 0, "cycle failed: %s", err);
+            if (rc)
+                break;
+            int64_t tseed = -1; /* SCHED_PROP_TRACE=seed prints that case's decisions */
+            const char *tr = getenv("SCHED_PROP_TRACE");
+            if (tr && gq_parse_i64(tr, (size_t)-1, &tseed) == 0 && (uint64_t)tseed == seed)
+                for (int x = 0; x < r->n; x++)
+                    fprintf(stderr, "c%d %s %s%s%s: %s\n", cyc, sched_decision_name(r->d[x].kind),
+                            w.ids[r->d[x].job], r->d[x].for_job >= 0 ? " for " : "",
+                            r->d[x].for_job >= 0 ? w.ids[r->d[x].for_job] : "", r->d[x].message);
+            for (int x = 0; x < r->n; x++) {
+                const struct sched_decision *d = &r->d[x];
+                if (d->kind == SCHED_PREEMPT) {
+                    const char *vid = w.ids[d->job], *pid = w.ids[d->for_job];
+                    for (int k = 0; k < npairs; k++)
+                        CHECK(strcmp(pairs[k].v, vid) || strcmp(pairs[k].p, pid),
+                              "%s preempted twice for %s while it waits", vid, pid);
+                    if (npairs < 4096) {
+                        gq_strlcpy(pairs[npairs].v, vid, sizeof(pairs[npairs].v));
+                        gq_strlcpy(pairs[npairs].p, pid, sizeof(pairs[npairs].p));
+                        npairs++;
+                    }
+                    preempts++;
+                } else if (d->kind == SCHED_ADMIT) {
+                    /* placed: its pairs end */
+                    const char *pid = w.ids[d->job];
+                    for (int k = 0; k < npairs; k++)
+                        if (!strcmp(pairs[k].p, pid))
+                            pairs[k--] = pairs[--npairs];
+                    admitted++;
+                    struct sched_job *jb = &w.jobs[d->job];
+                    for (int p = 0; p < d->nrep && jb->nplaced < PR; p++)
+                        w.place[d->job][jb->nplaced++] = d->rep[p];
+                    jb->placement = w.place[d->job];
+                    if (jb->state != SCHED_JOB_RUNNING)
+                        jb->admitted_at = w.now;
+                    jb->state = SCHED_JOB_RUNNING;
+                }
+            }
+            /* admissions land while terminating victims still hold their GPUs */
+            check_capacity(&w, seed, cyc);
+            /* victims of the last cycle that were still terminating are gone */
+            for (int j = 0; j < w.nj; j++)
+                if (w.jobs[j].terminating) {
+                    int p = w.jobs[j].terminating_for;
+                    w.jobs[j].terminating = 0;
+                    w.jobs[j].state = SCHED_JOB_WAITING;
+                    w.jobs[j].nplaced = 0;
+                    w.jobs[j].preempted_for = NULL;
+                    if (p >= 0 && p < w.nj) {
+                        gq_strlcpy(claim_pf[j], w.ids[p], sizeof(claim_pf[j]));
+                        w.jobs[j].preempted_for = claim_pf[j];
+                    }
+                }
+            for (int x = 0; x < r->n; x++) {
+                const struct sched_decision *d = &r->d[x];
+                if (d->kind != SCHED_PREEMPT)
+                    continue;
+                struct sched_job *vj = &w.jobs[d->job];
+                if (rn(2)) {
+                    vj->terminating = 1;
+                    vj->terminating_for = d->for_job;
+                } else {
+                    vj->state = SCHED_JOB_WAITING;
+                    vj->nplaced = 0;
+                    gq_strlcpy(claim_pf[d->job], w.ids[d->for_job], sizeof(claim_pf[d->job]));
+                    vj->preempted_for = claim_pf[d->job];
+                }
+            }
+            sched_result_free(r);
+            /* time passes, sometimes less than the minimum runtime */
+            w.now += rn(3) ? 2 : rn(900);
+            for (int j = 0; j < w.nj; j++) {
+                if (w.jobs[j].state == SCHED_JOB_RUNNING && !w.jobs[j].terminating && rn(8) == 0) {
+                    const char *gone = w.ids[j];
+                    for (int k = 0; k < npairs; k++)
+                        if (!strcmp(pairs[k].p, gone))
+                            pairs[k--] = pairs[--npairs];
+                    claim_move(&w, j, w.nj - 1);
+                    w.nj--;
+                    j--;
+                }
+            }
+            add_jobs(&w, rn(4));
+        }
+    }
+    sched_free(ctx);
+    fprintf(stderr, "claims property: %d cases, %d admissions, %d preemptions\n", cases, admitted,
+            preempts);
+    assert_true(preempts > cases / 10);
+    assert_int_equal(fails, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_properties),
+        cmocka_unit_test(test_preemptor_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
