@@ -20,6 +20,8 @@
 
 #define SC_ANY (~(uint64_t)0)
 #define SC_MAX_GPU_TYPES 64
+/* minMemoryGiB is met by a node reporting at least (100 - this) % of it (driver/ECC reserve) */
+#define SC_GPU_MEM_TOLERANCE_PCT 7
 
 struct sc_node {
     int32_t type;         /* GPU type id, -1 = no product */

@@ -38,9 +38,12 @@ int sc_static_ok(const struct sc_node *n, const struct sc_req *r)
         return 0;
     if (n->type < 0 ? r->types != SC_ANY : !(r->types & ((uint64_t)1 << n->type)))
         return 0;
-    /* GPU memory compared in whole GiB rounded to nearest, as cards are named:
-     * an H100 80GB reports 81559 MiB (79.6 GiB) and counts as 80 GiB */
-    if (r->min_mem_mib > 0 && (n->gpu_mem_mib + 512) / 1024 * 1024 < r->min_mem_mib)
+    /* minMemoryGiB names the card's memory as sold; the driver reports up to
+     * ~6.5 % less (ECC and reserved memory: L4 "24GB" 23034 MiB, L40S "48GB"
+     * 46068, H100 "80GB" 81559), so a node qualifies when it reports at least
+     * (100 - SC_GPU_MEM_TOLERANCE_PCT) % of the asked MiB */
+    if (r->min_mem_mib > 0 &&
+        n->gpu_mem_mib * 100 < r->min_mem_mib * (100 - SC_GPU_MEM_TOLERANCE_PCT))
         return 0;
     return 1;
 }
