@@ -7,6 +7,13 @@
  * event line -> LISTING; other failures -> WAITING (backoff) -> the step that
  * failed. Every entry point (request callbacks, timers) holds `depth` so a
  * kube_informer_free() from the owner's handler is deferred until it unwinds.
+ *
+ * One object cannot stop it: list pages and watch lines are split and parsed
+ * object by object (kube_list_page_parse, kube_watch_event_parse_ex); a
+ * hostile object is skipped, counted, logged and reported (on_skip). A list
+ * page over the client's body cap is fetched again with half the limit (down
+ * to 1) from the same continue token; the limit is back to list_limit at the
+ * next relist.
  */
 #include "kube.h"
 #include "kube_int.h"
@@ -41,6 +48,7 @@ struct kube_informer {
     enum inf_next next;
     cJSON *pages;     /* items accumulated over list pages */
     char cont[4096];  /* list continue token */
+    int cur_limit;    /* page size of the current list (halved on an over-cap page) */
     char rv[64];      /* last seen resourceVersion */
     int synced;
     int running;
@@ -149,7 +157,7 @@ static void start_list_request(struct kube_informer *inf)
     char lim[24];
     int rc;
     gq_buf_init(&b, 16384);
-    snprintf(lim, sizeof lim, "%d", inf->o.list_limit);
+    snprintf(lim, sizeof lim, "%d", inf->cur_limit);
     rc = gq_buf_puts(&b, inf->path);
     if (!rc)
         rc = add_param(&b, "limit", lim);
@@ -170,6 +178,7 @@ static void do_list(struct kube_informer *inf)
 {
     inf->state = ST_LISTING;
     inf->cont[0] = '\0';
+    inf->cur_limit = inf->o.list_limit;
     cJSON_Delete(inf->pages);
     inf->pages = cJSON_CreateArray();
     if (!inf->pages) {
@@ -179,11 +188,42 @@ static void do_list(struct kube_informer *inf)
     start_list_request(inf);
 }
 
+/* Count, log and report one skipped object. */
+static void skipped(struct kube_informer *inf, const struct kube_skipped *s)
+{
+    if (s->reason > 0 && s->reason < KUBE_SKIP_NREASONS)
+        inf->st.skipped[s->reason]++;
+    gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "object skipped",
+           "informer=%s reason=%s event=%s object=%s%s%s uid=%s resourceVersion=%s bytes=%zu "
+           "detail=\"%s\"",
+           inf->name, kube_skip_reason_name(s->reason), kube_event_type_name(s->type),
+           s->namespace_, s->namespace_[0] ? "/" : "", s->name[0] ? s->name : "(unnamed)", s->uid,
+           s->resource_version, s->bytes, s->detail);
+    if (inf->o.on_skip && !inf->dead)
+        inf->o.on_skip(s, inf->o.ud);
+}
+
+static void skip_cb(const struct kube_skipped *s, void *ud)
+{
+    skipped(ud, s);
+}
+
+static void prune_all(struct kube_informer *inf, cJSON *items)
+{
+    cJSON *it;
+    if (!inf->o.prune)
+        return;
+    cJSON_ArrayForEach(it, items)
+        inf->o.prune(it);
+}
+
 static void list_cb(const struct kube_response *resp, void *ud)
 {
     struct kube_informer *inf = ud;
-    cJSON *j = NULL, *items;
+    cJSON *j = NULL, *items = NULL;
     const cJSON *md, *v;
+    char err[160];
+    int rc;
     inf->depth++;
     inf->req = NULL;
     if (resp->rc == GQ_EGONE && inf->cont[0]) {
@@ -193,6 +233,15 @@ static void list_cb(const struct kube_response *resp, void *ud)
         do_list(inf);
         goto out;
     }
+    if (resp->rc == GQ_ELIMIT && inf->cur_limit > 1) {
+        /* the page is over the body cap: ask again for half as many objects */
+        inf->cur_limit /= 2;
+        inf->st.list_shrinks++;
+        gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "list page over the size cap; shrinking",
+               "informer=%s limit=%d", inf->name, inf->cur_limit);
+        start_list_request(inf);
+        goto out;
+    }
     if (resp->rc) {
         inf->st.errors++;
         if (resp->rc == GQ_EBUSY)
@@ -200,16 +249,19 @@ static void list_cb(const struct kube_response *resp, void *ud)
         wait_then(inf, NEXT_LIST, resp->retry_after, resp->errmsg);
         goto out;
     }
-    j = kube_response_json(resp);
-    items = cJSON_GetObjectItemCaseSensitive(j, "items");
-    md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
-    if (!cJSON_IsObject(j) || !(cJSON_IsArray(items) || cJSON_IsNull(items) || !items)) {
+    rc = kube_list_page_parse(resp->body, resp->len, inf->o.max_object, &items, &j, skip_cb,
+                              inf, err, sizeof err);
+    if (rc) {
         inf->st.errors++;
-        wait_then(inf, NEXT_LIST, -1, "list: response is not a List");
+        wait_then(inf, NEXT_LIST, -1, err);
         goto out;
     }
+    if (inf->dead || !inf->running)
+        goto out;
+    md = j;
     inf->st.list_pages++;
-    if (cJSON_IsArray(items)) {
+    prune_all(inf, items);
+    {
         cJSON *it;
         while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL)
             cJSON_AddItemToArray(inf->pages, it);
@@ -255,6 +307,7 @@ static void list_cb(const struct kube_response *resp, void *ud)
         goto out;
     do_watch(inf);
 out:
+    cJSON_Delete(items);
     cJSON_Delete(j);
     leave(inf);
 }
@@ -269,12 +322,39 @@ static void relist_now(struct kube_informer *inf, const char *why)
     do_list(inf);
 }
 
+/* A DELETED whose final state is unreadable still removes the cached object:
+ * the owner sees a stub with the scanned metadata as new_obj. */
+static void delete_stub(struct kube_informer *inf, const struct kube_skipped *s)
+{
+    cJSON *o = cJSON_CreateObject(), *md = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
+    if (!md || !cJSON_AddStringToObject(md, "name", s->name) ||
+        (s->namespace_[0] && !cJSON_AddStringToObject(md, "namespace", s->namespace_)) ||
+        (s->uid[0] && !cJSON_AddStringToObject(md, "uid", s->uid)) ||
+        (s->resource_version[0] &&
+         !cJSON_AddStringToObject(md, "resourceVersion", s->resource_version))) {
+        cJSON_Delete(o);
+        return; /* out of memory: the next relist removes it */
+    }
+    inf->st.events++;
+    kube_cache_apply(inf->cache, KUBE_EV_DELETED, o, relay, inf);
+}
+
 static int on_line(const char *line, size_t len, void *ud)
 {
     struct kube_informer *inf = ud;
     struct kube_watch_event ev;
+    struct kube_skipped skip;
     char err[160];
-    int rc = kube_watch_event_parse(line, len, &ev, err, sizeof err);
+    int rc = kube_watch_event_parse_ex(line, len, inf->o.max_object, &ev, &skip, err, sizeof err);
+    if (rc == GQ_OK && !ev.object) {
+        /* a hostile object: skip the event, keep the stream */
+        if (ev.resource_version[0])
+            gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+        skipped(inf, &skip);
+        if (ev.type == KUBE_EV_DELETED && skip.name[0] && !inf->dead)
+            delete_stub(inf, &skip);
+        return inf->dead || !inf->running ? GQ_EBUSY : 0;
+    }
     if (rc) {
         inf->st.errors++;
         gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "bad watch line; relisting",
@@ -301,6 +381,8 @@ static int on_line(const char *line, size_t len, void *ud)
     inf->st.events++;
     if (ev.resource_version[0])
         gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+    if (inf->o.prune)
+        inf->o.prune(ev.object);
     rc = kube_cache_apply(inf->cache, ev.type, ev.object, relay, inf);
     ev.object = NULL; /* taken */
     if (rc && rc != GQ_EINVAL)
@@ -484,6 +566,9 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     }
     if (inf->o.list_limit <= 0)
         inf->o.list_limit = 500;
+    inf->cur_limit = inf->o.list_limit;
+    if (inf->o.max_object == 0)
+        inf->o.max_object = KUBE_MAX_OBJECT_DEFAULT;
     if (inf->o.watch_timeout_min_s <= 0)
         inf->o.watch_timeout_min_s = 240;
     if (inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
