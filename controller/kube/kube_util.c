@@ -314,7 +314,19 @@ static size_t sk_value(const char *p, size_t n, size_t i, size_t *maxdepth)
     return 0;
 }
 
-/* Find member `key` (compared raw: an escaped key does not match) of the
+static void sk_str(const char *p, size_t vs, size_t ve, char *out, size_t outlen);
+
+/* A key written with escapes ("it\u0065ms") that decodes to key. */
+static int key_escaped_eq(const char *p, size_t ks, size_t ke, const char *key)
+{
+    char k[64];
+    if (!memchr(p + ks, '\\', ke - ks))
+        return 0;
+    sk_str(p, ks, ke, k, sizeof k);
+    return strcmp(k, key) == 0;
+}
+
+/* Find member `key` (escaped keys decoded, as cJSON does) of the
  * object at p[i] == '{'. 0 found (value range in *vs, *ve), 1 absent, -1
  * malformed. The first of duplicate keys wins, as in cJSON. */
 static int sk_member(const char *p, size_t n, size_t i, const char *key, size_t *vs, size_t *ve)
@@ -335,7 +347,7 @@ static int sk_member(const char *p, size_t n, size_t i, const char *key, size_t 
         v = sk_ws(p, n, i + 1);
         if (!(end = sk_value(p, n, v, NULL)))
             return -1;
-        if (ke - ks - 2 == kl && memcmp(p + ks + 1, key, kl) == 0) {
+        if ((ke - ks - 2 == kl && memcmp(p + ks + 1, key, kl) == 0) || key_escaped_eq(p, ks, ke, key)) {
             *vs = v;
             *ve = end;
             return 0;
