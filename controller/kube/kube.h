@@ -525,10 +525,12 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
  * cache of many objects stays small.
  *   common: metadata.managedFields and the kubectl last-applied-configuration
  *           annotation (not for Teams: quota edits read managedFields).
- *   pod:    common, then spec keeps nodeName, overhead and containers /
- *           initContainers with only name and resources; status keeps phase
- *           and reason; top level keeps apiVersion, kind, metadata, spec,
- *           status.
+ *   pod:    only what the controller reads: metadata keeps name, namespace,
+ *           uid, resourceVersion, creation/deletion timestamps,
+ *           ownerReferences, and the gangq.io/ labels and annotations; spec
+ *           keeps nodeName, overhead and containers / initContainers with only
+ *           name and resources; status keeps phase and reason; top level
+ *           keeps apiVersion, kind, metadata, spec, status.
  *   node:   common, then status.images.
  */
 void kube_prune_common(cJSON *obj);

@@ -637,9 +637,26 @@ static void keep_only(cJSON *o, const char *const *keep)
     }
 }
 
+/* Delete every member of o whose name does not start with prefix. */
+static void keep_prefix(cJSON *o, const char *prefix)
+{
+    cJSON *c, *next;
+    size_t pl = strlen(prefix);
+    if (!cJSON_IsObject(o))
+        return;
+    for (c = o->child; c; c = next) {
+        next = c->next;
+        if (!c->string || strncmp(c->string, prefix, pl) != 0)
+            cJSON_Delete(cJSON_DetachItemViaPointer(o, c));
+    }
+}
+
 void kube_prune_pod(cJSON *obj)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    static const char *const meta[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                                       "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                                       "annotations", "ownerReferences", NULL};
     static const char *const spec[] = {"nodeName", "overhead", "containers", "initContainers",
                                        NULL};
     static const char *const ctr[] = {"name", "resources", NULL};
@@ -647,8 +664,11 @@ void kube_prune_pod(cJSON *obj)
     cJSON *sp, *c;
     if (!cJSON_IsObject(obj))
         return;
-    kube_prune_common(obj);
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     keep_only(obj, top);
+    keep_only(md, meta);
+    keep_prefix(cJSON_GetObjectItemCaseSensitive(md, "labels"), "gangq.io/");
+    keep_prefix(cJSON_GetObjectItemCaseSensitive(md, "annotations"), "gangq.io/");
     sp = cJSON_GetObjectItemCaseSensitive(obj, "spec");
     keep_only(sp, spec);
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sp, "containers"))

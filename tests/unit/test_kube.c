@@ -1797,7 +1797,7 @@ static void test_prune_pod(void **st)
     static const char pod[] =
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-1-0\",\"namespace\":\"ns\",\"uid\":\"u1\","
         "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\","
-        "\"labels\":{\"gangq.io/job\":\"j\",\"gangq.io/replica\":\"0\",\"gangq.io/attempt\":\"1\"},"
+        "\"labels\":{\"app\":\"x\",\"gangq.io/job\":\"j\",\"gangq.io/replica\":\"0\",\"gangq.io/attempt\":\"1\"},"
         "\"annotations\":{\"gangq.io/gpu-milli\":\"250\",\"gangq.io/gpu-devices\":\"1,3\","
         "\"kubectl.kubernetes.io/last-applied-configuration\":\"{...}\"},"
         "\"ownerReferences\":[{\"kind\":\"GPUJob\",\"name\":\"j\",\"uid\":\"uj\"}],"
@@ -1829,6 +1829,8 @@ static void test_prune_pod(void **st)
                                                                             "ownerReferences"), 0), "uid", NULL), "uj");
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "managedFields"));
     assert_null(ctl_obj_annotation(p, "kubectl.kubernetes.io/last-applied-configuration"));
+    assert_null(ctl_obj_label(p, "app"));
+    assert_string_equal(ctl_obj_label(a, "app"), "x");
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "volumes"));
     assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"),
                                                                             "containers"), 0), "env"));
