@@ -462,7 +462,9 @@ const char *kube_leader_holder(const struct kube_leader *l);
  * object is skipped: counted, logged with its name (found by the same cheap
  * scan of its metadata when possible) and handed to on_skip; every other
  * object proceeds, and the resourceVersion still advances past it. A skipped
- * watch ADDED/MODIFIED leaves the cache as it was; a skipped DELETED whose
+ * watch ADDED/MODIFIED leaves the cache as it was, and so does a relist
+ * that skips an object whose earlier readable version is cached (that
+ * version stays, it is not reported deleted); a skipped DELETED whose
  * name is readable still removes the cached object (the owner's new_obj is a
  * stub holding only metadata name/namespace/uid/resourceVersion).
  */

@@ -203,9 +203,18 @@ static void skipped(struct kube_informer *inf, const struct kube_skipped *s)
         inf->o.on_skip(s, inf->o.ud);
 }
 
+/* A list item skipped: if an earlier, readable version of it is cached, list
+ * that version again so the relist keeps it (same resourceVersion: no event)
+ * instead of reporting the object deleted. */
 static void skip_cb(const struct kube_skipped *s, void *ud)
 {
-    skipped(ud, s);
+    struct kube_informer *inf = ud;
+    const cJSON *old = s->name[0] ? kube_cache_get(inf->cache, s->namespace_, s->name) : NULL;
+    cJSON *dup;
+    skipped(inf, s);
+    if (old && inf->pages && (dup = cJSON_Duplicate(old, 1)) != NULL &&
+        !cJSON_AddItemToArray(inf->pages, dup))
+        cJSON_Delete(dup);
 }
 
 static void prune_all(struct kube_informer *inf, cJSON *items)

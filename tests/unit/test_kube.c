@@ -1602,6 +1602,12 @@ static void test_watch_event_hostile(void **st)
     free(big);
 }
 
+static int server_saw_4(void *ud)
+{
+    char line[4096];
+    return server_req(ud, 3, line, sizeof line) > 0;
+}
+
 struct hostile_ctx {
     struct inf_ctx x; /* first: inf_event/inf_synced take the same ud */
     struct skiplog sl;
@@ -1620,7 +1626,7 @@ static void test_informer_hostile(void **st)
     char *deep = deep_obj("deep", "11", 1200), *big = big_obj("big", "12", 10000);
     char *deep2 = deep_obj("a", "50", 1400), *bigdel = big_obj("b", "51", 12000);
     char *deep3 = deep_obj("d2", "30", 1300);
-    char *page, *events;
+    char *page, *events, *page2;
     struct gq_buf b;
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     struct server srv;
@@ -1641,17 +1647,23 @@ static void test_informer_hostile(void **st)
     /* a deep ADDED (skipped), a good ADDED, a deep MODIFIED of a (skipped: a keeps
      * its last good state), an oversized DELETED of b (still deletes b) */
     assert_int_equal(gq_buf_printf(&b, "{\"type\":\"ADDED\",\"object\":%s}\n" "%s" "{\"type\":\"MODIFIED\",\"object\":%s}\n"
-                                       "{\"type\":\"DELETED\",\"object\":%s}\n",
+                                       "{\"type\":\"DELETED\",\"object\":%s}\n"
+                                       "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n",
                                    deep3, WEV("ADDED", POD("d", "40")), deep2, bigdel),
                      0);
     events = strdup(b.p);
+    /* the relist after the 410 still holds a in its unreadable version */
+    gq_buf_reset(&b);
+    assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{\"resourceVersion\":\"60\"},\"items\":[%s,%s,%s]}",
+                                   deep2, POD("c", "4"), POD("d", "40")), 0);
+    page2 = strdup(b.p);
     assert_non_null(page);
     assert_non_null(events);
     {
         const struct step steps[] = {
             {200, NULL, {page}, 0, 0},
-            {200, NULL, {events}, 0, 3000},
-            {200, NULL, {""}, 0, 3000},
+            {200, NULL, {events}, 0, 0},
+            {200, NULL, {page2}, 0, 0},
             {200, NULL, {""}, 0, 3000},
         };
         memset(&h, 0, sizeof h);
@@ -1671,15 +1683,15 @@ static void test_informer_hostile(void **st)
     h.x.inf = kube_informer_new(c, &o, err, sizeof err);
     assert_non_null(h.x.inf);
     kube_informer_start(h.x.inf);
-    run_until(loop, NULL, server_saw_3, &srv, 6);
+    run_until(loop, NULL, server_saw_4, &srv, 6);
     kube_informer_get_stats(h.x.inf, &s);
     assert_true(kube_informer_synced(h.x.inf));
-    assert_int_equal(h.x.synced, 1);
-    assert_int_equal(s.lists, 1);        /* never relisted: the watch went on */
-    assert_int_equal(s.relists_410, 0);
-    assert_int_equal(s.skipped[KUBE_SKIP_TOO_DEEP], 3);
+    assert_int_equal(h.x.synced, 2);
+    assert_int_equal(s.lists, 2);        /* only the 410 relisted: no skip did */
+    assert_int_equal(s.relists_410, 1);
+    assert_int_equal(s.skipped[KUBE_SKIP_TOO_DEEP], 4);
     assert_int_equal(s.skipped[KUBE_SKIP_TOO_LARGE], 2);
-    assert_int_equal(h.sl.n, 5);
+    assert_int_equal(h.sl.n, 6);
     assert_string_equal(h.sl.s[0].name, "deep");
     assert_string_equal(h.sl.s[1].name, "big");
     assert_string_equal(h.sl.s[2].name, "d2");
@@ -1688,17 +1700,17 @@ static void test_informer_hostile(void **st)
     assert_int_equal(h.sl.s[3].type, KUBE_EV_MODIFIED);
     assert_string_equal(h.sl.s[4].name, "b");
     assert_int_equal(h.sl.s[4].type, KUBE_EV_DELETED);
-    /* the watch resumed from the last (skipped) event's resourceVersion */
+    assert_string_equal(h.sl.s[5].name, "a"); /* the relist */
     server_req(&srv, 1, line, sizeof line);
     assert_non_null(strstr(line, "resourceVersion=20&"));
-    server_req(&srv, 2, line, sizeof line);
-    assert_non_null(strstr(line, "resourceVersion=51&"));
+    server_req(&srv, 3, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=60&"));
     assert_true(evlog_has(&h.x.log, "ADDED - ns/a rv=1"));
     assert_true(evlog_has(&h.x.log, "ADDED - ns/b rv=3"));
     assert_true(evlog_has(&h.x.log, "ADDED - ns/c rv=4"));
     assert_true(evlog_has(&h.x.log, "ADDED - ns/d rv=40"));
     assert_true(evlog_has(&h.x.log, "DELETED ns/b ns/b rv=51")); /* the stub */
-    assert_int_equal(h.x.log.n, 5);
+    assert_int_equal(h.x.log.n, 5); /* no DELETED for a at the relist */
     a = kube_informer_get(h.x.inf, "ns", "a");
     assert_non_null(a);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "metadata"), "resourceVersion")->valuestring, "1");
@@ -1712,6 +1724,7 @@ static void test_informer_hostile(void **st)
     ev_loop_destroy(loop);
     gq_buf_release(&b);
     free(page);
+    free(page2);
     free(events);
     free(deep);
     free(big);
