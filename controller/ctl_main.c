@@ -504,6 +504,8 @@ static void lead_started(void *ud)
     c->leading = 1;
     c->restart_done = 0;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "leading: cycles on", " identity=%s", c->identity);
+    /* GPUJobs skipped while standing by get their Event and Failed status now */
+    kube_informer_skipped_foreach(c->inf[INF_JOBS], inf_skip, &c->infud[INF_JOBS]);
     ctl_mark_dirty(c);
 }
 

@@ -535,6 +535,15 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
  *           keeps apiVersion, kind, metadata, spec, status.
  *   node:   common, then status.images.
  */
+/*
+ * The objects an informer skips now, with what was scanned of them: the last
+ * list's skips, updated by the watch (a readable or deleted version removes
+ * one). Named objects only, at most 1024. For an owner that starts caring
+ * later, e.g. a controller that just became leader. GQ_ENOMEM or 0.
+ */
+int kube_informer_skipped_foreach(const struct kube_informer *inf,
+                                  void (*fn)(const struct kube_skipped *s, void *ud), void *ud);
+
 void kube_prune_common(cJSON *obj);
 void kube_prune_pod(cJSON *obj);
 void kube_prune_node(cJSON *obj);

@@ -27,6 +27,14 @@
 #include <unistd.h>
 
 enum inf_state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_WAITING };
+
+/* Objects currently skipped (named ones only), so an owner that starts caring
+ * later (a new leader) can still report them; bounded. */
+#define SKIPS_MAX 1024
+struct skips {
+    struct kube_skipped *v;
+    size_t n, cap;
+};
 enum inf_next { NEXT_LIST, NEXT_WATCH };
 
 struct kube_informer {
@@ -47,6 +55,8 @@ struct kube_informer {
     enum inf_state state;
     enum inf_next next;
     cJSON *pages;     /* items accumulated over list pages */
+    struct skips skips;      /* skipped now (the last list's, updated by the watch) */
+    struct skips list_skips; /* skipped by the list in progress */
     char cont[4096];  /* list continue token */
     int cur_limit;    /* page size of the current list (halved on an over-cap page) */
     char rv[64];      /* last seen resourceVersion */
@@ -70,6 +80,8 @@ static void destroy(struct kube_informer *inf)
     kube_cache_free(inf->cache);
     kube_lines_release(&inf->lines);
     cJSON_Delete(inf->pages);
+    free(inf->skips.v);
+    free(inf->list_skips.v);
     free(inf->path);
     free(inf->label_selector);
     free(inf->field_selector);
@@ -179,6 +191,7 @@ static void do_list(struct kube_informer *inf)
     inf->state = ST_LISTING;
     inf->cont[0] = '\0';
     inf->cur_limit = inf->o.list_limit;
+    inf->list_skips.n = 0;
     cJSON_Delete(inf->pages);
     inf->pages = cJSON_CreateArray();
     if (!inf->pages) {
@@ -186,6 +199,41 @@ static void do_list(struct kube_informer *inf)
         return;
     }
     start_list_request(inf);
+}
+
+static int same_obj(const struct kube_skipped *a, const char *ns, const char *name)
+{
+    return !strcmp(a->name, name) && !strcmp(a->namespace_, ns);
+}
+
+static void skips_remove(struct skips *k, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (same_obj(&k->v[i], ns, name)) {
+            k->v[i] = k->v[--k->n];
+            return;
+        }
+}
+
+/* Insert or replace by namespace/name; silently full at SKIPS_MAX. */
+static void skips_put(struct skips *k, const struct kube_skipped *s)
+{
+    if (!s->name[0])
+        return;
+    for (size_t i = 0; i < k->n; i++)
+        if (same_obj(&k->v[i], s->namespace_, s->name)) {
+            k->v[i] = *s;
+            return;
+        }
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 8;
+        struct kube_skipped *v;
+        if (k->cap >= SKIPS_MAX || !(v = realloc(k->v, cap * sizeof *v)))
+            return;
+        k->v = v;
+        k->cap = cap;
+    }
+    k->v[k->n++] = *s;
 }
 
 /* Count, log and report one skipped object. */
@@ -212,6 +260,7 @@ static void skip_cb(const struct kube_skipped *s, void *ud)
     const cJSON *old = s->name[0] ? kube_cache_get(inf->cache, s->namespace_, s->name) : NULL;
     cJSON *dup;
     skipped(inf, s);
+    skips_put(&inf->list_skips, s);
     if (old && inf->pages && (dup = cJSON_Duplicate(old, 1)) != NULL &&
         !cJSON_AddItemToArray(inf->pages, dup))
         cJSON_Delete(dup);
@@ -303,6 +352,12 @@ static void list_cb(const struct kube_response *resp, void *ud)
             goto out;
         }
         inf->st.lists++;
+        {
+            struct skips t = inf->skips; /* the list's skips are now the current ones */
+            inf->skips = inf->list_skips;
+            inf->list_skips = t;
+            inf->list_skips.n = 0;
+        }
         gq_log(log_level(inf), GQ_LOG_INFO, KUBE_LOG_MOD, "listed",
                "informer=%s objects=%zu resourceVersion=%s", inf->name, n, inf->rv);
     }
@@ -359,6 +414,10 @@ static int on_line(const char *line, size_t len, void *ud)
         /* a hostile object: skip the event, keep the stream */
         if (ev.resource_version[0])
             gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+        if (ev.type == KUBE_EV_DELETED)
+            skips_remove(&inf->skips, skip.namespace_, skip.name);
+        else
+            skips_put(&inf->skips, &skip);
         skipped(inf, &skip);
         if (ev.type == KUBE_EV_DELETED && skip.name[0] && !inf->dead)
             delete_stub(inf, &skip);
@@ -392,6 +451,13 @@ static int on_line(const char *line, size_t len, void *ud)
         gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
     if (inf->o.prune)
         inf->o.prune(ev.object);
+    if (inf->skips.n) { /* readable again (or deleted): no longer skipped */
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev.object, "metadata");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(md, "name");
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+        if (cJSON_IsString(nm))
+            skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
+    }
     rc = kube_cache_apply(inf->cache, ev.type, ev.object, relay, inf);
     ev.object = NULL; /* taken */
     if (rc && rc != GQ_EINVAL)
@@ -669,4 +735,21 @@ const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, 
 void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *st)
 {
     *st = inf->st;
+}
+
+int kube_informer_skipped_foreach(const struct kube_informer *inf,
+                                  void (*fn)(const struct kube_skipped *s, void *ud), void *ud)
+{
+    /* a copy: fn may be called back into the informer (or free it) */
+    size_t n = inf->skips.n;
+    struct kube_skipped *v;
+    if (!n)
+        return 0;
+    if (!(v = malloc(n * sizeof *v)))
+        return GQ_ENOMEM;
+    memcpy(v, inf->skips.v, n * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        fn(&v[i], ud);
+    free(v);
+    return 0;
 }

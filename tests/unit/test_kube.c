@@ -1718,6 +1718,12 @@ static void test_informer_hostile(void **st)
     assert_null(kube_informer_get(h.x.inf, "ns", "deep"));
     assert_null(kube_informer_get(h.x.inf, "ns", "big"));
     assert_int_equal(kube_cache_count(kube_informer_cache(h.x.inf)), 3); /* a, c, d */
+    /* skipped now: only what the last list skipped (deep, big and d2 are gone) */
+    h.sl.n = 0;
+    assert_int_equal(kube_informer_skipped_foreach(h.x.inf, skiplog_cb, &h.sl), 0);
+    assert_int_equal(h.sl.n, 1);
+    assert_string_equal(h.sl.s[0].name, "a");
+    assert_int_equal(h.sl.s[0].reason, KUBE_SKIP_TOO_DEEP);
     kube_informer_free(h.x.inf);
     kube_client_free(c);
     server_stop(&srv);
