@@ -4,8 +4,9 @@
 # (over the 1 MiB per-object cap) sit in the cluster before the controller starts, and
 # another deep one arrives over the watch. The GPUJob informer still syncs, /readyz answers
 # 200, the other teams' jobs are Admitted, each hostile job gets a Warning Event and is
-# marked Failed (Unreadable), the log names it, the skip metric counts it, and the watch
-# is never given up for a relist.
+# marked Failed (Unreadable) — by the controller once it leads, also for what it skipped
+# while standing by —, the log names it, the skip metric counts it, and the watch is never
+# given up for a relist.
 . "$(dirname "$0")/lib.sh"
 
 k apply -f examples/manifests/00-namespaces.yaml -f examples/manifests/priorityclasses.yaml \
@@ -72,11 +73,26 @@ ok_job vision ok-2
 assert_eq 8 "$(k get gpujobs -A -o name | wc -l)" "8 GPUJobs stored by the API server"
 pass "API server holds a 1,200-deep GPUJob, five 1.4 MB GPUJobs and two normal ones"
 
-gq_ctl_start --listen 127.0.0.1:0
-wait_for 20 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
+# Another replica holds the lease for a few more seconds: the controller first stands by
+# with synced informers (and must not write), then leads and reports what it skipped.
+now=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: gangq-controller, namespace: default}
+spec: {holderIdentity: other-replica, leaseDurationSeconds: 8, acquireTime: "$now", renewTime: "$now"}
+YAML
+gq_ctl_start --listen 127.0.0.1:0 --lease-namespace default
+port=""
+wait_for 20 "http port" grep -q 'http server listening.*port=' "$GQ_TEST_TMP/controller.log"
 port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
 wait_for 30 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
 pass "every informer synced past the hostile objects: /readyz 200"
+if ! grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"; then
+  assert_eq "" "$(k -n research get gj deep-job -o jsonpath='{.status.state}')" "a standby writes no status"
+  pass "standing by (lease held by another replica): skipped jobs logged, nothing written"
+fi
+wait_for 30 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
 
 wait_jsonpath 30 Admitted -n vision gj ok-1 -o jsonpath='{.status.state}'
 wait_jsonpath 30 Admitted -n vision gj ok-2 -o jsonpath='{.status.state}'
