@@ -80,13 +80,16 @@ test: all
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory integration
 
-# Benchmarks (not tests): the core's cycle, the store, the openb FGD replay, and
-# kubectl apply of 1,000 GPUJobs against the real API server.
+# Benchmarks (not tests): the core's cycle, the store, the pod cache's memory, the openb
+# FGD replay, kubectl apply of 1,000 GPUJobs and the controller's RSS with 10,000 pods
+# against the real API server.
 bench: all
 	$(BUILD)/gangq bench sched
 	$(BUILD)/gangq bench store
+	$(BUILD)/gangq bench cache
 	$(BUILD)/gangq simulate --openb default,multigpu50,gpushare40 --seeds 42-51
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_apply
+	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_cache_rss
 
 clean:
 	rm -rf build build-asan build-fuzz

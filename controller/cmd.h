@@ -15,6 +15,7 @@ int cmd_validate(int argc, char **argv);   /* controller/validate_cmd.c */
 /* bench subcommands */
 int bench_sched(int argc, char **argv);    /* controller/scheduler/sched_bench.c */
 int bench_store(int argc, char **argv);    /* store/store_bench.c */
+int bench_cache(int argc, char **argv);    /* controller/kube/kube_bench.c */
 
 #define GANGQ_VERSION "0.1.0"
 

@@ -447,6 +447,51 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
     ctl_mark_dirty(c);
 }
 
+/* An object the informer had to skip (too large, too deep, undecodable): it
+ * was counted and logged there. A GPUJob gangq never read gets a Warning
+ * Event and is marked Failed with a condition, once (an object already
+ * Failed is left alone, so our own status write cannot loop); one with an
+ * older readable version in the cache keeps that version in force and only
+ * gets the Event. Only the leader writes. */
+static void inf_skip(const struct kube_skipped *s, void *ud)
+{
+    struct ctl_infud *u = ud;
+    struct gq_ctl *c = u->c;
+    char msg[256], path[CTL_PATH_MAX], now[40];
+    int known;
+    if (u->idx != INF_JOBS || !c->leading || c->stopping || !s->name[0] || !s->namespace_[0] ||
+        !strcmp(s->state, "Failed") || s->type == KUBE_EV_DELETED)
+        return;
+    known = kube_informer_get(c->inf[INF_JOBS], s->namespace_, s->name) != NULL;
+    snprintf(msg, sizeof(msg), "gangq cannot read this GPUJob (%s: %s); %s", kube_skip_reason_name(s->reason),
+             s->detail, known ? "its last readable version stays in force" : "it is ignored until fixed");
+    struct kube_objref ref = {API_GROUP_VERSION, "GPUJob", s->namespace_, s->name,
+                              s->uid[0] ? s->uid : NULL, s->resource_version[0] ? s->resource_version : NULL};
+    if (kube_event_create(c->client, &ref, "Warning", "Unreadable", msg, c->identity, NULL, NULL))
+        gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", "event not sent", " job=%s/%s", s->namespace_, s->name);
+    if (known || kube_path(path, sizeof(path), "/apis/" API_GROUP_VERSION, s->namespace_, "gpujobs", s->name, NULL))
+        return;
+    ctl_time_format(ctl_now_ms(), now, sizeof(now));
+    cJSON *patch = cJSON_CreateObject(), *st = cJSON_AddObjectToObject(patch, "status");
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    static const char *const types[2][2] = {{"Valid", "False"}, {"Failed", "True"}};
+    int ok = st && conds && cJSON_AddStringToObject(st, "state", "Failed") &&
+             cJSON_AddStringToObject(st, "message", msg) && cJSON_AddStringToObject(st, "completionTime", now);
+    for (int i = 0; ok && i < 2; i++) {
+        cJSON *cd = cJSON_CreateObject();
+        ok = cd && cJSON_AddItemToArray(conds, cd) && cJSON_AddStringToObject(cd, "type", types[i][0]) &&
+             cJSON_AddStringToObject(cd, "status", types[i][1]) &&
+             cJSON_AddStringToObject(cd, "reason", "Unreadable") && cJSON_AddStringToObject(cd, "message", msg) &&
+             cJSON_AddStringToObject(cd, "lastTransitionTime", now);
+    }
+    if (!ok || kube_patch_status(c->client, path, patch, NULL, NULL))
+        gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", "status not written", " job=%s/%s", s->namespace_, s->name);
+    else
+        gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", "unreadable job marked Failed", " job=%s/%s reason=%s",
+               s->namespace_, s->name, kube_skip_reason_name(s->reason));
+    cJSON_Delete(patch);
+}
+
 static void inf_synced(void *ud)
 {
     struct ctl_infud *u = ud;
@@ -486,6 +531,8 @@ static void lead_started(void *ud)
     c->restart_done = 0;
     c->failed_streak = 0;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "leading: cycles on", " identity=%s", c->identity);
+    /* GPUJobs skipped while standing by get their Event and Failed status now */
+    kube_informer_skipped_foreach(c->inf[INF_JOBS], inf_skip, &c->infud[INF_JOBS]);
     ctl_mark_dirty(c);
 }
 
@@ -574,6 +621,15 @@ static void metrics_refresh(struct gq_ctl *c)
         counter_to(c->mh.inf_events[i], (double)c->inf_events[i]);
         counter_to(c->mh.inf_lists[i], (double)st.lists);
         counter_to(c->mh.inf_relists[i], (double)st.relists_410);
+        for (int r = 1; r < KUBE_SKIP_NREASONS; r++) {
+            /* registering again returns the same series: no handle to keep */
+            struct gq_metric *h = NULL;
+            const char *lb[] = {"informer", inf_names[i], "reason", kube_skip_reason_name(r), NULL};
+            if (!gq_metrics_counter(c->metrics, "gangq_informer_objects_skipped_total",
+                                    "Objects an informer skipped (too large, too deep, undecodable)", lb, &h,
+                                    NULL, 0))
+                counter_to(h, (double)st.skipped[r]);
+        }
     }
 }
 
@@ -728,6 +784,10 @@ int ctl_run(const struct ctl_config *cfg)
         io.name = inf_names[i];
         io.on_event = inf_event;
         io.on_synced = inf_synced;
+        io.on_skip = inf_skip;
+        /* drop what gangq never reads (Teams keep managedFields: quota edits read them) */
+        io.prune = i == INF_PODS ? kube_prune_pod : i == INF_NODES ? kube_prune_node
+                   : i == INF_TEAMS ? NULL : kube_prune_common;
         io.ud = &c->infud[i];
         if (!(c->inf[i] = kube_informer_new(c->client, &io, err, sizeof(err)))) {
             gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);

@@ -369,6 +369,8 @@ void kube_cache_clear(struct kube_cache *cache);
 
 /* --------------------------------------------------------------- informer */
 
+struct kube_skipped; /* below: an object the informer could not take */
+
 struct kube_informer_opts {
     const char *path;            /* "/api/v1/pods", "/apis/gangq.io/v1alpha1/gpujobs" */
     const char *label_selector;  /* may be NULL */
@@ -389,6 +391,13 @@ struct kube_informer_opts {
     /* Called once per (re)list completion (first = synced). May be NULL. */
     void (*on_synced)(void *ud);
     void *ud;
+    /* Hostile objects (see "Objects the informer skips" below). */
+    size_t max_object;           /* an object's JSON text over this is skipped; 0 = 1 MiB */
+    void (*prune)(cJSON *obj);   /* applied to every object before it is cached (drop what
+                                    the owner never reads); NULL = keep everything */
+    /* Called for every skipped list item or watch event (after it is counted
+     * and logged); s is borrowed for the call. May be NULL. */
+    void (*on_skip)(const struct kube_skipped *s, void *ud);
 };
 
 struct kube_informer_stats {
@@ -401,6 +410,8 @@ struct kube_informer_stats {
     uint64_t errors;       /* failed requests / bad lines */
     uint64_t stalls;       /* streams restarted for silence */
     uint64_t throttled;    /* 429 answers */
+    uint64_t skipped[4];   /* objects skipped, by enum kube_skip_reason (index 0 unused) */
+    uint64_t list_shrinks; /* list pages retried with a halved limit (page over max_body) */
 };
 
 struct kube_informer;
@@ -445,5 +456,102 @@ int kube_leader_is_leader(const struct kube_leader *l);
 const char *kube_leader_identity(const struct kube_leader *l);
 /* Last observed holder ("" when none). */
 const char *kube_leader_holder(const struct kube_leader *l);
+
+/* ---------------------------------------------- objects the informer skips */
+
+/*
+ * One object must not stop an informer. A List response is never parsed
+ * whole: a scanner with an explicit depth counter (no recursion, no tree)
+ * cuts `items` into per-object byte ranges and each is parsed on its own;
+ * a watch line's `object` likewise. An object whose text is over max_object
+ * bytes, nested at least CJSON_NESTING_LIMIT deep, or not a decodable named
+ * object is skipped: counted, logged with its name (found by the same cheap
+ * scan of its metadata when possible) and handed to on_skip; every other
+ * object proceeds, and the resourceVersion still advances past it. A skipped
+ * watch ADDED/MODIFIED leaves the cache as it was, and so does a relist
+ * that skips an object whose earlier readable version is cached (that
+ * version stays, it is not reported deleted); a skipped DELETED whose
+ * name is readable still removes the cached object (the owner's new_obj is a
+ * stub holding only metadata name/namespace/uid/resourceVersion).
+ */
+enum kube_skip_reason {
+    KUBE_SKIP_TOO_LARGE = 1, /* JSON text over max_object */
+    KUBE_SKIP_TOO_DEEP = 2,  /* nesting >= CJSON_NESTING_LIMIT */
+    KUBE_SKIP_INVALID = 3,   /* not a JSON object, or no metadata.name */
+};
+#define KUBE_SKIP_NREASONS 4
+#define KUBE_MAX_OBJECT_DEFAULT ((size_t)1 << 20)
+/* "too_large", "too_deep", "invalid" (metric label values). */
+const char *kube_skip_reason_name(enum kube_skip_reason r);
+
+struct kube_skipped {
+    enum kube_skip_reason reason;
+    enum kube_event_type type; /* ADDED for a list item, else the watch event's type */
+    size_t bytes;              /* length of the object's JSON text */
+    size_t depth;              /* deepest nesting seen by the scanner */
+    /* From a scan of the raw text; "" when absent, unreadable or too long. */
+    char namespace_[64];
+    char name[254];
+    char uid[64];
+    char resource_version[64];
+    char kind[64];
+    char state[32];            /* status.state (GPUJob), to tell an already-Failed object */
+    char detail[96];           /* one phrase: "nested 1201 levels deep (limit 1000)" */
+};
+
+/*
+ * Cheap scan of one object's JSON text for the fields above (bytes, depth,
+ * metadata strings, kind, status.state); reason, type and detail are left 0.
+ * Returns GQ_OK when metadata.name was found, GQ_ENOTFOUND otherwise.
+ */
+int kube_object_scan(const char *p, size_t n, struct kube_skipped *out);
+
+typedef void (*kube_skip_cb)(const struct kube_skipped *s, void *ud);
+/*
+ * Split one List response item by item. *items (an array; caller owns) gets
+ * every decodable object; each skipped one goes to on_skip (may be NULL);
+ * *metadata (caller owns; NULL when the List has none) is the List's
+ * metadata. max_object 0 = no size cap. Errors (GQ_EPARSE, err says why) only
+ * for a response that is not a List at all; then both outputs are NULL.
+ */
+int kube_list_page_parse(const char *body, size_t len, size_t max_object, cJSON **items,
+                         cJSON **metadata, kube_skip_cb on_skip, void *ud, char *err,
+                         size_t errlen);
+/*
+ * kube_watch_event_parse, plus hostile objects: when an ADDED/MODIFIED/
+ * DELETED object is over max_object (0 = no cap), too deep or undecodable,
+ * returns GQ_OK with ev->object NULL, ev->type and ev->resource_version set
+ * (from the scan) and *skip filled. skip may not be NULL. A broken line
+ * (not an object, no type, no object) is still GQ_EPARSE.
+ */
+int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
+                              struct kube_watch_event *ev, struct kube_skipped *skip,
+                              char *err, size_t errlen);
+
+/*
+ * Pruners for kube_informer_opts.prune: drop what gangq never reads so a
+ * cache of many objects stays small.
+ *   common: metadata.managedFields and the kubectl last-applied-configuration
+ *           annotation (not for Teams: quota edits read managedFields).
+ *   pod:    only what the controller reads: metadata keeps name, namespace,
+ *           uid, resourceVersion, creation/deletion timestamps,
+ *           ownerReferences, and the gangq.io/ labels and annotations; spec
+ *           keeps nodeName, overhead and containers / initContainers with only
+ *           name and resources; status keeps phase and reason; top level
+ *           keeps apiVersion, kind, metadata, spec, status.
+ *   node:   common, then status.images.
+ */
+/*
+ * The objects an informer skips now, with what was scanned of them: the last
+ * list's skips, updated by the watch (a readable or deleted version removes
+ * one). Named objects only, at most 1024. For an owner that starts caring
+ * later, e.g. a controller that just became leader. GQ_ENOMEM or 0.
+ */
+int kube_informer_skipped_foreach(const struct kube_informer *inf,
+                                  void (*fn)(const struct kube_skipped *s, void *ud), void *ud);
+
+void kube_prune_common(cJSON *obj);
+void kube_prune_pod(cJSON *obj);
+void kube_prune_node(cJSON *obj);
 
 #endif

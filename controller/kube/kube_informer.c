@@ -7,6 +7,13 @@
  * event line -> LISTING; other failures -> WAITING (backoff) -> the step that
  * failed. Every entry point (request callbacks, timers) holds `depth` so a
  * kube_informer_free() from the owner's handler is deferred until it unwinds.
+ *
+ * One object cannot stop it: list pages and watch lines are split and parsed
+ * object by object (kube_list_page_parse, kube_watch_event_parse_ex); a
+ * hostile object is skipped, counted, logged and reported (on_skip). A list
+ * page over the client's body cap is fetched again with half the limit (down
+ * to 1) from the same continue token; the limit is back to list_limit at the
+ * next relist.
  */
 #include "kube.h"
 #include "kube_int.h"
@@ -20,6 +27,14 @@
 #include <unistd.h>
 
 enum inf_state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_WAITING };
+
+/* Objects currently skipped (named ones only), so an owner that starts caring
+ * later (a new leader) can still report them; bounded. */
+#define SKIPS_MAX 1024
+struct skips {
+    struct kube_skipped *v;
+    size_t n, cap;
+};
 enum inf_next { NEXT_LIST, NEXT_WATCH };
 
 struct kube_informer {
@@ -40,7 +55,10 @@ struct kube_informer {
     enum inf_state state;
     enum inf_next next;
     cJSON *pages;     /* items accumulated over list pages */
+    struct skips skips;      /* skipped now (the last list's, updated by the watch) */
+    struct skips list_skips; /* skipped by the list in progress */
     char cont[4096];  /* list continue token */
+    int cur_limit;    /* page size of the current list (halved on an over-cap page) */
     char rv[64];      /* last seen resourceVersion */
     int synced;
     int running;
@@ -62,6 +80,8 @@ static void destroy(struct kube_informer *inf)
     kube_cache_free(inf->cache);
     kube_lines_release(&inf->lines);
     cJSON_Delete(inf->pages);
+    free(inf->skips.v);
+    free(inf->list_skips.v);
     free(inf->path);
     free(inf->label_selector);
     free(inf->field_selector);
@@ -149,7 +169,7 @@ static void start_list_request(struct kube_informer *inf)
     char lim[24];
     int rc;
     gq_buf_init(&b, 16384);
-    snprintf(lim, sizeof lim, "%d", inf->o.list_limit);
+    snprintf(lim, sizeof lim, "%d", inf->cur_limit);
     rc = gq_buf_puts(&b, inf->path);
     if (!rc)
         rc = add_param(&b, "limit", lim);
@@ -170,6 +190,8 @@ static void do_list(struct kube_informer *inf)
 {
     inf->state = ST_LISTING;
     inf->cont[0] = '\0';
+    inf->cur_limit = inf->o.list_limit;
+    inf->list_skips.n = 0;
     cJSON_Delete(inf->pages);
     inf->pages = cJSON_CreateArray();
     if (!inf->pages) {
@@ -179,11 +201,87 @@ static void do_list(struct kube_informer *inf)
     start_list_request(inf);
 }
 
+static int same_obj(const struct kube_skipped *a, const char *ns, const char *name)
+{
+    return !strcmp(a->name, name) && !strcmp(a->namespace_, ns);
+}
+
+static void skips_remove(struct skips *k, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (same_obj(&k->v[i], ns, name)) {
+            k->v[i] = k->v[--k->n];
+            return;
+        }
+}
+
+/* Insert or replace by namespace/name; silently full at SKIPS_MAX. */
+static void skips_put(struct skips *k, const struct kube_skipped *s)
+{
+    if (!s->name[0])
+        return;
+    for (size_t i = 0; i < k->n; i++)
+        if (same_obj(&k->v[i], s->namespace_, s->name)) {
+            k->v[i] = *s;
+            return;
+        }
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 8;
+        struct kube_skipped *v;
+        if (k->cap >= SKIPS_MAX || !(v = realloc(k->v, cap * sizeof *v)))
+            return;
+        k->v = v;
+        k->cap = cap;
+    }
+    k->v[k->n++] = *s;
+}
+
+/* Count, log and report one skipped object. */
+static void skipped(struct kube_informer *inf, const struct kube_skipped *s)
+{
+    if (s->reason > 0 && s->reason < KUBE_SKIP_NREASONS)
+        inf->st.skipped[s->reason]++;
+    gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "object skipped",
+           "informer=%s reason=%s event=%s object=%s%s%s uid=%s resourceVersion=%s bytes=%zu "
+           "detail=\"%s\"",
+           inf->name, kube_skip_reason_name(s->reason), kube_event_type_name(s->type),
+           s->namespace_, s->namespace_[0] ? "/" : "", s->name[0] ? s->name : "(unnamed)", s->uid,
+           s->resource_version, s->bytes, s->detail);
+    if (inf->o.on_skip && !inf->dead)
+        inf->o.on_skip(s, inf->o.ud);
+}
+
+/* A list item skipped: if an earlier, readable version of it is cached, list
+ * that version again so the relist keeps it (same resourceVersion: no event)
+ * instead of reporting the object deleted. */
+static void skip_cb(const struct kube_skipped *s, void *ud)
+{
+    struct kube_informer *inf = ud;
+    const cJSON *old = s->name[0] ? kube_cache_get(inf->cache, s->namespace_, s->name) : NULL;
+    cJSON *dup;
+    skipped(inf, s);
+    skips_put(&inf->list_skips, s);
+    if (old && inf->pages && (dup = cJSON_Duplicate(old, 1)) != NULL &&
+        !cJSON_AddItemToArray(inf->pages, dup))
+        cJSON_Delete(dup);
+}
+
+static void prune_all(struct kube_informer *inf, cJSON *items)
+{
+    cJSON *it;
+    if (!inf->o.prune)
+        return;
+    cJSON_ArrayForEach(it, items)
+        inf->o.prune(it);
+}
+
 static void list_cb(const struct kube_response *resp, void *ud)
 {
     struct kube_informer *inf = ud;
-    cJSON *j = NULL, *items;
+    cJSON *j = NULL, *items = NULL;
     const cJSON *md, *v;
+    char err[160];
+    int rc;
     inf->depth++;
     inf->req = NULL;
     if (resp->rc == GQ_EGONE && inf->cont[0]) {
@@ -193,6 +291,15 @@ static void list_cb(const struct kube_response *resp, void *ud)
         do_list(inf);
         goto out;
     }
+    if (resp->rc == GQ_ELIMIT && inf->cur_limit > 1) {
+        /* the page is over the body cap: ask again for half as many objects */
+        inf->cur_limit /= 2;
+        inf->st.list_shrinks++;
+        gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "list page over the size cap; shrinking",
+               "informer=%s limit=%d", inf->name, inf->cur_limit);
+        start_list_request(inf);
+        goto out;
+    }
     if (resp->rc) {
         inf->st.errors++;
         if (resp->rc == GQ_EBUSY)
@@ -200,16 +307,19 @@ static void list_cb(const struct kube_response *resp, void *ud)
         wait_then(inf, NEXT_LIST, resp->retry_after, resp->errmsg);
         goto out;
     }
-    j = kube_response_json(resp);
-    items = cJSON_GetObjectItemCaseSensitive(j, "items");
-    md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
-    if (!cJSON_IsObject(j) || !(cJSON_IsArray(items) || cJSON_IsNull(items) || !items)) {
+    rc = kube_list_page_parse(resp->body, resp->len, inf->o.max_object, &items, &j, skip_cb,
+                              inf, err, sizeof err);
+    if (rc) {
         inf->st.errors++;
-        wait_then(inf, NEXT_LIST, -1, "list: response is not a List");
+        wait_then(inf, NEXT_LIST, -1, err);
         goto out;
     }
+    if (inf->dead || !inf->running)
+        goto out;
+    md = j;
     inf->st.list_pages++;
-    if (cJSON_IsArray(items)) {
+    prune_all(inf, items);
+    {
         cJSON *it;
         while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL)
             cJSON_AddItemToArray(inf->pages, it);
@@ -242,6 +352,12 @@ static void list_cb(const struct kube_response *resp, void *ud)
             goto out;
         }
         inf->st.lists++;
+        {
+            struct skips t = inf->skips; /* the list's skips are now the current ones */
+            inf->skips = inf->list_skips;
+            inf->list_skips = t;
+            inf->list_skips.n = 0;
+        }
         gq_log(log_level(inf), GQ_LOG_INFO, KUBE_LOG_MOD, "listed",
                "informer=%s objects=%zu resourceVersion=%s", inf->name, n, inf->rv);
     }
@@ -255,6 +371,7 @@ static void list_cb(const struct kube_response *resp, void *ud)
         goto out;
     do_watch(inf);
 out:
+    cJSON_Delete(items);
     cJSON_Delete(j);
     leave(inf);
 }
@@ -269,12 +386,43 @@ static void relist_now(struct kube_informer *inf, const char *why)
     do_list(inf);
 }
 
+/* A DELETED whose final state is unreadable still removes the cached object:
+ * the owner sees a stub with the scanned metadata as new_obj. */
+static void delete_stub(struct kube_informer *inf, const struct kube_skipped *s)
+{
+    cJSON *o = cJSON_CreateObject(), *md = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
+    if (!md || !cJSON_AddStringToObject(md, "name", s->name) ||
+        (s->namespace_[0] && !cJSON_AddStringToObject(md, "namespace", s->namespace_)) ||
+        (s->uid[0] && !cJSON_AddStringToObject(md, "uid", s->uid)) ||
+        (s->resource_version[0] &&
+         !cJSON_AddStringToObject(md, "resourceVersion", s->resource_version))) {
+        cJSON_Delete(o);
+        return; /* out of memory: the next relist removes it */
+    }
+    inf->st.events++;
+    kube_cache_apply(inf->cache, KUBE_EV_DELETED, o, relay, inf);
+}
+
 static int on_line(const char *line, size_t len, void *ud)
 {
     struct kube_informer *inf = ud;
     struct kube_watch_event ev;
+    struct kube_skipped skip;
     char err[160];
-    int rc = kube_watch_event_parse(line, len, &ev, err, sizeof err);
+    int rc = kube_watch_event_parse_ex(line, len, inf->o.max_object, &ev, &skip, err, sizeof err);
+    if (rc == GQ_OK && !ev.object) {
+        /* a hostile object: skip the event, keep the stream */
+        if (ev.resource_version[0])
+            gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+        if (ev.type == KUBE_EV_DELETED)
+            skips_remove(&inf->skips, skip.namespace_, skip.name);
+        else
+            skips_put(&inf->skips, &skip);
+        skipped(inf, &skip);
+        if (ev.type == KUBE_EV_DELETED && skip.name[0] && !inf->dead)
+            delete_stub(inf, &skip);
+        return inf->dead || !inf->running ? GQ_EBUSY : 0;
+    }
     if (rc) {
         inf->st.errors++;
         gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "bad watch line; relisting",
@@ -301,6 +449,15 @@ static int on_line(const char *line, size_t len, void *ud)
     inf->st.events++;
     if (ev.resource_version[0])
         gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
+    if (inf->o.prune)
+        inf->o.prune(ev.object);
+    if (inf->skips.n) { /* readable again (or deleted): no longer skipped */
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev.object, "metadata");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(md, "name");
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+        if (cJSON_IsString(nm))
+            skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
+    }
     rc = kube_cache_apply(inf->cache, ev.type, ev.object, relay, inf);
     ev.object = NULL; /* taken */
     if (rc && rc != GQ_EINVAL)
@@ -484,6 +641,9 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     }
     if (inf->o.list_limit <= 0)
         inf->o.list_limit = 500;
+    inf->cur_limit = inf->o.list_limit;
+    if (inf->o.max_object == 0)
+        inf->o.max_object = KUBE_MAX_OBJECT_DEFAULT;
     if (inf->o.watch_timeout_min_s <= 0)
         inf->o.watch_timeout_min_s = 240;
     if (inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
@@ -575,4 +735,21 @@ const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, 
 void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *st)
 {
     *st = inf->st;
+}
+
+int kube_informer_skipped_foreach(const struct kube_informer *inf,
+                                  void (*fn)(const struct kube_skipped *s, void *ud), void *ud)
+{
+    /* a copy: fn may be called back into the informer (or free it) */
+    size_t n = inf->skips.n;
+    struct kube_skipped *v;
+    if (!n)
+        return 0;
+    if (!(v = malloc(n * sizeof *v)))
+        return GQ_ENOMEM;
+    memcpy(v, inf->skips.v, n * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        fn(&v[i], ud);
+    free(v);
+    return 0;
 }

@@ -232,46 +232,357 @@ void kube_watch_event_release(struct kube_watch_event *ev)
     ev->object = NULL;
 }
 
+/* The plain decoder: a hostile object is an error here (the informer uses
+ * kube_watch_event_parse_ex and skips it instead). */
 int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ev, char *err,
                            size_t errlen)
 {
-    cJSON *root = NULL, *obj;
-    const cJSON *t, *rv;
-    int rc = GQ_OK;
+    struct kube_skipped skip;
+    int rc = kube_watch_event_parse_ex(line, len, 0, ev, &skip, err, errlen);
+    if (rc == GQ_OK && !ev->object)
+        return GQ_EPARSE; /* err already says which object and why */
+    return rc;
+}
+
+/* ------------------------------------------------------- raw JSON scan */
+
+/*
+ * A scanner over JSON text that finds where a value ends without building it:
+ * string- and escape-aware bracket counting with an explicit depth counter (no
+ * recursion, no allocation), so an object too deep or too large for cJSON can
+ * still be measured, cut out of its List and named. It checks structure only;
+ * cJSON parses (and validates) every range it hands out. Whitespace is every
+ * byte <= 32, as cJSON skips it.
+ */
+
+static size_t sk_ws(const char *p, size_t n, size_t i)
+{
+    while (i < n && (unsigned char)p[i] <= 32)
+        i++;
+    return i;
+}
+
+/* End (exclusive) of the string at p[i] == '"'; 0 if unterminated. */
+static size_t sk_string(const char *p, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (p[i] == '\\')
+            i++;
+        else if (p[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+/* End (exclusive) of the value at p[i]; 0 when malformed or truncated.
+ * *maxdepth (may be NULL) gets the deepest nesting of objects/arrays. */
+static size_t sk_value(const char *p, size_t n, size_t i, size_t *maxdepth)
+{
+    size_t depth = 0, md = 0, s = i;
+    if (maxdepth)
+        *maxdepth = 0;
+    if (i >= n)
+        return 0;
+    if (p[i] == '"')
+        return sk_string(p, n, i);
+    if (p[i] != '{' && p[i] != '[') {
+        while (i < n && (unsigned char)p[i] > 32 && p[i] != ',' && p[i] != '}' && p[i] != ']' &&
+               p[i] != ':' && p[i] != '"' && p[i] != '{' && p[i] != '[')
+            i++;
+        return i > s ? i : 0;
+    }
+    while (i < n) {
+        char ch = p[i];
+        if (ch == '"') {
+            i = sk_string(p, n, i);
+            if (!i)
+                return 0;
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            if (++depth > md)
+                md = depth;
+        } else if (ch == '}' || ch == ']') {
+            if (--depth == 0) {
+                if (maxdepth)
+                    *maxdepth = md;
+                return i + 1;
+            }
+        }
+        i++;
+    }
+    return 0;
+}
+
+static void sk_str(const char *p, size_t vs, size_t ve, char *out, size_t outlen);
+
+/* A key written with escapes ("it\u0065ms") that decodes to key. */
+static int key_escaped_eq(const char *p, size_t ks, size_t ke, const char *key)
+{
+    char k[64];
+    if (!memchr(p + ks, '\\', ke - ks))
+        return 0;
+    sk_str(p, ks, ke, k, sizeof k);
+    return strcmp(k, key) == 0;
+}
+
+/* Find member `key` (escaped keys decoded, as cJSON does) of the
+ * object at p[i] == '{'. 0 found (value range in *vs, *ve), 1 absent, -1
+ * malformed. The first of duplicate keys wins, as in cJSON. */
+static int sk_member(const char *p, size_t n, size_t i, const char *key, size_t *vs, size_t *ve)
+{
+    size_t kl = strlen(key);
+    if (i >= n || p[i] != '{')
+        return -1;
+    i = sk_ws(p, n, i + 1);
+    if (i < n && p[i] == '}')
+        return 1;
+    for (;;) {
+        size_t ks = i, ke, v, end;
+        if (i >= n || p[i] != '"' || !(ke = sk_string(p, n, i)))
+            return -1;
+        i = sk_ws(p, n, ke);
+        if (i >= n || p[i] != ':')
+            return -1;
+        v = sk_ws(p, n, i + 1);
+        if (!(end = sk_value(p, n, v, NULL)))
+            return -1;
+        if ((ke - ks - 2 == kl && memcmp(p + ks + 1, key, kl) == 0) || key_escaped_eq(p, ks, ke, key)) {
+            *vs = v;
+            *ve = end;
+            return 0;
+        }
+        i = sk_ws(p, n, end);
+        if (i < n && p[i] == ',') {
+            i = sk_ws(p, n, i + 1);
+            continue;
+        }
+        return i < n && p[i] == '}' ? 1 : -1;
+    }
+}
+
+/* Copy the JSON string value p[vs..ve) (decoded) into out; "" otherwise. */
+static void sk_str(const char *p, size_t vs, size_t ve, char *out, size_t outlen)
+{
+    cJSON *s;
+    out[0] = '\0';
+    if (ve <= vs || p[vs] != '"' || ve - vs > 1024)
+        return;
+    s = cJSON_ParseWithLength(p + vs, ve - vs);
+    if (cJSON_IsString(s) && strlen(s->valuestring) < outlen)
+        gq_strlcpy(out, s->valuestring, outlen);
+    cJSON_Delete(s);
+}
+
+/* The string member key of the object at p[i], into out ("" when absent). */
+static void sk_member_str(const char *p, size_t n, size_t i, const char *key, char *out,
+                          size_t outlen)
+{
+    size_t vs, ve;
+    out[0] = '\0';
+    if (sk_member(p, n, i, key, &vs, &ve) == 0)
+        sk_str(p, vs, ve, out, outlen);
+}
+
+const char *kube_skip_reason_name(enum kube_skip_reason r)
+{
+    switch (r) {
+    case KUBE_SKIP_TOO_LARGE: return "too_large";
+    case KUBE_SKIP_TOO_DEEP: return "too_deep";
+    case KUBE_SKIP_INVALID: return "invalid";
+    }
+    return "invalid";
+}
+
+int kube_object_scan(const char *p, size_t n, struct kube_skipped *out)
+{
+    size_t i = sk_ws(p, n, 0), vs, ve;
+    memset(out, 0, sizeof *out);
+    out->bytes = n;
+    if (!sk_value(p, n, i, &out->depth) || p[i] != '{') {
+        out->depth = 0;
+        return GQ_ENOTFOUND;
+    }
+    sk_member_str(p, n, i, "kind", out->kind, sizeof out->kind);
+    if (sk_member(p, n, i, "metadata", &vs, &ve) == 0 && p[vs] == '{') {
+        sk_member_str(p, ve, vs, "name", out->name, sizeof out->name);
+        sk_member_str(p, ve, vs, "namespace", out->namespace_, sizeof out->namespace_);
+        sk_member_str(p, ve, vs, "uid", out->uid, sizeof out->uid);
+        sk_member_str(p, ve, vs, "resourceVersion", out->resource_version,
+                      sizeof out->resource_version);
+    }
+    if (sk_member(p, n, i, "status", &vs, &ve) == 0 && p[vs] == '{')
+        sk_member_str(p, ve, vs, "state", out->state, sizeof out->state);
+    return out->name[0] ? GQ_OK : GQ_ENOTFOUND;
+}
+
+/*
+ * Decode one object's text p[0..n) unless it is hostile. Returns the object
+ * (caller owns) or NULL with *s filled (reason, detail, scanned fields).
+ */
+static cJSON *take_object(const char *p, size_t n, size_t max_object, enum kube_event_type type,
+                          struct kube_skipped *s)
+{
+    cJSON *o = NULL;
+    size_t depth = 0;
+    enum kube_skip_reason why;
+    char key[600];
+    if (!(max_object && n > max_object))
+        sk_value(p, n, sk_ws(p, n, 0), &depth);
+    if (max_object && n > max_object) {
+        why = KUBE_SKIP_TOO_LARGE;
+    } else if (depth >= CJSON_NESTING_LIMIT) {
+        why = KUBE_SKIP_TOO_DEEP;
+    } else {
+        o = cJSON_ParseWithLength(p, n);
+        if (cJSON_IsObject(o) && kube_object_key(o, key, sizeof key) == GQ_OK)
+            return o;
+        cJSON_Delete(o);
+        why = KUBE_SKIP_INVALID;
+    }
+    kube_object_scan(p, n, s);
+    s->reason = why;
+    s->type = type;
+    if (why == KUBE_SKIP_TOO_LARGE)
+        snprintf(s->detail, sizeof s->detail, "%zu bytes of JSON (limit %zu)", n, max_object);
+    else if (why == KUBE_SKIP_TOO_DEEP)
+        snprintf(s->detail, sizeof s->detail, "nested %zu levels deep (limit %d)", s->depth,
+                 CJSON_NESTING_LIMIT - 1);
+    else
+        snprintf(s->detail, sizeof s->detail, "%s", s->name[0] ? "not decodable as JSON"
+                                                               : "not a named JSON object");
+    return NULL;
+}
+
+int kube_list_page_parse(const char *body, size_t len, size_t max_object, cJSON **items,
+                         cJSON **metadata, kube_skip_cb on_skip, void *ud, char *err,
+                         size_t errlen)
+{
+    size_t i = sk_ws(body, len, 0), end, vs, ve;
+    int r;
+    *items = *metadata = NULL;
+    if (i >= len || body[i] != '{' || !(end = sk_value(body, len, i, NULL)) ||
+        sk_ws(body, len, end) != len) {
+        gq_errf(err, errlen, "list: response is not a JSON object");
+        return GQ_EPARSE;
+    }
+    r = sk_member(body, len, i, "metadata", &vs, &ve);
+    if (r < 0) {
+        gq_errf(err, errlen, "list: malformed JSON");
+        return GQ_EPARSE;
+    }
+    if (r == 0) {
+        *metadata = cJSON_ParseWithLength(body + vs, ve - vs);
+        if (!cJSON_IsObject(*metadata)) {
+            cJSON_Delete(*metadata);
+            *metadata = NULL;
+            gq_errf(err, errlen, "list: metadata is not an object");
+            return GQ_EPARSE;
+        }
+    }
+    if (!(*items = cJSON_CreateArray()))
+        goto nomem;
+    r = sk_member(body, len, i, "items", &vs, &ve);
+    if (r == 1 || (r == 0 && ve - vs == 4 && memcmp(body + vs, "null", 4) == 0))
+        return GQ_OK;
+    if (r < 0 || body[vs] != '[') {
+        gq_errf(err, errlen, "list: items is not an array");
+        goto fail;
+    }
+    for (i = sk_ws(body, ve, vs + 1); i < ve && body[i] != ']';) {
+        struct kube_skipped s;
+        cJSON *o;
+        if (!(end = sk_value(body, ve, i, NULL))) {
+            gq_errf(err, errlen, "list: malformed items");
+            goto fail;
+        }
+        o = take_object(body + i, end - i, max_object, KUBE_EV_ADDED, &s);
+        if (o) {
+            if (!cJSON_AddItemToArray(*items, o)) {
+                cJSON_Delete(o);
+                goto nomem;
+            }
+        } else if (on_skip) {
+            on_skip(&s, ud);
+        }
+        i = sk_ws(body, ve, end);
+        if (i < ve && body[i] == ',')
+            i = sk_ws(body, ve, i + 1);
+        else if (i >= ve || body[i] != ']') {
+            gq_errf(err, errlen, "list: malformed items");
+            goto fail;
+        }
+    }
+    return GQ_OK;
+nomem:
+    gq_errf(err, errlen, "list: out of memory");
+    cJSON_Delete(*items);
+    cJSON_Delete(*metadata);
+    *items = *metadata = NULL;
+    return GQ_ENOMEM;
+fail:
+    cJSON_Delete(*items);
+    cJSON_Delete(*metadata);
+    *items = *metadata = NULL;
+    return GQ_EPARSE;
+}
+
+int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
+                              struct kube_watch_event *ev, struct kube_skipped *skip,
+                              char *err, size_t errlen)
+{
+    size_t i = sk_ws(line, len, 0), end, vs, ve;
+    char type[16];
+    cJSON *obj;
+    const cJSON *rv;
     memset(ev, 0, sizeof *ev);
-    root = cJSON_ParseWithLength(line, len);
-    if (!root || !cJSON_IsObject(root)) {
+    memset(skip, 0, sizeof *skip);
+    if (i >= len || line[i] != '{' || !(end = sk_value(line, len, i, NULL)) ||
+        sk_ws(line, len, end) != len) {
         gq_errf(err, errlen, "watch event: not a JSON object");
-        rc = GQ_EPARSE;
-        goto out;
+        return GQ_EPARSE;
     }
-    t = cJSON_GetObjectItemCaseSensitive(root, "type");
-    if (!cJSON_IsString(t)) {
+    if (sk_member(line, len, i, "type", &vs, &ve) != 0 || line[vs] != '"') {
         gq_errf(err, errlen, "watch event: missing field type");
-        rc = GQ_EPARSE;
-        goto out;
+        return GQ_EPARSE;
     }
-    if (strcmp(t->valuestring, "ADDED") == 0)
+    sk_str(line, vs, ve, type, sizeof type);
+    if (strcmp(type, "ADDED") == 0)
         ev->type = KUBE_EV_ADDED;
-    else if (strcmp(t->valuestring, "MODIFIED") == 0)
+    else if (strcmp(type, "MODIFIED") == 0)
         ev->type = KUBE_EV_MODIFIED;
-    else if (strcmp(t->valuestring, "DELETED") == 0)
+    else if (strcmp(type, "DELETED") == 0)
         ev->type = KUBE_EV_DELETED;
-    else if (strcmp(t->valuestring, "BOOKMARK") == 0)
+    else if (strcmp(type, "BOOKMARK") == 0)
         ev->type = KUBE_EV_BOOKMARK;
-    else if (strcmp(t->valuestring, "ERROR") == 0)
+    else if (strcmp(type, "ERROR") == 0)
         ev->type = KUBE_EV_ERROR;
     else {
-        gq_errf(err, errlen, "watch event: unknown type %.40s", t->valuestring);
-        rc = GQ_EPARSE;
-        goto out;
+        gq_errf(err, errlen, "watch event: unknown type %.40s", type[0] ? type : "(not a short string)");
+        return GQ_EPARSE;
     }
-    obj = cJSON_DetachItemFromObjectCaseSensitive(root, "object");
-    if (!cJSON_IsObject(obj)) {
-        cJSON_Delete(obj);
-        gq_errf(err, errlen, "watch event %s: missing field object", t->valuestring);
-        rc = GQ_EPARSE;
-        goto out;
+    if (sk_member(line, len, i, "object", &vs, &ve) != 0 || line[vs] != '{') {
+        gq_errf(err, errlen, "watch event %s: missing field object", type);
+        return GQ_EPARSE;
+    }
+    if (ev->type == KUBE_EV_BOOKMARK || ev->type == KUBE_EV_ERROR) {
+        obj = cJSON_ParseWithLength(line + vs, ve - vs);
+        if (!cJSON_IsObject(obj)) {
+            cJSON_Delete(obj);
+            gq_errf(err, errlen, "watch event %s: object is not a JSON object", type);
+            return GQ_EPARSE;
+        }
+    } else {
+        obj = take_object(line + vs, ve - vs, max_object, ev->type, skip);
+        if (!obj) {
+            if (gq_strlcpy(ev->resource_version, skip->resource_version,
+                           sizeof ev->resource_version) >= sizeof ev->resource_version)
+                ev->resource_version[0] = '\0';
+            gq_errf(err, errlen, "watch event %s: object %s%s%s skipped: %s", type,
+                    skip->namespace_, skip->namespace_[0] ? "/" : "",
+                    skip->name[0] ? skip->name : "(unnamed)", skip->detail);
+            return GQ_OK;
+        }
     }
     ev->object = obj;
     if (ev->type == KUBE_EV_ERROR) {
@@ -281,7 +592,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
         ev->code = cJSON_IsNumber(code) && code->valuedouble >= 0 && code->valuedouble < 1000
                        ? (long)code->valuedouble
                        : 0;
-        goto out;
+        return GQ_OK;
     }
     rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
                                           "resourceVersion");
@@ -289,17 +600,87 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
         if (gq_strlcpy(ev->resource_version, rv->valuestring, sizeof ev->resource_version) >=
             sizeof ev->resource_version) {
             gq_errf(err, errlen, "watch event: resourceVersion too long");
-            rc = GQ_EPARSE;
-            goto out;
+            kube_watch_event_release(ev);
+            return GQ_EPARSE;
         }
     } else if (ev->type == KUBE_EV_BOOKMARK) {
         gq_errf(err, errlen, "watch event BOOKMARK: missing field metadata.resourceVersion");
-        rc = GQ_EPARSE;
-        goto out;
-    }
-out:
-    cJSON_Delete(root);
-    if (rc)
         kube_watch_event_release(ev);
-    return rc;
+        return GQ_EPARSE;
+    }
+    return GQ_OK;
+}
+
+/* ---------------------------------------------------------------- prune */
+
+void kube_prune_common(cJSON *obj)
+{
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(md, "annotations"),
+                                            "kubectl.kubernetes.io/last-applied-configuration");
+}
+
+/* Delete every member of o whose name is not in keep (NULL-terminated). */
+static void keep_only(cJSON *o, const char *const *keep)
+{
+    cJSON *c, *next;
+    if (!cJSON_IsObject(o))
+        return;
+    for (c = o->child; c; c = next) {
+        int k = 0;
+        next = c->next;
+        while (keep[k] && (!c->string || strcmp(keep[k], c->string) != 0))
+            k++;
+        if (!keep[k])
+            cJSON_Delete(cJSON_DetachItemViaPointer(o, c));
+    }
+}
+
+/* Delete every member of o whose name does not start with prefix. */
+static void keep_prefix(cJSON *o, const char *prefix)
+{
+    cJSON *c, *next;
+    size_t pl = strlen(prefix);
+    if (!cJSON_IsObject(o))
+        return;
+    for (c = o->child; c; c = next) {
+        next = c->next;
+        if (!c->string || strncmp(c->string, prefix, pl) != 0)
+            cJSON_Delete(cJSON_DetachItemViaPointer(o, c));
+    }
+}
+
+void kube_prune_pod(cJSON *obj)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    static const char *const meta[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                                       "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                                       "annotations", "ownerReferences", NULL};
+    static const char *const spec[] = {"nodeName", "overhead", "containers", "initContainers",
+                                       NULL};
+    static const char *const ctr[] = {"name", "resources", NULL};
+    static const char *const status[] = {"phase", "reason", NULL};
+    cJSON *sp, *c;
+    if (!cJSON_IsObject(obj))
+        return;
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    keep_only(obj, top);
+    keep_only(md, meta);
+    keep_prefix(cJSON_GetObjectItemCaseSensitive(md, "labels"), "gangq.io/");
+    keep_prefix(cJSON_GetObjectItemCaseSensitive(md, "annotations"), "gangq.io/");
+    sp = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    keep_only(sp, spec);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sp, "containers"))
+        keep_only(c, ctr);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sp, "initContainers"))
+        keep_only(c, ctr);
+    keep_only(cJSON_GetObjectItemCaseSensitive(obj, "status"), status);
+}
+
+void kube_prune_node(cJSON *obj)
+{
+    kube_prune_common(obj);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"),
+                                            "images");
 }

@@ -32,6 +32,7 @@
 #include "kube.h"
 #include "kube_int.h"
 #include "log.h"
+#include "ctl.h"
 
 /* ------------------------------------------------------------ fixtures */
 
@@ -1566,6 +1567,456 @@ static void test_leader(void **st)
     ev_loop_destroy(loop);
 }
 
+/* ------------------------------------------------------ hostile objects */
+
+/* A GPUJob-like object named ns/NAME with `depth` objects nested inside
+ * spec.template (caller frees). */
+static char *deep_obj(const char *name, const char *rv, int depth)
+{
+    struct gq_buf b;
+    gq_buf_init(&b, 1u << 20);
+    assert_int_equal(gq_buf_printf(&b, "{\"kind\":\"GPUJob\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\","
+                                       "\"uid\":\"u-%s\",\"resourceVersion\":\"%s\"},\"spec\":{\"template\":",
+                                   name, name, rv), 0);
+    for (int i = 0; i < depth; i++)
+        assert_int_equal(gq_buf_puts(&b, "{\"a\":"), 0);
+    assert_int_equal(gq_buf_puts(&b, "1"), 0);
+    for (int i = 0; i < depth; i++)
+        assert_int_equal(gq_buf_puts(&b, "}"), 0);
+    assert_int_equal(gq_buf_puts(&b, "},\"status\":{\"state\":\"Queued\"}}"), 0);
+    return b.p;
+}
+
+/* An object named ns/NAME whose JSON text is about `bytes` long. */
+static char *big_obj(const char *name, const char *rv, size_t bytes)
+{
+    struct gq_buf b;
+    gq_buf_init(&b, bytes + 4096);
+    assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"resourceVersion\":\"%s\"},"
+                                       "\"spec\":{\"blob\":\"", name, rv), 0);
+    for (size_t i = 0; i < bytes; i++)
+        assert_int_equal(gq_buf_puts(&b, i % 7 ? "x" : "\\\""), 0); /* escaped quotes too */
+    assert_int_equal(gq_buf_puts(&b, "\"}}"), 0);
+    return b.p;
+}
+
+struct skiplog {
+    struct kube_skipped s[16];
+    int n;
+};
+
+static void skiplog_cb(const struct kube_skipped *s, void *ud)
+{
+    struct skiplog *l = ud;
+    assert_true(l->n < 16);
+    l->s[l->n++] = *s;
+}
+
+/* A List page holding a 1,200-deep object, an oversized one and undecodable
+ * ones among good ones: the good ones are decoded, the others skipped and
+ * named; the whole page is one cJSON cannot parse. */
+static void test_list_page_hostile(void **st)
+{
+    char *deep = deep_obj("deep", "11", 1200), *big = big_obj("big", "12", 10000);
+    struct gq_buf b;
+    struct skiplog sl = {0};
+    cJSON *items = NULL, *md = NULL, *whole;
+    char err[200], key[64];
+    (void)st;
+    gq_buf_init(&b, 1u << 20);
+    assert_int_equal(gq_buf_printf(&b,
+                                   "{\"kind\":\"GPUJobList\",\"metadata\":{\"resourceVersion\":\"99\",\"continue\":\"c\"},"
+                                   "\"items\":[ %s,\n%s , %s,%s,17,{\"metadata\":{\"namespace\":\"ns\"}},"
+                                   "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"bad\"},\"spec\":{\"x\":tru}},%s ]}",
+                                   POD("a", "1"), deep, POD("b", "2"), big, POD("c", "3")),
+                     0);
+    whole = cJSON_Parse(b.p);
+    assert_null(whole); /* what used to stop the informer */
+    assert_int_equal(kube_list_page_parse(b.p, b.len, 8192, &items, &md, skiplog_cb, &sl, err, sizeof err), 0);
+    assert_int_equal(cJSON_GetArraySize(items), 3);
+    assert_int_equal(kube_object_key(cJSON_GetArrayItem(items, 0), key, sizeof key), 0);
+    assert_string_equal(key, "ns/a");
+    assert_int_equal(kube_object_key(cJSON_GetArrayItem(items, 1), key, sizeof key), 0);
+    assert_string_equal(key, "ns/b");
+    assert_int_equal(kube_object_key(cJSON_GetArrayItem(items, 2), key, sizeof key), 0);
+    assert_string_equal(key, "ns/c");
+    assert_string_equal(cJSON_GetObjectItem(md, "resourceVersion")->valuestring, "99");
+    assert_string_equal(cJSON_GetObjectItem(md, "continue")->valuestring, "c");
+    assert_int_equal(sl.n, 5);
+    assert_int_equal(sl.s[0].reason, KUBE_SKIP_TOO_DEEP);
+    assert_string_equal(sl.s[0].namespace_, "ns");
+    assert_string_equal(sl.s[0].name, "deep");
+    assert_string_equal(sl.s[0].uid, "u-deep");
+    assert_string_equal(sl.s[0].resource_version, "11");
+    assert_string_equal(sl.s[0].kind, "GPUJob");
+    assert_string_equal(sl.s[0].state, "Queued");
+    assert_true(sl.s[0].depth >= 1200);
+    assert_int_equal(sl.s[0].type, KUBE_EV_ADDED);
+    assert_non_null(strstr(sl.s[0].detail, "levels deep"));
+    assert_int_equal(sl.s[1].reason, KUBE_SKIP_TOO_LARGE);
+    assert_string_equal(sl.s[1].name, "big");
+    assert_true(sl.s[1].bytes > 10000);
+    assert_int_equal(sl.s[2].reason, KUBE_SKIP_INVALID); /* 17 */
+    assert_string_equal(sl.s[2].name, "");
+    assert_int_equal(sl.s[3].reason, KUBE_SKIP_INVALID); /* no name */
+    assert_int_equal(sl.s[4].reason, KUBE_SKIP_INVALID); /* bad JSON inside, name still found */
+    assert_string_equal(sl.s[4].name, "bad");
+    assert_string_equal(kube_skip_reason_name(KUBE_SKIP_TOO_DEEP), "too_deep");
+    cJSON_Delete(items);
+    cJSON_Delete(md);
+    /* no size cap: the big one is taken; 999 levels are still decodable */
+    free(deep);
+    deep = deep_obj("deep", "11", CJSON_NESTING_LIMIT - 4);
+    gq_buf_reset(&b);
+    assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{},\"items\":[%s,%s]}", deep, big), 0);
+    sl.n = 0;
+    assert_int_equal(kube_list_page_parse(b.p, b.len, 0, &items, &md, skiplog_cb, &sl, err, sizeof err), 0);
+    assert_int_equal(cJSON_GetArraySize(items), 2);
+    assert_int_equal(sl.n, 0);
+    cJSON_Delete(items);
+    cJSON_Delete(md);
+    /* null or absent items: an empty page */
+    assert_int_equal(kube_list_page_parse("{\"metadata\":{},\"items\":null}", 29, 0, &items, &md, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(cJSON_GetArraySize(items), 0);
+    cJSON_Delete(items);
+    cJSON_Delete(md);
+    /* not a List: errors, nothing returned */
+    {
+        static const char *const bad[] = {"", "[]", "{\"items\":{}}", "{\"items\":[1,}", "{\"items\":[{\"a\":1}",
+                                          "{\"metadata\":[],\"items\":[]}", "{\"items\":[]} x", "{\"items\":[\"a]}"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            assert_int_equal(kube_list_page_parse(bad[i], strlen(bad[i]), 0, &items, &md, NULL, NULL, err, sizeof err),
+                             GQ_EPARSE);
+            assert_null(items);
+            assert_null(md);
+        }
+    }
+    gq_buf_release(&b);
+    free(deep);
+    free(big);
+}
+
+/* A watch line whose object is hostile decodes to "skip this event": type,
+ * name and resourceVersion known, no object; the plain decoder refuses it. */
+static void test_watch_event_hostile(void **st)
+{
+    char *deep = deep_obj("deep", "41", 1200), *big = big_obj("big", "42", 5000);
+    struct gq_buf b;
+    struct kube_watch_event ev;
+    struct kube_skipped sk;
+    char err[200];
+    (void)st;
+    gq_buf_init(&b, 1u << 20);
+    assert_int_equal(gq_buf_printf(&b, "{\"type\":\"MODIFIED\",\"object\":%s}", deep), 0);
+    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, 0, &ev, &sk, err, sizeof err), 0);
+    assert_null(ev.object);
+    assert_int_equal(ev.type, KUBE_EV_MODIFIED);
+    assert_string_equal(ev.resource_version, "41");
+    assert_int_equal(sk.reason, KUBE_SKIP_TOO_DEEP);
+    assert_int_equal(sk.type, KUBE_EV_MODIFIED);
+    assert_string_equal(sk.name, "deep");
+    assert_int_equal(kube_watch_event_parse(b.p, b.len, &ev, err, sizeof err), GQ_EPARSE);
+    assert_non_null(strstr(err, "ns/deep"));
+    assert_null(ev.object);
+    gq_buf_reset(&b);
+    assert_int_equal(gq_buf_printf(&b, "{\"object\":%s,\"type\":\"DELETED\"}", big), 0);
+    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, 4096, &ev, &sk, err, sizeof err), 0);
+    assert_null(ev.object);
+    assert_int_equal(ev.type, KUBE_EV_DELETED);
+    assert_int_equal(sk.reason, KUBE_SKIP_TOO_LARGE);
+    assert_string_equal(sk.name, "big");
+    assert_string_equal(ev.resource_version, "42");
+    /* the same line under no cap decodes */
+    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, 0, &ev, &sk, err, sizeof err), 0);
+    assert_non_null(ev.object);
+    assert_int_equal(sk.reason, 0);
+    kube_watch_event_release(&ev);
+    /* a BOOKMARK or ERROR with a broken object is still a broken line */
+    {
+        const char *l = "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\"},\"x\":tru}}";
+        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), 0, &ev, &sk, err, sizeof err), GQ_EPARSE);
+        l = "{\"type\":\"ADDED\",\"object\":[]}";
+        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), 0, &ev, &sk, err, sizeof err), GQ_EPARSE);
+        l = "{\"type\":7,\"object\":{}}";
+        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), 0, &ev, &sk, err, sizeof err), GQ_EPARSE);
+    }
+    gq_buf_release(&b);
+    free(deep);
+    free(big);
+}
+
+static int server_saw_4(void *ud)
+{
+    char line[4096];
+    return server_req(ud, 3, line, sizeof line) > 0;
+}
+
+struct hostile_ctx {
+    struct inf_ctx x; /* first: inf_event/inf_synced take the same ud */
+    struct skiplog sl;
+};
+
+static void hostile_skip(const struct kube_skipped *s, void *ud)
+{
+    struct hostile_ctx *h = ud;
+    skiplog_cb(s, &h->sl);
+}
+
+/* The informer syncs past hostile list items and keeps its watch through
+ * hostile events; objects are pruned before they are cached. */
+static void test_informer_hostile(void **st)
+{
+    char *deep = deep_obj("deep", "11", 1200), *big = big_obj("big", "12", 10000);
+    char *deep2 = deep_obj("a", "50", 1400), *bigdel = big_obj("b", "51", 12000);
+    char *deep3 = deep_obj("d2", "30", 1300);
+    char *page, *events, *page2;
+    struct gq_buf b;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct hostile_ctx h;
+    struct kube_informer_opts o = {0};
+    struct kube_informer_stats s;
+    char err[200], line[4096];
+    const cJSON *a;
+    (void)st;
+    gq_buf_init(&b, 1u << 20);
+    assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[%s,%s,%s,"
+                                       "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"b\",\"resourceVersion\":\"3\","
+                                       "\"managedFields\":[{\"manager\":\"kubectl\"}]}},%s]}",
+                                   POD("a", "1"), deep, big, POD("c", "4")), 0);
+    page = strdup(b.p);
+    gq_buf_reset(&b);
+    /* a deep ADDED (skipped), a good ADDED, a deep MODIFIED of a (skipped: a keeps
+     * its last good state), an oversized DELETED of b (still deletes b) */
+    assert_int_equal(gq_buf_printf(&b, "{\"type\":\"ADDED\",\"object\":%s}\n" "%s" "{\"type\":\"MODIFIED\",\"object\":%s}\n"
+                                       "{\"type\":\"DELETED\",\"object\":%s}\n"
+                                       "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n",
+                                   deep3, WEV("ADDED", POD("d", "40")), deep2, bigdel),
+                     0);
+    events = strdup(b.p);
+    /* the relist after the 410 still holds a in its unreadable version */
+    gq_buf_reset(&b);
+    assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{\"resourceVersion\":\"60\"},\"items\":[%s,%s,%s]}",
+                                   deep2, POD("c", "4"), POD("d", "40")), 0);
+    page2 = strdup(b.p);
+    assert_non_null(page);
+    assert_non_null(events);
+    {
+        const struct step steps[] = {
+            {200, NULL, {page}, 0, 0},
+            {200, NULL, {events}, 0, 0},
+            {200, NULL, {page2}, 0, 0},
+            {200, NULL, {""}, 0, 3000},
+        };
+        memset(&h, 0, sizeof h);
+        server_start(&srv, steps, 4);
+    }
+    c = client_for(loop, &srv, NULL);
+    o.path = "/apis/gangq.io/v1alpha1/gpujobs";
+    o.name = "gpujobs";
+    o.max_object = 9500;
+    o.stall_s = 0.5;
+    o.backoff_base_s = 0.05;
+    o.prune = kube_prune_common;
+    o.on_event = inf_event;
+    o.on_synced = inf_synced;
+    o.on_skip = hostile_skip;
+    o.ud = &h;
+    h.x.inf = kube_informer_new(c, &o, err, sizeof err);
+    assert_non_null(h.x.inf);
+    kube_informer_start(h.x.inf);
+    run_until(loop, NULL, server_saw_4, &srv, 6);
+    kube_informer_get_stats(h.x.inf, &s);
+    assert_true(kube_informer_synced(h.x.inf));
+    assert_int_equal(h.x.synced, 2);
+    assert_int_equal(s.lists, 2);        /* only the 410 relisted: no skip did */
+    assert_int_equal(s.relists_410, 1);
+    assert_int_equal(s.skipped[KUBE_SKIP_TOO_DEEP], 4);
+    assert_int_equal(s.skipped[KUBE_SKIP_TOO_LARGE], 2);
+    assert_int_equal(h.sl.n, 6);
+    assert_string_equal(h.sl.s[0].name, "deep");
+    assert_string_equal(h.sl.s[1].name, "big");
+    assert_string_equal(h.sl.s[2].name, "d2");
+    assert_int_equal(h.sl.s[2].type, KUBE_EV_ADDED);
+    assert_string_equal(h.sl.s[3].name, "a");
+    assert_int_equal(h.sl.s[3].type, KUBE_EV_MODIFIED);
+    assert_string_equal(h.sl.s[4].name, "b");
+    assert_int_equal(h.sl.s[4].type, KUBE_EV_DELETED);
+    assert_string_equal(h.sl.s[5].name, "a"); /* the relist */
+    server_req(&srv, 1, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=20&"));
+    server_req(&srv, 3, line, sizeof line);
+    assert_non_null(strstr(line, "resourceVersion=60&"));
+    assert_true(evlog_has(&h.x.log, "ADDED - ns/a rv=1"));
+    assert_true(evlog_has(&h.x.log, "ADDED - ns/b rv=3"));
+    assert_true(evlog_has(&h.x.log, "ADDED - ns/c rv=4"));
+    assert_true(evlog_has(&h.x.log, "ADDED - ns/d rv=40"));
+    assert_true(evlog_has(&h.x.log, "DELETED ns/b ns/b rv=51")); /* the stub */
+    assert_int_equal(h.x.log.n, 5); /* no DELETED for a at the relist */
+    a = kube_informer_get(h.x.inf, "ns", "a");
+    assert_non_null(a);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "metadata"), "resourceVersion")->valuestring, "1");
+    assert_null(kube_informer_get(h.x.inf, "ns", "b"));
+    assert_null(kube_informer_get(h.x.inf, "ns", "deep"));
+    assert_null(kube_informer_get(h.x.inf, "ns", "big"));
+    assert_int_equal(kube_cache_count(kube_informer_cache(h.x.inf)), 3); /* a, c, d */
+    /* skipped now: only what the last list skipped (deep, big and d2 are gone) */
+    h.sl.n = 0;
+    assert_int_equal(kube_informer_skipped_foreach(h.x.inf, skiplog_cb, &h.sl), 0);
+    assert_int_equal(h.sl.n, 1);
+    assert_string_equal(h.sl.s[0].name, "a");
+    assert_int_equal(h.sl.s[0].reason, KUBE_SKIP_TOO_DEEP);
+    kube_informer_free(h.x.inf);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+    gq_buf_release(&b);
+    free(page);
+    free(page2);
+    free(events);
+    free(deep);
+    free(big);
+    free(deep2);
+    free(deep3);
+    free(bigdel);
+}
+
+/* A list page over the client's body cap is asked for again with half the
+ * limit, from the same continue token; the next relist starts at the full limit. */
+static void test_informer_list_shrink(void **st)
+{
+    char *big = big_obj("big", "12", 3000);
+    char *page1 = NULL;
+    struct gq_buf b;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_config cfg;
+    struct kube_client_opts co = {0};
+    struct inf_ctx x;
+    struct kube_informer_opts o = {0};
+    struct kube_informer_stats s;
+    char err[200], line[4096], url[64];
+    (void)st;
+    gq_buf_init(&b, 1u << 16);
+    assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{\"continue\":\"k1\"},\"items\":[%s,%s,%s]}", big, big, big), 0);
+    page1 = strdup(b.p);
+    {
+        const struct step steps[] = {
+            {200, NULL, {page1}, 0, 0}, /* limit=4: ~9 KB, over the 6 KB cap */
+            {200, NULL, {page1}, 0, 0}, /* limit=2: still over */
+            {200, NULL, {"{\"metadata\":{\"continue\":\"k2\"},\"items\":[" POD("a", "1") "]}"}, 0, 0}, /* limit=1 */
+            {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[" POD("b", "2") "]}"}, 0, 0},
+            {200, NULL, {""}, 0, 3000},
+        };
+        server_start(&srv, steps, 5);
+    }
+    kube_config_init(&cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
+    cfg.server = url;
+    co.log_level = GQ_LOG_ERROR + 1;
+    co.max_body = 6000;
+    c = kube_client_new(loop, &cfg, &co, err, sizeof err);
+    assert_non_null(c);
+    memset(&x, 0, sizeof x);
+    o.path = "/api/v1/pods";
+    o.list_limit = 4;
+    o.backoff_base_s = 0.05;
+    o.on_event = inf_event;
+    o.on_synced = inf_synced;
+    o.ud = &x;
+    x.inf = kube_informer_new(c, &o, err, sizeof err);
+    assert_non_null(x.inf);
+    kube_informer_start(x.inf);
+    run_until(loop, &x.synced, NULL, NULL, 6);
+    kube_informer_get_stats(x.inf, &s);
+    assert_int_equal(x.synced, 1);
+    assert_int_equal(s.list_shrinks, 2);
+    server_req(&srv, 0, line, sizeof line);
+    assert_non_null(strstr(line, "?limit=4|"));
+    server_req(&srv, 1, line, sizeof line);
+    assert_non_null(strstr(line, "?limit=2|"));
+    server_req(&srv, 2, line, sizeof line);
+    assert_non_null(strstr(line, "?limit=1|"));
+    server_req(&srv, 3, line, sizeof line);
+    assert_non_null(strstr(line, "?limit=1&continue=k2|"));
+    assert_non_null(kube_informer_get(x.inf, "ns", "a"));
+    assert_non_null(kube_informer_get(x.inf, "ns", "b"));
+    kube_informer_free(x.inf);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+    gq_buf_release(&b);
+    free(page1);
+    free(big);
+}
+
+/* The pod pruner keeps every field the controller reads (same usage, phase,
+ * labels, annotations, owner, node, deletion) and drops the rest. */
+static void test_prune_pod(void **st)
+{
+    static const char pod[] =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-1-0\",\"namespace\":\"ns\",\"uid\":\"u1\","
+        "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\","
+        "\"labels\":{\"app\":\"x\",\"gangq.io/job\":\"j\",\"gangq.io/replica\":\"0\",\"gangq.io/attempt\":\"1\"},"
+        "\"annotations\":{\"gangq.io/gpu-milli\":\"250\",\"gangq.io/gpu-devices\":\"1,3\","
+        "\"kubectl.kubernetes.io/last-applied-configuration\":\"{...}\"},"
+        "\"ownerReferences\":[{\"kind\":\"GPUJob\",\"name\":\"j\",\"uid\":\"uj\"}],"
+        "\"managedFields\":[{\"manager\":\"kubelet\",\"fieldsV1\":{\"f:status\":{}}}]},"
+        "\"spec\":{\"nodeName\":\"n1\",\"volumes\":[{\"name\":\"v\"}],\"tolerations\":[],"
+        "\"containers\":[{\"name\":\"c\",\"image\":\"img\",\"env\":[{\"name\":\"A\",\"value\":\"b\"}],"
+        "\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"},\"limits\":{\"nvidia.com/gpu\":\"2\"}}}],"
+        "\"initContainers\":[{\"name\":\"i\",\"command\":[\"x\"],\"resources\":{\"requests\":{\"cpu\":\"4\"}}}]},"
+        "\"status\":{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"containerStatuses\":[{\"name\":\"c\"}],"
+        "\"conditions\":[{\"type\":\"Ready\"}]}}";
+    cJSON *a = cJSON_Parse(pod), *p = cJSON_Parse(pod), *n;
+    struct ctl_podusage ua, up;
+    char *before, *after;
+    (void)st;
+    kube_prune_pod(p);
+    ctl_pod_usage(a, &ua);
+    ctl_pod_usage(p, &up);
+    assert_int_equal(ua.cpu_milli, 4000);
+    assert_memory_equal(&ua, &up, sizeof ua);
+    assert_int_equal(ctl_pod_terminal(p), 1);
+    assert_string_equal(ctl_obj_label(p, CTL_LABEL_JOB), "j");
+    assert_string_equal(ctl_obj_label(p, CTL_LABEL_REPLICA), "0");
+    assert_string_equal(ctl_obj_label(p, CTL_LABEL_ATTEMPT), "1");
+    assert_string_equal(ctl_obj_annotation(p, CTL_ANN_GPU_DEVICES), "1,3");
+    assert_string_equal(ctl_obj_str(p, "spec", "nodeName"), "n1");
+    assert_string_equal(ctl_obj_str(p, "metadata", "deletionTimestamp"), "2026-01-01T00:00:00Z");
+    assert_string_equal(ctl_obj_str(p, "metadata", "uid"), "u1");
+    assert_string_equal(ctl_obj_str(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"),
+                                                                            "ownerReferences"), 0), "uid", NULL), "uj");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "managedFields"));
+    assert_null(ctl_obj_annotation(p, "kubectl.kubernetes.io/last-applied-configuration"));
+    assert_null(ctl_obj_label(p, "app"));
+    assert_string_equal(ctl_obj_label(a, "app"), "x");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "volumes"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"),
+                                                                            "containers"), 0), "env"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "containerStatuses"));
+    before = cJSON_PrintUnformatted(a);
+    after = cJSON_PrintUnformatted(p);
+    assert_true(strlen(after) < strlen(before) * 3 / 4);
+    free(before);
+    free(after);
+    /* node: images go, everything else stays; common: managedFields go */
+    n = cJSON_Parse("{\"metadata\":{\"name\":\"n1\",\"managedFields\":[]},\"spec\":{\"taints\":[]},"
+                    "\"status\":{\"images\":[{\"names\":[\"x\"]}],\"allocatable\":{\"cpu\":\"8\"}}}");
+    kube_prune_node(n);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "status"), "images"));
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "status"), "allocatable"));
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "spec"), "taints"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "metadata"), "managedFields"));
+    kube_prune_pod(NULL); /* harmless */
+    kube_prune_node(NULL);
+    cJSON_Delete(n);
+    cJSON_Delete(a);
+    cJSON_Delete(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1588,6 +2039,11 @@ int main(void)
         cmocka_unit_test(test_informer_error_event),
         cmocka_unit_test(test_informer_long_line_and_free),
         cmocka_unit_test(test_leader),
+        cmocka_unit_test(test_list_page_hostile),
+        cmocka_unit_test(test_watch_event_hostile),
+        cmocka_unit_test(test_informer_hostile),
+        cmocka_unit_test(test_informer_list_shrink),
+        cmocka_unit_test(test_prune_pod),
     };
     int rc;
     signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,72 @@
+/* libFuzzer target: List responses and watch lines with hostile objects. The
+ * item-by-item splitter must never crash, leak or recurse; and on any input
+ * cJSON can parse whole as a List, it must agree with cJSON: every item is
+ * either returned (the same object) or reported skipped, in order. */
+// fuzz-sources: common/gq.c common/buf.c controller/kube/kube_util.c controller/kube/kube_cache.c
+// fuzz-libs: -lcurl -lev
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct count {
+    int n;
+};
+
+static void on_skip(const struct kube_skipped *s, void *ud)
+{
+    struct count *c = ud;
+    if (s->reason < KUBE_SKIP_TOO_LARGE || s->reason > KUBE_SKIP_INVALID)
+        abort();
+    if (strlen(s->name) >= sizeof s->name || strlen(s->detail) >= sizeof s->detail)
+        abort();
+    c->n++;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *p = (const char *)data;
+    size_t cap = size > 0 ? (data[0] % 4) * 64 : 0; /* 0 = no cap, else a small one */
+    cJSON *items = NULL, *md = NULL, *whole;
+    struct count c = {0};
+    struct kube_watch_event ev;
+    struct kube_skipped sk;
+    char err[256];
+    int rc = kube_list_page_parse(p, size, cap, &items, &md, on_skip, &c, err, sizeof err);
+    if (rc == 0) {
+        cJSON *it;
+        struct kube_cache *cache = kube_cache_new();
+        cJSON_ArrayForEach(it, items)
+        {
+            kube_prune_pod(it);
+            kube_prune_node(it);
+        }
+        /* differential: a List cJSON parses whole has as many items as we took + skipped */
+        whole = cJSON_ParseWithLength(p, size);
+        if (cJSON_IsObject(whole)) {
+            const cJSON *wi = cJSON_GetObjectItemCaseSensitive(whole, "items");
+            if (cJSON_IsArray(wi) && cJSON_GetArraySize(wi) != cJSON_GetArraySize(items) + c.n)
+                abort();
+        }
+        cJSON_Delete(whole);
+        if (cache)
+            kube_cache_replace(cache, items, NULL, NULL); /* takes items */
+        else
+            cJSON_Delete(items);
+        kube_cache_free(cache);
+        cJSON_Delete(md);
+    } else if (items || md) {
+        abort(); /* nothing half-returned on error */
+    }
+    if (kube_watch_event_parse_ex(p, size, cap, &ev, &sk, err, sizeof err) == 0) {
+        if (!ev.object && !sk.reason)
+            abort();
+        kube_watch_event_release(&ev);
+    }
+    kube_object_scan(p, size, &sk);
+    return 0;
+}
