@@ -20,10 +20,12 @@
  *  - Pod names are deterministic: "<job>-<attempt>-<replica>" where attempt is
  *    recorded in the job's placement text, so repeating a create gives 409
  *    AlreadyExists (= already done) and a gang is never admitted twice.
- *  - Scheduling cycles run only while leading (when leader election is on),
- *    after every informer synced, and not while gangq pods are still
- *    terminating after a preemption (their GPUs are not free yet; bounded by
- *    deletionTimestamp + CTL_DRAIN_SLACK_S).
+ *  - Scheduling cycles run only while leading (when leader election is on)
+ *    and after every informer synced. Released gangq pods that still stop
+ *    never hold the cluster back: a preempted job's stopping pods keep it in
+ *    the snapshot as terminating for its preemptor (their devices held for
+ *    it), and every other released pod is foreign usage on its node, so their
+ *    GPUs are never booked twice while unrelated jobs keep being admitted.
  *
  * Ownership: the ctl_snapshot / placement / status helpers are pure (no I/O)
  * and borrow every input for the duration of the call (snapshot strings point
@@ -54,8 +56,8 @@
 
 #define CTL_KEY_MAX (API_NS_MAX + API_NAME_MAX) /* "namespace/name" */
 #define CTL_PATH_MAX 1024
-#define CTL_DRAIN_SLACK_S 30      /* terminating pods past their deadline stop holding cycles */
-#define CTL_DRAIN_INTENT_MS 60000 /* a pending delete intent holds cycles at most this long */
+#define CTL_DRAIN_SLACK_S 30      /* a preempted job's pod this far past its deletion deadline
+                                   * no longer keeps the job stopping (it stays foreign usage) */
 #define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long = deleted */
 #define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
 
@@ -164,6 +166,13 @@ struct ctl_jobin {
     int64_t enqueue_ms;
     int64_t admitted_ms;
     const struct ctl_placement *pl; /* running: its placement */
+    /* Running and being stopped (released, pods still terminating): pl holds
+     * the replicas whose pods still stop. It keeps that capacity, is never a
+     * victim again and wants no new replicas; terminating_for is the key of
+     * the job it makes room for (its snapshot index when that job waits, else
+     * -1). */
+    int terminating;
+    const char *terminating_for;
 };
 
 struct ctl_snapin {

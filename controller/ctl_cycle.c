@@ -29,6 +29,8 @@ struct cj {
     struct ctl_memo *memo;
     int state;                  /* current store state, updated as we write */
     int admit_pending;          /* an ADMIT intent is pending */
+    int released;               /* gave up its hold in this reconcile (an intent deletes its pods) */
+    struct ctl_placement term;  /* Preempted, pods still stopping: the replicas they hold */
 };
 
 /* An intent by job key (index into rc_ctx.intents). */
@@ -80,7 +82,7 @@ struct rc_ctx {
     uint64_t lookup_sig;          /* Teams + PriorityClasses seen (defaulting inputs) */
     struct pend_event *ev;
     int nev, capev;
-    int draining;
+    int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
 };
 
@@ -926,7 +928,7 @@ static int release_hold(struct rc_ctx *r, struct cj *j, int kind, const char *pa
     int rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
     if (!rc)
         rc = intent(r, kind, j->key, payload);
-    r->draining = 1;
+    j->released = 1;
     return rc;
 }
 
@@ -1245,8 +1247,10 @@ static int run_sched(struct rc_ctx *r)
         int st = j->state;
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
-        ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
-                                    j->row->admitted_ms, &j->pl};
+        int stopping = st == STORE_PREEMPTED && j->term.n > 0;
+        ins[n] = (struct ctl_jobin){j->key, j->job, holds(st) || stopping, j->row->enqueue_ms,
+                                    j->row->admitted_ms, stopping ? &j->term : &j->pl, stopping,
+                                    stopping ? j->row->preempted_by : NULL};
         ins_job[n] = i;
         n++;
     }
@@ -1414,11 +1418,10 @@ static void team_pool_status(struct rc_ctx *r)
             int fgpus = 0;
             for (int i = 0; i < r->njobs; i++) {
                 const struct cj *j = &r->jobs[i];
-                if (!holds(j->state))
-                    continue;
-                for (int k = 0; k < j->pl.n; k++)
-                    if (!strcmp(j->pl.rep[k].node, name))
-                        used |= j->pl.rep[k].devs;
+                const struct ctl_placement *jp = holds(j->state) ? &j->pl : &j->term;
+                for (int k = 0; k < jp->n; k++)
+                    if (!strcmp(jp->rep[k].node, name))
+                        used |= jp->rep[k].devs;
             }
             for (int f = 0; f < r->nforeign; f++) {
                 const char *nn = ctl_obj_str(r->foreign[f], "spec", "nodeName");
@@ -1459,40 +1462,54 @@ static void team_pool_status(struct rc_ctx *r)
 
 /* ------------------------------------------------------------ reconcile */
 
-/* Pods that hold a cycle back: gangq pods still on a live node that no job
- * holds (being deleted after a preemption/requeue, or about to be). */
-static int drain_check(struct rc_ctx *r)
+/* A released pod of a Preempted job, on a live node and not past its
+ * deletion deadline by CTL_DRAIN_SLACK_S, that holds what its job was placed
+ * with: recorded in j->term (the job stays in the snapshot, terminating for
+ * its preemptor). Returns 0 when the pod does not qualify. */
+static int pod_stopping(struct rc_ctx *r, struct cj *j, const cJSON *pod, const struct ctl_podfacts *f)
+{
+    int64_t rv;
+    char w[256];
+    double dw = 0;
+    if (!j || !j->row || j->state != STORE_PREEMPTED || j->invalid_reason || !f->replica ||
+        gq_parse_i64(f->replica, (size_t)-1, &rv) || rv < 0 || rv >= API_REPLICAS_MAX ||
+        j->term.n >= j->job->spec.replicas || node_lost(r, f->node, w, sizeof(w)))
+        return 0;
+    if (f->deletion && !kube_time_parse(f->deletion, &dw) && (double)r->now / 1000.0 > dw + CTL_DRAIN_SLACK_S)
+        return 0;
+    struct ctl_podusage u;
+    ctl_pod_usage(pod, &u);
+    const struct api_gpu *g = &j->job->spec.gpu;
+    int devs = !g->present ? 0 : g->count ? g->count : 1;
+    const struct rnode *n = node_find(r, f->node); /* have_ni: node_lost parsed it */
+    if (__builtin_popcount(u.devs) != devs || (n->ni.gpus < 32 && (u.devs >> n->ni.gpus)))
+        return 0; /* not what the job's replicas hold: counted as foreign usage */
+    return !ctl_placement_add(&j->term, (int)rv, f->node, u.devs);
+}
+
+/* Gangq pods no placement holds (released by a preemption, suspend, requeue
+ * or deletion, or left by an old attempt) that still run or stop. A
+ * Preempted job's stopping pods keep it in the snapshot as terminating for
+ * its preemptor (pod_stopping); every other such pod is foreign usage on its
+ * node. Either way their devices are booked for no one else until the pods
+ * are gone, and nothing else waits for them. */
+static int released_pods(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    for (int i = 0; i < r->nintents; i++)
-        if (r->intents[i].kind != STORE_INTENT_ADMIT) {
-            if (r->now - r->intents[i].created_ms < CTL_DRAIN_INTENT_MS)
-                return 1;
-            LOGC(c, GQ_LOG_WARN, "delete intent still pending; not holding cycles for it",
-                 " job=%s id=%lld age_s=%lld", r->intents[i].job_key, (long long)r->intents[i].id,
-                 (long long)((r->now - r->intents[i].created_ms) / 1000));
-        }
+    int rc;
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np)
-                continue;
-            struct cj *j = job_find(r, m->key);
-            (void)pods;
+            struct cj *j = np ? job_find(r, m->key) : NULL;
             for (int k = 0; k < np; k++) {
                 const struct ctl_podfacts *f = &m->pf[k];
-                if (f->terminal || pod_held(j, f))
+                if (f->terminal || !f->node || !f->node[0] || pod_held(j, f))
                     continue;
-                const char *nn = f->node;
-                char w[256];
-                if (!nn || !nn[0] || node_lost(r, nn, w, sizeof(w)))
-                    continue;
-                const char *dt = f->deletion;
-                double dw = 0;
-                if (dt && !kube_time_parse(dt, &dw) && (double)r->now / 1000.0 > dw + CTL_DRAIN_SLACK_S)
-                    continue;
-                return 1;
+                r->nreleased++;
+                if (!pod_stopping(r, j, pods[k], f) &&
+                    (rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, pods[k])))
+                    return rc;
             }
         }
     return 0;
@@ -1512,6 +1529,8 @@ static void cleanup_strays(struct rc_ctx *r)
             if (intent_first(r, m->key) < r->nintents)
                 continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = job_find(r, m->key);
+            if (j && j->released)
+                continue; /* the intent written in this reconcile deletes them */
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
                 const struct ctl_podfacts *f = &m->pf[k];
@@ -1548,8 +1567,10 @@ static void account_usage(struct rc_ctx *r)
 
 static void rc_release(struct rc_ctx *r)
 {
-    for (int i = 0; i < r->njobs; i++)
+    for (int i = 0; i < r->njobs; i++) {
         ctl_placement_release(&r->jobs[i].pl);
+        ctl_placement_release(&r->jobs[i].term);
+    }
     free(r->iidx);
     free(r->nix);
     for (int i = 0; i < r->nrows; i++)
@@ -1597,15 +1618,12 @@ void ctl_reconcile(struct gq_ctl *c)
         struct store_job *row = r->rows[i];
         if (job_find(r, row->key))
             continue;
-        int had = holds(row->state);
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
                                 store_state_name(row->state), "", "GPUJob deleted"};
         if ((rc = intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
             (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
             (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
             goto fail;
-        if (had)
-            r->draining = 1;
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
              store_state_name(row->state));
     }
@@ -1626,9 +1644,7 @@ void ctl_reconcile(struct gq_ctl *c)
             gq_strlcpy(r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, sizeof(r->jobs[i].memo->wait_msg));
             r->jobs[i].memo->position = 0;
         }
-    if (!r->draining)
-        r->draining = drain_check(r);
-    if (!r->draining && (rc = run_sched(r)))
+    if ((rc = released_pods(r)) || (rc = run_sched(r)))
         goto fail;
     if ((rc = store_commit_cycle(c->st, r->err, sizeof(r->err)))) {
         in_txn = 0;
@@ -1666,8 +1682,8 @@ void ctl_reconcile(struct gq_ctl *c)
     int64_t dt = ctl_now_ms() - t0;
     c->m.cycle_us_total += (uint64_t)dt * 1000;
     gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
-           " n=%lld jobs=%d nodes=%d draining=%d sched=%d ms=%lld", (long long)c->reconciles,
-           r->njobs, r->nnodes, r->draining, r->sched_ran, (long long)dt);
+           " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
+           r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
     rc_release(r);
     free(r);
     return;

@@ -609,11 +609,24 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             }
             if (j->nplaced == 0)
                 continue; /* nothing placed any more: leave it out */
-            if (j->gang && j->nplaced < j->replicas)
-                j->replicas = j->nplaced; /* a broken gang still holds what it holds */
+            if ((j->gang || ji->terminating) && j->nplaced < j->replicas)
+                j->replicas = j->nplaced; /* a broken gang (or a stopping job) holds what it holds */
+            j->terminating = ji->terminating;
+            j->terminating_for = -1;
         }
         s->job_in[nj] = i;
         nj++;
+    }
+    /* a stopping job makes room for its preemptor while that one waits */
+    for (int k = 0; k < nj; k++) {
+        const char *f = in->jobs[s->job_in[k]].terminating_for;
+        if (!s->jobs[k].terminating || !f)
+            continue;
+        for (int p = 0; p < nj; p++)
+            if (s->jobs[p].state == SCHED_JOB_WAITING && !strcmp(s->jobs[p].id, f)) {
+                s->jobs[k].terminating_for = p;
+                break;
+            }
     }
     s->snap.jobs = s->jobs;
     s->snap.njobs = nj;
