@@ -58,7 +58,8 @@
 #define CTL_PATH_MAX 1024
 #define CTL_DRAIN_SLACK_S 30      /* a preempted job's pod this far past its deletion deadline
                                    * no longer keeps the job stopping (it stays foreign usage) */
-#define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long = deleted */
+#define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long is asked
+                                   * for with a GET (only a 404 or a delete event = gone) */
 #define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
 
 /* ------------------------------------------------------------ config */
@@ -83,6 +84,8 @@ struct ctl_config {
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
+    double pod_watch_delay_s;      /* test hook: pod watch events applied this late (a lagging
+                                    * watch, kube_informer_opts.event_delay_s); default 0 */
 };
 
 void ctl_config_default(struct ctl_config *c);

@@ -215,6 +215,57 @@ void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const ch
     op_settle(o);
 }
 
+/* A pod absent from the cache: only the API server says whether it is gone. */
+struct confirm_op {
+    struct gq_ctl *c;
+    char key[CTL_KEY_MAX];
+    char name[API_NAME_MAX + 32];
+};
+
+static void confirm_cb(const struct kube_response *resp, void *ud)
+{
+    struct confirm_op *o = ud;
+    struct gq_ctl *c = o->c;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
+    if (m) {
+        m->confirm_inflight = 0;
+        if (resp->rc == GQ_ENOTFOUND) {
+            gq_strlcpy(m->gone_pod, o->name, sizeof(m->gone_pod));
+            LOGA(c, GQ_LOG_WARN, "pod absent from the cache is gone (GET 404)", " job=%s pod=%s", o->key,
+                 o->name);
+        } else {
+            m->missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
+            if (resp->rc == GQ_OK)
+                LOGA(c, GQ_LOG_INFO, "pod absent from the cache exists (GET 200): the pod watch lags",
+                     " job=%s pod=%s", o->key, o->name);
+            else
+                LOGA(c, GQ_LOG_WARN, "pod absent from the cache: GET failed; asking again later",
+                     " job=%s pod=%s status=%ld err=\"%s\"", o->key, o->name, resp->status, resp->errmsg);
+        }
+    }
+    ctl_mark_dirty(c);
+    free(o);
+}
+
+void ctl_act_confirm_pod(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+{
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    char path[CTL_PATH_MAX];
+    if (!m || m->confirm_inflight || kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL))
+        return;
+    struct confirm_op *o = calloc(1, sizeof(*o));
+    if (!o)
+        return;
+    o->c = c;
+    gq_strlcpy(o->key, key, sizeof(o->key));
+    gq_strlcpy(o->name, name, sizeof(o->name));
+    if (kube_get(c->client, path, confirm_cb, o)) {
+        free(o);
+        return;
+    }
+    m->confirm_inflight = 1;
+}
+
 /* ------------------------------------------------------------ pods */
 
 static int set_str(cJSON *obj, const char *k, const char *v)

@@ -1057,7 +1057,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     int running = 0, succeeded = 0, missing = 0;
     int lost_rep[API_REPLICAS_MAX];
     int nlost = 0;
-    char why[API_MSG_MAX] = "";
+    char why[API_MSG_MAX] = "", confirm[API_NAME_MAX + 32] = "";
     for (int k = 0; k < j->pl.n; k++) {
         const struct ctl_prep *p = &j->pl.rep[k];
         char name[API_NAME_MAX + 32];
@@ -1075,9 +1075,14 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         char w[API_MSG_MAX] = "";
         const char *ph = f ? f->phase : NULL;
         if (!pod) {
+            /* gone only when the API server said so (delete event, GET 404);
+             * absent from the cache for a while: ask it */
             missing++;
-            if (j->memo->missing_since_ms && r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
+            if (!strcmp(j->memo->gone_pod, name))
                 snprintf(w, sizeof(w), "pod %s was deleted", name);
+            else if (!confirm[0] && j->memo->missing_since_ms &&
+                     r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
+                gq_strlcpy(confirm, name, sizeof(confirm));
         } else if (ph && !strcmp(ph, "Failed")) {
             snprintf(w, sizeof(w), "pod %s failed", name);
         } else if (ph && !strcmp(ph, "Succeeded")) {
@@ -1100,6 +1105,8 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         j->memo->missing_since_ms = r->now;
     if (!missing)
         j->memo->missing_since_ms = 0;
+    if (confirm[0] && !nlost)
+        ctl_act_confirm_pod(r->c, j->key, j->job->meta.namespace, confirm);
     int rc = 0;
     if (nlost) {
         j->memo->missing_since_ms = 0;
@@ -1168,6 +1175,7 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     int rc = 0;
     struct gq_buf b;
     gq_buf_init(&b, 1u << 20);
+    j->memo->gone_pod[0] = 0; /* names of this admission's pods are new */
     if (!partial) {
         ctl_placement_release(&j->pl);
         /* above any attempt whose pods may still exist (adopted, or a lost store) */
@@ -1695,6 +1703,22 @@ fail:
          " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
     rc_release(r);
     free(r);
+}
+
+/* ------------------------------------------------------------ pod events */
+
+void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod)
+{
+    const char *job = ctl_obj_label(pod, CTL_LABEL_JOB);
+    const char *ns = ctl_obj_str(pod, "metadata", "namespace");
+    const char *name = ctl_obj_str(pod, "metadata", "name");
+    char key[CTL_KEY_MAX];
+    if (!job || !ns || !name)
+        return;
+    snprintf(key, sizeof(key), "%s/%s", ns, job);
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (m)
+        gq_strlcpy(m->gone_pod, name, sizeof(m->gone_pod));
 }
 
 /* ------------------------------------------------------------ quota edits */

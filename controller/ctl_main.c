@@ -140,7 +140,8 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
         double lo;
     } durs[] = {{"node-lost-grace", &c->node_lost_grace_s, 0},
                 {"usage-half-life", &c->usage_half_life_s, 0},
-                {"cycle-interval", &c->cycle_interval_s, 0.05}};
+                {"cycle-interval", &c->cycle_interval_s, 0.05},
+                {"pod-watch-delay", &c->pod_watch_delay_s, 0}};
     for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
         if (!strcmp(key, durs[k].k)) {
             if (gq_parse_duration(val, &d) || d < durs[k].lo) {
@@ -418,6 +419,8 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
     c->inf_events[u->idx]++;
     if (u->idx == INF_TEAMS && type == KUBE_EV_MODIFIED && old_obj && new_obj)
         ctl_team_changed(c, old_obj, new_obj);
+    if (u->idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
+        ctl_pod_deleted(c, old_obj);
     ctl_mark_dirty(c);
 }
 
@@ -694,6 +697,8 @@ int ctl_run(const struct ctl_config *cfg)
         io.on_event = inf_event;
         io.on_synced = inf_synced;
         io.ud = &c->infud[i];
+        if (i == INF_PODS)
+            io.event_delay_s = c->cfg.pod_watch_delay_s;
         if (!(c->inf[i] = kube_informer_new(c->client, &io, err, sizeof(err)))) {
             gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
             goto out;
@@ -799,7 +804,8 @@ static void usage(FILE *f)
             "  --max-retries N          failed-gang requeues before Failed (3)\n"
             "  --usage-half-life DUR    fair-share usage decay (24h)\n"
             "  --cycle-interval DUR     periodic resync (2s)\n"
-            "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n");
+            "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
+            "  --pod-watch-delay DUR    testing only: apply pod watch events this late (a lagging watch)\n");
 }
 
 int cmd_controller(int argc, char **argv)

@@ -383,6 +383,12 @@ struct kube_informer_opts {
     /* Called once per (re)list completion (first = synced). May be NULL. */
     void (*on_synced)(void *ud);
     void *ud;
+    /* Test hook (a lagging watch): apply each watch event (bookmarks too, in
+     * order) this many seconds after it arrived; the resourceVersion moves
+     * as events are applied, and events still waiting when the watch restarts
+     * or a relist starts are dropped (the new watch or the list brings them
+     * again). 0 = at once. Lists are never delayed. */
+    double event_delay_s;
 };
 
 struct kube_informer_stats {
