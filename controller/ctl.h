@@ -159,6 +159,11 @@ struct ctl_podusage {
 void ctl_pod_usage(const cJSON *pod, struct ctl_podusage *out);
 /* Pod phase is Succeeded or Failed. */
 int ctl_pod_terminal(const cJSON *pod);
+/* The attempt that finished a job: the highest gangq.io/attempt label for
+ * which, among the pods owned by uid (an ownerReferences entry; uid NULL or
+ * "" = any owner), every replica 0..replicas-1 has a Succeeded pod. 0 when no
+ * attempt did. */
+int ctl_pods_succeeded_attempt(const cJSON *const *pods, int npods, const char *uid, int replicas);
 
 /* ------------------------------------------------------------ snapshot */
 

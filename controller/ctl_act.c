@@ -170,7 +170,9 @@ static void delete_cb(const struct kube_response *resp, void *ud)
 {
     struct op *o = ud;
     o->outstanding--;
-    /* 404: already gone; 409: uid precondition failed = a different pod now */
+    /* 404: already gone; 409: a precondition failed = a different pod now, or
+     * the pod changed since we saw it (it may have finished): not deleted,
+     * looked at again by a later reconcile with its current state */
     if (resp->rc != GQ_OK && resp->rc != GQ_ENOTFOUND && resp->rc != GQ_ECONFLICT) {
         o->failed = 1;
         LOGA(o->c, GQ_LOG_WARN, "pod delete failed; will retry", " job=%s status=%ld err=\"%s\"",
@@ -184,13 +186,15 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
     const char *ns = ctl_obj_str(pod, "metadata", "namespace");
     const char *name = ctl_obj_str(pod, "metadata", "name");
     const char *uid = ctl_obj_str(pod, "metadata", "uid");
+    const char *rv = ctl_obj_str(pod, "metadata", "resourceVersion");
     char path[CTL_PATH_MAX];
     if (!ns || !name || kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL)) {
         o->failed = 1;
         return;
     }
     o->outstanding++;
-    if (kube_delete(o->c->client, path, grace, uid, delete_cb, o)) {
+    /* only the pod as we saw it: one that finished meanwhile (Succeeded) is kept */
+    if (kube_delete_rv(o->c->client, path, grace, uid, rv, delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
     }

@@ -1047,11 +1047,39 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
     return 0;
 }
 
+/* A job whose pods of one attempt all Succeeded is Succeeded, whatever was
+ * decided meanwhile: a preemption, suspend or requeue decided on a view of
+ * its pods that was not current yet, or a newer attempt admitted since. The
+ * attempt a holding job runs now is left to job_lifecycle's own rule. */
+static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
+{
+    int s = j->state, np = 0, rc;
+    if (j->failed_invalid || !j->row ||
+        (s != STORE_QUEUED && s != STORE_PREEMPTED && s != STORE_SUSPENDED && !holds(s)))
+        return 0;
+    const cJSON **pods = memo_pods(r, j->memo, &np);
+    int a = np ? ctl_pods_succeeded_attempt(pods, np, j->job->meta.uid, j->job->spec.replicas) : 0;
+    if (!a || (holds(s) && a == j->pl.attempt))
+        return 0;
+    char msg[API_MSG_MAX];
+    snprintf(msg, sizeof(msg), "every replica succeeded (attempt %d)", a);
+    rc = holds(s) ? release_hold(r, j, STORE_INTENT_DELETE, "succeeded")
+                  : store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
+    if (rc || (rc = transition(r, j, STORE_SUCCEEDED, holds(s) ? "" : NULL, msg, NULL, NULL, 0)) ||
+        (rc = audit(r, "succeed", j, j->key, store_state_name(s), "Succeeded", msg)))
+        return rc;
+    event_add(r, j->obj, "Normal", "Succeeded", "%s; it was %s when that was seen", msg, store_state_name(s));
+    LOGC(r->c, GQ_LOG_INFO, "job succeeded (its pods finished before what was decided meanwhile)",
+         " job=%s was=%s attempt=%d", j->key, store_state_name(s), a);
+    return 0;
+}
+
 /* Lifecycle of an admitted job from its pods. */
 static int job_lifecycle(struct rc_ctx *r, struct cj *j)
 {
-    if (!holds(j->state) || j->admit_pending || j->failed_invalid)
-        return 0;
+    int rc0 = job_succeeded_meanwhile(r, j);
+    if (rc0 || !holds(j->state) || j->admit_pending || j->failed_invalid)
+        return rc0;
     int np = 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
     int running = 0, succeeded = 0, missing = 0;

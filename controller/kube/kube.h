@@ -236,6 +236,11 @@ int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patc
  * NULL) becomes preconditions.uid. */
 int kube_delete(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
                 kube_response_cb cb, void *ud);
+/* The same with preconditions.resourceVersion as well (rv may be NULL): the
+ * object is deleted only if it has not changed since that version (409
+ * otherwise), i.e. only as the caller saw it. */
+int kube_delete_rv(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
+                   const char *rv, kube_response_cb cb, void *ud);
 int kube_get(struct kube_client *c, const char *path, kube_response_cb cb, void *ud);
 
 /* The object a core/v1 Event is about. Strings are borrowed for the call. */

@@ -465,6 +465,52 @@ static void test_snapshot_terminating(void **state)
     cJSON_Delete(nt);
 }
 
+/* The attempt whose pods finished a job: every replica of one attempt of this
+ * job (owner uid) Succeeded, whatever else exists. */
+static cJSON *pod_of(const char *uid, int attempt, int replica, const char *phase)
+{
+    char b[512];
+    snprintf(b, sizeof(b),
+             "{\"metadata\":{\"name\":\"j-%d-%d\",\"labels\":{\"gangq.io/job\":\"j\",\"gangq.io/attempt\":\"%d\","
+             "\"gangq.io/replica\":\"%d\"},\"ownerReferences\":[{\"kind\":\"GPUJob\",\"uid\":\"%s\"}]},"
+             "\"status\":{\"phase\":\"%s\"}}",
+             attempt, replica, attempt, replica, uid, phase);
+    return J(b);
+}
+
+static void test_pods_succeeded_attempt(void **state)
+{
+    (void)state;
+    cJSON *p[8];
+    p[0] = pod_of("u1", 1, 0, "Succeeded");
+    p[1] = pod_of("u1", 1, 1, "Running");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 2), 0); /* replica 1 runs */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 1), 1);
+    cJSON_Delete(p[1]);
+    p[1] = pod_of("u1", 1, 1, "Succeeded");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 2), 1); /* done */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u2", 2), 0); /* another job's pods */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, NULL, 2), 1);  /* any owner */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 3), 0);  /* replica 2 missing */
+    /* a newer attempt half done, an older one complete: the older finished the job */
+    p[2] = pod_of("u1", 2, 0, "Succeeded");
+    p[3] = pod_of("u1", 2, 1, "Failed");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 4, "u1", 2), 1);
+    /* two Succeeded pods of one replica do not make up for a missing one */
+    cJSON_Delete(p[1]);
+    p[1] = pod_of("u1", 1, 0, "Succeeded");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 4, "u1", 2), 0);
+    /* the newest complete attempt wins; no labels = no attempt */
+    p[4] = pod_of("u1", 3, 0, "Succeeded");
+    p[5] = pod_of("u1", 3, 1, "Succeeded");
+    p[6] = J("{\"metadata\":{\"name\":\"x\"},\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 7, "u1", 2), 3);
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 7, "u1", 0), 0);
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 0, "u1", 1), 0);
+    for (int i = 0; i < 7; i++)
+        cJSON_Delete(p[i]);
+}
+
 static void test_node_pool_none(void **state)
 {
     (void)state;
@@ -651,7 +697,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_node_info),
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
-        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),      cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating), cmocka_unit_test(test_pods_succeeded_attempt),      cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
