@@ -61,6 +61,7 @@
 #define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long is asked
                                    * for with a GET (only a 404 or a delete event = gone) */
 #define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
+#define CTL_STRAY_RETRY_MS 2000   /* a job's stray pods are deleted at most this often */
 
 /* ------------------------------------------------------------ config */
 

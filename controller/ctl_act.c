@@ -142,6 +142,8 @@ static void op_settle(struct op *o)
         struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
         if (m && m->cleanup_inflight > 0)
             m->cleanup_inflight--;
+        if (m)
+            m->cleanup_done_ms = ctl_now_ms();
     }
     ctl_mark_dirty(c);
     free(o);

@@ -1560,8 +1560,9 @@ static void cleanup_strays(struct rc_ctx *r)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np || m->cleanup_inflight)
-                continue;
+            if (!np || m->cleanup_inflight ||
+                (m->cleanup_done_ms && r->now - m->cleanup_done_ms < CTL_STRAY_RETRY_MS))
+                continue; /* a delete the pod watch has not shown yet is not repeated at once */
             if (intent_first(r, m->key) < r->nintents)
                 continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = job_find(r, m->key);

@@ -50,6 +50,8 @@ struct ctl_memo {
     int confirm_inflight;         /* a GET of an absent pod in flight */
     int64_t seen_cycle;           /* last reconcile that saw the object or row */
     int cleanup_inflight;         /* stray pod deletes in flight */
+    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
+                                   * asked again at once: CTL_STRAY_RETRY_MS) */
     char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
     /* GPUJob decode cache: job is the decoded+defaulted+validated form of
      * the object with (job_uid, job_rv = generation or resourceVersion key,

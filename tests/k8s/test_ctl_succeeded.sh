@@ -47,7 +47,11 @@ assert_eq "done-1-0=Succeeded done-1-1=Succeeded " "$(phases done)" "the finishe
 assert_eq "$uids" "$(k -n sc get pods -l gangq.io/job=done -o jsonpath='{.items[*].metadata.uid}')" "the same pods"
 assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "job succeeded (its pods finished before what was decided meanwhile)" \
   "Succeeded although preempted meanwhile"
-pass "preempted just after its pods succeeded: job Succeeded, its Succeeded pods kept"
+# While the watch lagged, gangq's deletes were refused (the pods had changed) and not retried
+# in a loop: at most one round of stray deletes per job every 2 s.
+dels=$(gq_api_requests delete pods gangq)
+[ "$dels" -le 10 ] || fail "pod deletes repeated while the watch lagged: $dels DELETE requests"
+pass "preempted just after its pods succeeded: job Succeeded, its Succeeded pods kept ($dels pod deletes refused)"
 
 wait_for 40 "pre admitted into the freed GPUs" bash -c \
   "kubectl -n sc get gpujob pre -o jsonpath='{.status.state}' | grep -Eqx 'Admitted|Running'"
