@@ -20,10 +20,12 @@
  *  - Pod names are deterministic: "<job>-<attempt>-<replica>" where attempt is
  *    recorded in the job's placement text, so repeating a create gives 409
  *    AlreadyExists (= already done) and a gang is never admitted twice.
- *  - Scheduling cycles run only while leading (when leader election is on),
- *    after every informer synced, and not while gangq pods are still
- *    terminating after a preemption (their GPUs are not free yet; bounded by
- *    deletionTimestamp + CTL_DRAIN_SLACK_S).
+ *  - Scheduling cycles run only while leading (when leader election is on)
+ *    and after every informer synced. Released gangq pods that still stop
+ *    never hold the cluster back: a preempted job's stopping pods keep it in
+ *    the snapshot as terminating for its preemptor (their devices held for
+ *    it), and every other released pod is foreign usage on its node, so their
+ *    GPUs are never booked twice while unrelated jobs keep being admitted.
  *
  * Ownership: the ctl_snapshot / placement / status helpers are pure (no I/O)
  * and borrow every input for the duration of the call (snapshot strings point
@@ -54,10 +56,12 @@
 
 #define CTL_KEY_MAX (API_NS_MAX + API_NAME_MAX) /* "namespace/name" */
 #define CTL_PATH_MAX 1024
-#define CTL_DRAIN_SLACK_S 30      /* terminating pods past their deadline stop holding cycles */
-#define CTL_DRAIN_INTENT_MS 60000 /* a pending delete intent holds cycles at most this long */
-#define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long = deleted */
+#define CTL_DRAIN_SLACK_S 30      /* a preempted job's pod this far past its deletion deadline
+                                   * no longer keeps the job stopping (it stays foreign usage) */
+#define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long is asked
+                                   * for with a GET (only a 404 or a delete event = gone) */
 #define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
+#define CTL_STRAY_RETRY_MS 2000   /* a job's stray pods are deleted at most this often */
 
 /* ------------------------------------------------------------ config */
 
@@ -83,6 +87,8 @@ struct ctl_config {
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
     int allow_http_token;          /* --insecure-allow-http-token: bearer token to a non-https server */
     double max_grace_period_s;     /* cap on gangq pods' termination grace; default 30 */
+    double pod_watch_delay_s;      /* test hook: pod watch events applied this late (a lagging
+                                    * watch, kube_informer_opts.event_delay_s); default 0 */
 };
 
 void ctl_config_default(struct ctl_config *c);
@@ -156,6 +162,11 @@ struct ctl_podusage {
 void ctl_pod_usage(const cJSON *pod, struct ctl_podusage *out);
 /* Pod phase is Succeeded or Failed. */
 int ctl_pod_terminal(const cJSON *pod);
+/* The attempt that finished a job: the highest gangq.io/attempt label for
+ * which, among the pods owned by uid (an ownerReferences entry; uid NULL or
+ * "" = any owner), every replica 0..replicas-1 has a Succeeded pod. 0 when no
+ * attempt did. */
+int ctl_pods_succeeded_attempt(const cJSON *const *pods, int npods, const char *uid, int replicas);
 
 /* ------------------------------------------------------------ snapshot */
 
@@ -168,6 +179,13 @@ struct ctl_jobin {
     const struct ctl_placement *pl; /* running: its placement */
     const char *preempted_by;      /* key of the job it was last preempted for, or NULL/"" */
     const char *reserved;          /* what its reservation held last cycle, or NULL/"" */
+    /* Running and being stopped (released, pods still terminating): pl holds
+     * the replicas whose pods still stop. It keeps that capacity, is never a
+     * victim again and wants no new replicas; terminating_for is the key of
+     * the job it makes room for (its snapshot index when that job waits, else
+     * -1). */
+    int terminating;
+    const char *terminating_for;
 };
 
 struct ctl_snapin {

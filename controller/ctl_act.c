@@ -142,6 +142,8 @@ static void op_settle(struct op *o)
         struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
         if (m && m->cleanup_inflight > 0)
             m->cleanup_inflight--;
+        if (m)
+            m->cleanup_done_ms = ctl_now_ms();
     }
     ctl_mark_dirty(c);
     free(o);
@@ -170,7 +172,9 @@ static void delete_cb(const struct kube_response *resp, void *ud)
 {
     struct op *o = ud;
     o->outstanding--;
-    /* 404: already gone; 409: uid precondition failed = a different pod now */
+    /* 404: already gone; 409: a precondition failed = a different pod now, or
+     * the pod changed since we saw it (it may have finished): not deleted,
+     * looked at again by a later reconcile with its current state */
     if (resp->rc != GQ_OK && resp->rc != GQ_ENOTFOUND && resp->rc != GQ_ECONFLICT) {
         o->failed = 1;
         LOGA(o->c, GQ_LOG_WARN, "pod delete failed; will retry", " job=%s status=%ld err=\"%s\"",
@@ -203,13 +207,15 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
     const char *ns = ctl_obj_str(pod, "metadata", "namespace");
     const char *name = ctl_obj_str(pod, "metadata", "name");
     const char *uid = ctl_obj_str(pod, "metadata", "uid");
+    const char *rv = ctl_obj_str(pod, "metadata", "resourceVersion");
     char path[CTL_PATH_MAX];
     if (!ns || !name || kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL)) {
         o->failed = 1;
         return;
     }
     o->outstanding++;
-    if (kube_delete(o->c->client, path, delete_grace(o->c, pod, grace), uid, delete_cb, o)) {
+    /* only the pod as we saw it: one that finished meanwhile (Succeeded) is kept */
+    if (kube_delete_rv(o->c->client, path, delete_grace(o->c, pod, grace), uid, rv, delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
     }
@@ -232,6 +238,57 @@ void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const ch
     op_delete(o, pod, grace);
     o->armed = 1;
     op_settle(o);
+}
+
+/* A pod absent from the cache: only the API server says whether it is gone. */
+struct confirm_op {
+    struct gq_ctl *c;
+    char key[CTL_KEY_MAX];
+    char name[API_NAME_MAX + 32];
+};
+
+static void confirm_cb(const struct kube_response *resp, void *ud)
+{
+    struct confirm_op *o = ud;
+    struct gq_ctl *c = o->c;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
+    if (m) {
+        m->confirm_inflight = 0;
+        if (resp->rc == GQ_ENOTFOUND) {
+            gq_strlcpy(m->gone_pod, o->name, sizeof(m->gone_pod));
+            LOGA(c, GQ_LOG_WARN, "pod absent from the cache is gone (GET 404)", " job=%s pod=%s", o->key,
+                 o->name);
+        } else {
+            m->missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
+            if (resp->rc == GQ_OK)
+                LOGA(c, GQ_LOG_INFO, "pod absent from the cache exists (GET 200): the pod watch lags",
+                     " job=%s pod=%s", o->key, o->name);
+            else
+                LOGA(c, GQ_LOG_WARN, "pod absent from the cache: GET failed; asking again later",
+                     " job=%s pod=%s status=%ld err=\"%s\"", o->key, o->name, resp->status, resp->errmsg);
+        }
+    }
+    ctl_mark_dirty(c);
+    free(o);
+}
+
+void ctl_act_confirm_pod(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+{
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    char path[CTL_PATH_MAX];
+    if (!m || m->confirm_inflight || kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL))
+        return;
+    struct confirm_op *o = calloc(1, sizeof(*o));
+    if (!o)
+        return;
+    o->c = c;
+    gq_strlcpy(o->key, key, sizeof(o->key));
+    gq_strlcpy(o->name, name, sizeof(o->name));
+    if (kube_get(c->client, path, confirm_cb, o)) {
+        free(o);
+        return;
+    }
+    m->confirm_inflight = 1;
 }
 
 /* ------------------------------------------------------------ pods */

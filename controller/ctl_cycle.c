@@ -29,6 +29,8 @@ struct cj {
     struct ctl_memo *memo;
     int state;                  /* current store state, updated as we write */
     int admit_pending;          /* an ADMIT intent is pending */
+    int released;               /* gave up its hold in this reconcile (an intent deletes its pods) */
+    struct ctl_placement term;  /* Preempted, pods still stopping: the replicas they hold */
 };
 
 /* An intent by job key (index into rc_ctx.intents). */
@@ -80,7 +82,7 @@ struct rc_ctx {
     uint64_t lookup_sig;          /* Teams + PriorityClasses seen (defaulting inputs) */
     struct pend_event *ev;
     int nev, capev;
-    int draining;
+    int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
 };
 
@@ -950,7 +952,7 @@ static int release_hold(struct rc_ctx *r, struct cj *j, int kind, const char *pa
     int rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
     if (!rc)
         rc = intent(r, kind, j->key, payload);
-    r->draining = 1;
+    j->released = 1;
     return rc;
 }
 
@@ -1069,17 +1071,45 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
     return 0;
 }
 
+/* A job whose pods of one attempt all Succeeded is Succeeded, whatever was
+ * decided meanwhile: a preemption, suspend or requeue decided on a view of
+ * its pods that was not current yet, or a newer attempt admitted since. The
+ * attempt a holding job runs now is left to job_lifecycle's own rule. */
+static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
+{
+    int s = j->state, np = 0, rc;
+    if (j->failed_invalid || !j->row ||
+        (s != STORE_QUEUED && s != STORE_PREEMPTED && s != STORE_SUSPENDED && !holds(s)))
+        return 0;
+    const cJSON **pods = memo_pods(r, j->memo, &np);
+    int a = np ? ctl_pods_succeeded_attempt(pods, np, j->job->meta.uid, j->job->spec.replicas) : 0;
+    if (!a || (holds(s) && a == j->pl.attempt))
+        return 0;
+    char msg[API_MSG_MAX];
+    snprintf(msg, sizeof(msg), "every replica succeeded (attempt %d)", a);
+    rc = holds(s) ? release_hold(r, j, STORE_INTENT_DELETE, "succeeded")
+                  : store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
+    if (rc || (rc = transition(r, j, STORE_SUCCEEDED, holds(s) ? "" : NULL, msg, NULL, NULL, 0)) ||
+        (rc = audit(r, "succeed", j, j->key, store_state_name(s), "Succeeded", msg)))
+        return rc;
+    event_add(r, j->obj, "Normal", "Succeeded", "%s; it was %s when that was seen", msg, store_state_name(s));
+    LOGC(r->c, GQ_LOG_INFO, "job succeeded (its pods finished before what was decided meanwhile)",
+         " job=%s was=%s attempt=%d", j->key, store_state_name(s), a);
+    return 0;
+}
+
 /* Lifecycle of an admitted job from its pods. */
 static int job_lifecycle(struct rc_ctx *r, struct cj *j)
 {
-    if (!holds(j->state) || j->admit_pending || j->failed_invalid)
-        return 0;
+    int rc0 = job_succeeded_meanwhile(r, j);
+    if (rc0 || !holds(j->state) || j->admit_pending || j->failed_invalid)
+        return rc0;
     int np = 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
     int running = 0, succeeded = 0, missing = 0;
     int lost_rep[API_REPLICAS_MAX];
     int nlost = 0;
-    char why[API_MSG_MAX] = "";
+    char why[API_MSG_MAX] = "", confirm[API_NAME_MAX + 32] = "";
     for (int k = 0; k < j->pl.n; k++) {
         const struct ctl_prep *p = &j->pl.rep[k];
         char name[API_NAME_MAX + 32];
@@ -1097,9 +1127,14 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         char w[API_MSG_MAX] = "";
         const char *ph = f ? f->phase : NULL;
         if (!pod) {
+            /* gone only when the API server said so (delete event, GET 404);
+             * absent from the cache for a while: ask it */
             missing++;
-            if (j->memo->missing_since_ms && r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
+            if (!strcmp(j->memo->gone_pod, name))
                 snprintf(w, sizeof(w), "pod %s was deleted", name);
+            else if (!confirm[0] && j->memo->missing_since_ms &&
+                     r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
+                gq_strlcpy(confirm, name, sizeof(confirm));
         } else if (ph && !strcmp(ph, "Failed")) {
             snprintf(w, sizeof(w), "pod %s failed", name);
         } else if (ph && !strcmp(ph, "Succeeded")) {
@@ -1122,6 +1157,8 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         j->memo->missing_since_ms = r->now;
     if (!missing)
         j->memo->missing_since_ms = 0;
+    if (confirm[0] && !nlost)
+        ctl_act_confirm_pod(r->c, j->key, j->job->meta.namespace, confirm);
     int rc = 0;
     if (nlost) {
         j->memo->missing_since_ms = 0;
@@ -1190,6 +1227,7 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     int rc = 0;
     struct gq_buf b;
     gq_buf_init(&b, 1u << 20);
+    j->memo->gone_pod[0] = 0; /* names of this admission's pods are new */
     if (!partial) {
         ctl_placement_release(&j->pl);
         /* above any attempt whose pods may still exist (adopted, or a lost store) */
@@ -1269,9 +1307,11 @@ static int run_sched(struct rc_ctx *r)
         int st = j->state;
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
-        ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
-                                    j->row->admitted_ms, &j->pl, j->row->preempted_by,
-                                    j->memo ? j->memo->reserved : NULL};
+        int stopping = st == STORE_PREEMPTED && j->term.n > 0;
+        ins[n] = (struct ctl_jobin){j->key, j->job, holds(st) || stopping, j->row->enqueue_ms,
+                                    j->row->admitted_ms, stopping ? &j->term : &j->pl,
+                                    j->row->preempted_by, j->memo ? j->memo->reserved : NULL,
+                                    stopping, stopping ? j->row->preempted_by : NULL};
         ins_job[n] = i;
         n++;
     }
@@ -1485,11 +1525,10 @@ static void team_pool_status(struct rc_ctx *r)
             int fgpus = 0;
             for (int i = 0; i < r->njobs; i++) {
                 const struct cj *j = &r->jobs[i];
-                if (!holds(j->state))
-                    continue;
-                for (int k = 0; k < j->pl.n; k++)
-                    if (!strcmp(j->pl.rep[k].node, name))
-                        used |= j->pl.rep[k].devs;
+                const struct ctl_placement *jp = holds(j->state) ? &j->pl : &j->term;
+                for (int k = 0; k < jp->n; k++)
+                    if (!strcmp(jp->rep[k].node, name))
+                        used |= jp->rep[k].devs;
             }
             for (int f = 0; f < r->nforeign; f++) {
                 const char *nn = ctl_obj_str(r->foreign[f], "spec", "nodeName");
@@ -1530,40 +1569,54 @@ static void team_pool_status(struct rc_ctx *r)
 
 /* ------------------------------------------------------------ reconcile */
 
-/* Pods that hold a cycle back: gangq pods still on a live node that no job
- * holds (being deleted after a preemption/requeue, or about to be). */
-static int drain_check(struct rc_ctx *r)
+/* A released pod of a Preempted job, on a live node and not past its
+ * deletion deadline by CTL_DRAIN_SLACK_S, that holds what its job was placed
+ * with: recorded in j->term (the job stays in the snapshot, terminating for
+ * its preemptor). Returns 0 when the pod does not qualify. */
+static int pod_stopping(struct rc_ctx *r, struct cj *j, const cJSON *pod, const struct ctl_podfacts *f)
+{
+    int64_t rv;
+    char w[256];
+    double dw = 0;
+    if (!j || !j->row || j->state != STORE_PREEMPTED || j->invalid_reason || !f->replica ||
+        gq_parse_i64(f->replica, (size_t)-1, &rv) || rv < 0 || rv >= API_REPLICAS_MAX ||
+        j->term.n >= j->job->spec.replicas || node_lost(r, f->node, w, sizeof(w)))
+        return 0;
+    if (f->deletion && !kube_time_parse(f->deletion, &dw) && (double)r->now / 1000.0 > dw + CTL_DRAIN_SLACK_S)
+        return 0;
+    struct ctl_podusage u;
+    ctl_pod_usage(pod, &u);
+    const struct api_gpu *g = &j->job->spec.gpu;
+    int devs = !g->present ? 0 : g->count ? g->count : 1;
+    const struct rnode *n = node_find(r, f->node); /* have_ni: node_lost parsed it */
+    if (__builtin_popcount(u.devs) != devs || (n->ni.gpus < 32 && (u.devs >> n->ni.gpus)))
+        return 0; /* not what the job's replicas hold: counted as foreign usage */
+    return !ctl_placement_add(&j->term, (int)rv, f->node, u.devs);
+}
+
+/* Gangq pods no placement holds (released by a preemption, suspend, requeue
+ * or deletion, or left by an old attempt) that still run or stop. A
+ * Preempted job's stopping pods keep it in the snapshot as terminating for
+ * its preemptor (pod_stopping); every other such pod is foreign usage on its
+ * node. Either way their devices are booked for no one else until the pods
+ * are gone, and nothing else waits for them. */
+static int released_pods(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    for (int i = 0; i < r->nintents; i++)
-        if (r->intents[i].kind != STORE_INTENT_ADMIT) {
-            if (r->now - r->intents[i].created_ms < CTL_DRAIN_INTENT_MS)
-                return 1;
-            LOGC(c, GQ_LOG_WARN, "delete intent still pending; not holding cycles for it",
-                 " job=%s id=%lld age_s=%lld", r->intents[i].job_key, (long long)r->intents[i].id,
-                 (long long)((r->now - r->intents[i].created_ms) / 1000));
-        }
+    int rc;
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np)
-                continue;
-            struct cj *j = job_find(r, m->key);
-            (void)pods;
+            struct cj *j = np ? job_find(r, m->key) : NULL;
             for (int k = 0; k < np; k++) {
                 const struct ctl_podfacts *f = &m->pf[k];
-                if (f->terminal || pod_held(j, f))
+                if (f->terminal || !f->node || !f->node[0] || pod_held(j, f))
                     continue;
-                const char *nn = f->node;
-                char w[256];
-                if (!nn || !nn[0] || node_lost(r, nn, w, sizeof(w)))
-                    continue;
-                const char *dt = f->deletion;
-                double dw = 0;
-                if (dt && !kube_time_parse(dt, &dw) && (double)r->now / 1000.0 > dw + CTL_DRAIN_SLACK_S)
-                    continue;
-                return 1;
+                r->nreleased++;
+                if (!pod_stopping(r, j, pods[k], f) &&
+                    (rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, pods[k])))
+                    return rc;
             }
         }
     return 0;
@@ -1578,11 +1631,14 @@ static void cleanup_strays(struct rc_ctx *r)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np || m->cleanup_inflight)
-                continue;
+            if (!np || m->cleanup_inflight ||
+                (m->cleanup_done_ms && r->now - m->cleanup_done_ms < CTL_STRAY_RETRY_MS))
+                continue; /* a delete the pod watch has not shown yet is not repeated at once */
             if (intent_first(r, m->key) < r->nintents)
                 continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = job_find(r, m->key);
+            if (j && j->released)
+                continue; /* the intent written in this reconcile deletes them */
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
                 const struct ctl_podfacts *f = &m->pf[k];
@@ -1619,8 +1675,10 @@ static void account_usage(struct rc_ctx *r)
 
 static void rc_release(struct rc_ctx *r)
 {
-    for (int i = 0; i < r->njobs; i++)
+    for (int i = 0; i < r->njobs; i++) {
         ctl_placement_release(&r->jobs[i].pl);
+        ctl_placement_release(&r->jobs[i].term);
+    }
     free(r->iidx);
     free(r->nix);
     for (int i = 0; i < r->nrows; i++)
@@ -1668,15 +1726,12 @@ void ctl_reconcile(struct gq_ctl *c)
         struct store_job *row = r->rows[i];
         if (job_find(r, row->key))
             continue;
-        int had = holds(row->state);
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
                                 store_state_name(row->state), "", "GPUJob deleted"};
         if ((rc = intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
             (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
             (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
             goto fail;
-        if (had)
-            r->draining = 1;
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
              store_state_name(row->state));
     }
@@ -1697,9 +1752,7 @@ void ctl_reconcile(struct gq_ctl *c)
             gq_strlcpy(r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, sizeof(r->jobs[i].memo->wait_msg));
             r->jobs[i].memo->position = 0;
         }
-    if (!r->draining)
-        r->draining = drain_check(r);
-    if (!r->draining && (rc = run_sched(r)))
+    if ((rc = released_pods(r)) || (rc = run_sched(r)))
         goto fail;
     if ((rc = store_commit_cycle(c->st, r->err, sizeof(r->err)))) {
         in_txn = 0;
@@ -1738,8 +1791,8 @@ void ctl_reconcile(struct gq_ctl *c)
     int64_t dt = ctl_now_ms() - t0;
     c->m.cycle_us_total += (uint64_t)dt * 1000;
     gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
-           " n=%lld jobs=%d nodes=%d draining=%d sched=%d ms=%lld", (long long)c->reconciles,
-           r->njobs, r->nnodes, r->draining, r->sched_ran, (long long)dt);
+           " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
+           r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
     rc_release(r);
     free(r);
     return;
@@ -1752,6 +1805,22 @@ fail:
     ctl_reconcile_result(c, rc, r->err);
     rc_release(r);
     free(r);
+}
+
+/* ------------------------------------------------------------ pod events */
+
+void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod)
+{
+    const char *job = ctl_obj_label(pod, CTL_LABEL_JOB);
+    const char *ns = ctl_obj_str(pod, "metadata", "namespace");
+    const char *name = ctl_obj_str(pod, "metadata", "name");
+    char key[CTL_KEY_MAX];
+    if (!job || !ns || !name)
+        return;
+    snprintf(key, sizeof(key), "%s/%s", ns, job);
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (m)
+        gq_strlcpy(m->gone_pod, name, sizeof(m->gone_pod));
 }
 
 /* ------------------------------------------------------------ quota edits */

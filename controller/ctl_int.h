@@ -42,9 +42,17 @@ struct ctl_memo {
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
     int64_t wait_event_ms;        /* last Waiting event sent */
     char wait_event_msg[SCHED_MSG_MAX];
-    int64_t missing_since_ms;     /* a placed replica's pod is absent since */
+    int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
+    /* A pod of this job the API server said is gone: a delete event
+     * (ctl_pod_deleted) or a GET answering 404 (ctl_act_confirm_pod). A
+     * placed pod absent from the cache is lost only when named here; a
+     * lagging watch never counts. Cleared by a new admission. */
+    char gone_pod[API_NAME_MAX + 32];
+    int confirm_inflight;         /* a GET of an absent pod in flight */
     int64_t seen_cycle;           /* last reconcile that saw the object or row */
     int cleanup_inflight;         /* stray pod deletes in flight */
+    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
+                                   * asked again at once: CTL_STRAY_RETRY_MS) */
     char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
     /* GPUJob decode cache: job is the decoded+defaulted+validated form of
      * the object with (job_uid, job_rv = generation or resourceVersion key,
@@ -157,6 +165,8 @@ void ctl_memo_table_release(struct ctl_memo_table *t);
 void ctl_reconcile(struct gq_ctl *c);
 /* Team "quota-edit" audit for an informer MODIFIED of a Team. */
 void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
+/* An informer DELETED of a pod: a gangq pod's name is recorded as gone on its job's memo. */
+void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 
 /* ctl_act.c */
 int ctl_intent_inflight(const struct gq_ctl *c, int64_t id);
@@ -168,6 +178,10 @@ void ctl_act_intents(struct gq_ctl *c);
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
  * the memo's cleanup counter when key is non-NULL. */
 void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);
+/* Ask the API server for a pod absent from the cache (GET): a 404 records it
+ * as gone on the memo of key; any other answer restarts missing_since_ms. One
+ * at a time per memo. */
+void ctl_act_confirm_pod(struct gq_ctl *c, const char *key, const char *ns, const char *name);
 /* Patch a status subresource if json differs from memo->last_status. */
 void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
 void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const char *reason,

@@ -149,7 +149,8 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
     } durs[] = {{"node-lost-grace", &c->node_lost_grace_s, 0},
                 {"usage-half-life", &c->usage_half_life_s, 0},
                 {"cycle-interval", &c->cycle_interval_s, 0.05},
-                {"max-grace-period", &c->max_grace_period_s, 0}};
+                {"max-grace-period", &c->max_grace_period_s, 0},
+                {"pod-watch-delay", &c->pod_watch_delay_s, 0}};
     for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
         if (!strcmp(key, durs[k].k)) {
             if (gq_parse_duration(val, &d) || d < durs[k].lo) {
@@ -444,6 +445,8 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
     c->inf_events[u->idx]++;
     if (u->idx == INF_TEAMS && type == KUBE_EV_MODIFIED && old_obj && new_obj)
         ctl_team_changed(c, old_obj, new_obj);
+    if (u->idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
+        ctl_pod_deleted(c, old_obj);
     ctl_mark_dirty(c);
 }
 
@@ -789,6 +792,8 @@ int ctl_run(const struct ctl_config *cfg)
         io.prune = i == INF_PODS ? kube_prune_pod : i == INF_NODES ? kube_prune_node
                    : i == INF_TEAMS ? NULL : kube_prune_common;
         io.ud = &c->infud[i];
+        if (i == INF_PODS)
+            io.event_delay_s = c->cfg.pod_watch_delay_s;
         if (!(c->inf[i] = kube_informer_new(c->client, &io, err, sizeof(err)))) {
             gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
             goto out;
@@ -897,7 +902,8 @@ static void usage(FILE *f)
             "  --max-grace-period DUR   cap on the termination grace of gangq's pods (30s)\n"
             "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
             "  --insecure-allow-http-token=BOOL\n"
-            "                           send the bearer token to a server that is not https (false)\n");
+            "                           send the bearer token to a server that is not https (false)\n"
+            "  --pod-watch-delay DUR    testing only: apply pod watch events this late (a lagging watch)\n");
 }
 
 int cmd_controller(int argc, char **argv)

@@ -230,6 +230,57 @@ int ctl_pod_terminal(const cJSON *pod)
     return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
 }
 
+static int pod_owned_by(const cJSON *pod, const char *uid)
+{
+    const cJSON *ref;
+    if (!uid || !uid[0])
+        return 1;
+    cJSON_ArrayForEach(ref, obj_get(obj_get(pod, "metadata"), "ownerReferences"))
+    {
+        const char *u = ctl_obj_str(ref, "uid", NULL);
+        if (u && !strcmp(u, uid))
+            return 1;
+    }
+    return 0;
+}
+
+/* A Succeeded pod of uid: its attempt and replica labels (0 = not one). */
+static int pod_succeeded_of(const cJSON *pod, const char *uid, int64_t *attempt, int64_t *replica)
+{
+    const char *ph = ctl_obj_str(pod, "status", "phase");
+    const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT), *r = ctl_obj_label(pod, CTL_LABEL_REPLICA);
+    return ph && !strcmp(ph, "Succeeded") && a && r && !gq_parse_i64(a, (size_t)-1, attempt) &&
+           !gq_parse_i64(r, (size_t)-1, replica) && *attempt > 0 && *attempt < 1000000 && *replica >= 0 &&
+           pod_owned_by(pod, uid);
+}
+
+int ctl_pods_succeeded_attempt(const cJSON *const *pods, int npods, const char *uid, int replicas)
+{
+    uint8_t seen[API_REPLICAS_MAX / 8];
+    int64_t limit = INT64_MAX;
+    if (replicas <= 0 || replicas > API_REPLICAS_MAX)
+        return 0;
+    for (;;) { /* attempts with a Succeeded pod, newest first */
+        int64_t a = 0, pa, pr;
+        for (int i = 0; i < npods; i++)
+            if (pod_succeeded_of(pods[i], uid, &pa, &pr) && pa < limit && pa > a)
+                a = pa;
+        if (!a)
+            return 0;
+        int n = 0;
+        memset(seen, 0, sizeof(seen));
+        for (int i = 0; i < npods; i++)
+            if (pod_succeeded_of(pods[i], uid, &pa, &pr) && pa == a && pr < replicas &&
+                !(seen[pr / 8] & (1u << (pr % 8)))) {
+                seen[pr / 8] |= (uint8_t)(1u << (pr % 8));
+                n++;
+            }
+        if (n == replicas)
+            return (int)a;
+        limit = a;
+    }
+}
+
 static void container_req(const cJSON *c, int64_t *cpu, int64_t *mem, int64_t *gpu)
 {
     const cJSON *res = obj_get(c, "resources");
@@ -613,11 +664,24 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             }
             if (j->nplaced == 0)
                 continue; /* nothing placed any more: leave it out */
-            if (j->gang && j->nplaced < j->replicas)
-                j->replicas = j->nplaced; /* a broken gang still holds what it holds */
+            if ((j->gang || ji->terminating) && j->nplaced < j->replicas)
+                j->replicas = j->nplaced; /* a broken gang (or a stopping job) holds what it holds */
+            j->terminating = ji->terminating;
+            j->terminating_for = -1;
         }
         s->job_in[nj] = i;
         nj++;
+    }
+    /* a stopping job makes room for its preemptor while that one waits */
+    for (int k = 0; k < nj; k++) {
+        const char *f = in->jobs[s->job_in[k]].terminating_for;
+        if (!s->jobs[k].terminating || !f)
+            continue;
+        for (int p = 0; p < nj; p++)
+            if (s->jobs[p].state == SCHED_JOB_WAITING && !strcmp(s->jobs[p].id, f)) {
+                s->jobs[k].terminating_for = p;
+                break;
+            }
     }
     s->snap.jobs = s->jobs;
     s->snap.njobs = nj;

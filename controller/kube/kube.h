@@ -242,6 +242,11 @@ int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patc
  * NULL) becomes preconditions.uid. */
 int kube_delete(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
                 kube_response_cb cb, void *ud);
+/* The same with preconditions.resourceVersion as well (rv may be NULL): the
+ * object is deleted only if it has not changed since that version (409
+ * otherwise), i.e. only as the caller saw it. */
+int kube_delete_rv(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
+                   const char *rv, kube_response_cb cb, void *ud);
 int kube_get(struct kube_client *c, const char *path, kube_response_cb cb, void *ud);
 
 /* The object a core/v1 Event is about. Strings are borrowed for the call. */
@@ -398,6 +403,12 @@ struct kube_informer_opts {
     /* Called for every skipped list item or watch event (after it is counted
      * and logged); s is borrowed for the call. May be NULL. */
     void (*on_skip)(const struct kube_skipped *s, void *ud);
+    /* Test hook (a lagging watch): apply each watch event (bookmarks too, in
+     * order) this many seconds after it arrived; the resourceVersion moves
+     * as events are applied, and events still waiting when the watch restarts
+     * or a relist starts are dropped (the new watch or the list brings them
+     * again). 0 = at once. Lists are never delayed. */
+    double event_delay_s;
 };
 
 struct kube_informer_stats {

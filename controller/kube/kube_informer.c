@@ -35,6 +35,12 @@ struct skips {
     struct kube_skipped *v;
     size_t n, cap;
 };
+/* A watch event held back by opts.event_delay_s (test hook). */
+struct delayed {
+    struct delayed *next;
+    double due;
+    struct kube_watch_event ev;
+};
 enum inf_next { NEXT_LIST, NEXT_WATCH };
 
 struct kube_informer {
@@ -67,13 +73,29 @@ struct kube_informer {
     int stream_ok;    /* current watch got 2xx bytes */
     int abort_rc;     /* why we aborted the current stream */
     struct kube_informer_stats st;
+    struct delayed *dq_head, *dq_tail; /* events waiting for opts.event_delay_s */
+    ev_timer delay;
 };
 
 static void do_list(struct kube_informer *inf);
 static void do_watch(struct kube_informer *inf);
 
+/* Drop the events still held back (the next watch or list brings them again). */
+static void delay_clear(struct kube_informer *inf)
+{
+    while (inf->dq_head) {
+        struct delayed *d = inf->dq_head;
+        inf->dq_head = d->next;
+        kube_watch_event_release(&d->ev);
+        free(d);
+    }
+    inf->dq_tail = NULL;
+    ev_timer_stop(inf->loop, &inf->delay);
+}
+
 static void destroy(struct kube_informer *inf)
 {
+    delay_clear(inf);
     kube_req_cancel(inf->req);
     ev_timer_stop(inf->loop, &inf->retry);
     ev_timer_stop(inf->loop, &inf->stall);
@@ -188,6 +210,7 @@ static void start_list_request(struct kube_informer *inf)
 
 static void do_list(struct kube_informer *inf)
 {
+    delay_clear(inf);
     inf->state = ST_LISTING;
     inf->cont[0] = '\0';
     inf->cur_limit = inf->o.list_limit;
@@ -403,6 +426,82 @@ static void delete_stub(struct kube_informer *inf, const struct kube_skipped *s)
     kube_cache_apply(inf->cache, KUBE_EV_DELETED, o, relay, inf);
 }
 
+/* Apply one watch event (not ERROR): bookmarks move the resourceVersion,
+ * the others go into the cache. Takes the event's object. */
+static int apply_event(struct kube_informer *inf, struct kube_watch_event *ev)
+{
+    int rc;
+    if (ev->type == KUBE_EV_BOOKMARK) {
+        inf->st.bookmarks++;
+        gq_strlcpy(inf->rv, ev->resource_version, sizeof inf->rv);
+        kube_watch_event_release(ev);
+        return 0;
+    }
+    inf->st.events++;
+    if (ev->resource_version[0])
+        gq_strlcpy(inf->rv, ev->resource_version, sizeof inf->rv);
+    if (inf->o.prune)
+        inf->o.prune(ev->object);
+    if (inf->skips.n) { /* readable again (or deleted): no longer skipped */
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev->object, "metadata");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(md, "name");
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+        if (cJSON_IsString(nm))
+            skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
+    }
+    rc = kube_cache_apply(inf->cache, ev->type, ev->object, relay, inf);
+    ev->object = NULL; /* taken */
+    return rc && rc != GQ_EINVAL ? rc : 0;
+}
+
+static void delay_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_informer *inf = w->data;
+    double now = ev_now(loop);
+    (void)revents;
+    inf->depth++;
+    while (inf->dq_head && inf->dq_head->due <= now && inf->running && !inf->dead) {
+        struct delayed *d = inf->dq_head;
+        int rc;
+        inf->dq_head = d->next;
+        if (!inf->dq_head)
+            inf->dq_tail = NULL;
+        rc = apply_event(inf, &d->ev);
+        free(d);
+        if (rc)
+            gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "delayed watch event not applied",
+                   "informer=%s err=%s", inf->name, gq_strerror(rc));
+    }
+    if (inf->dq_head && inf->running && !inf->dead) {
+        ev_timer_set(&inf->delay, inf->dq_head->due - now, 0.);
+        ev_timer_start(loop, &inf->delay);
+    }
+    leave(inf);
+}
+
+/* Hold an event back for opts.event_delay_s (takes it). */
+static int delay_push(struct kube_informer *inf, struct kube_watch_event *ev)
+{
+    struct delayed *d = calloc(1, sizeof *d);
+    if (!d) {
+        kube_watch_event_release(ev);
+        return GQ_ENOMEM;
+    }
+    d->ev = *ev;
+    ev->object = NULL;
+    d->due = ev_now(inf->loop) + inf->o.event_delay_s;
+    if (inf->dq_tail)
+        inf->dq_tail->next = d;
+    else
+        inf->dq_head = d;
+    inf->dq_tail = d;
+    if (!ev_is_active(&inf->delay)) {
+        ev_timer_set(&inf->delay, inf->o.event_delay_s, 0.);
+        ev_timer_start(inf->loop, &inf->delay);
+    }
+    return 0;
+}
+
 static int on_line(const char *line, size_t len, void *ud)
 {
     struct kube_informer *inf = ud;
@@ -429,13 +528,7 @@ static int on_line(const char *line, size_t len, void *ud)
                "informer=%s err=\"%s\"", inf->name, err);
         return GQ_EPARSE;
     }
-    switch (ev.type) {
-    case KUBE_EV_BOOKMARK:
-        inf->st.bookmarks++;
-        gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
-        kube_watch_event_release(&ev);
-        return 0;
-    case KUBE_EV_ERROR:
+    if (ev.type == KUBE_EV_ERROR) {
         rc = ev.code == 410 ? GQ_EGONE : GQ_EHTTP;
         if (rc != GQ_EGONE)
             inf->st.errors++;
@@ -443,24 +536,10 @@ static int on_line(const char *line, size_t len, void *ud)
                "watch ERROR event", "informer=%s code=%ld", inf->name, ev.code);
         kube_watch_event_release(&ev);
         return rc;
-    default:
-        break;
     }
-    inf->st.events++;
-    if (ev.resource_version[0])
-        gq_strlcpy(inf->rv, ev.resource_version, sizeof inf->rv);
-    if (inf->o.prune)
-        inf->o.prune(ev.object);
-    if (inf->skips.n) { /* readable again (or deleted): no longer skipped */
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev.object, "metadata");
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(md, "name");
-        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
-        if (cJSON_IsString(nm))
-            skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
-    }
-    rc = kube_cache_apply(inf->cache, ev.type, ev.object, relay, inf);
-    ev.object = NULL; /* taken */
-    if (rc && rc != GQ_EINVAL)
+    if (inf->o.event_delay_s > 0)
+        return delay_push(inf, &ev);
+    if ((rc = apply_event(inf, &ev)))
         return rc;
     if (inf->dead || !inf->running)
         return GQ_EBUSY; /* stop the stream; nobody is listening */
@@ -565,6 +644,7 @@ static void do_watch(struct kube_informer *inf)
     timeout = inf->o.watch_timeout_min_s + (int)(kube_rand01(&inf->rng) * (span + 1));
     if (timeout > inf->o.watch_timeout_max_s)
         timeout = inf->o.watch_timeout_max_s;
+    delay_clear(inf);
     inf->state = ST_WATCHING;
     inf->stream_ok = 0;
     inf->abort_rc = 0;
@@ -673,6 +753,11 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     inf->retry.data = inf;
     ev_timer_init(&inf->stall, stall_cb, 0., 0.);
     inf->stall.data = inf;
+    ev_timer_init(&inf->delay, delay_cb, 0., 0.);
+    inf->delay.data = inf;
+    if (inf->o.event_delay_s > 0)
+        gq_log(log_level(inf), GQ_LOG_WARN, KUBE_LOG_MOD, "watch events delayed (test hook)",
+               "informer=%s delay_s=%.2f", inf->name, inf->o.event_delay_s);
     return inf;
 }
 
@@ -694,6 +779,7 @@ void kube_informer_stop(struct kube_informer *inf)
         return;
     inf->running = 0;
     inf->state = ST_IDLE;
+    delay_clear(inf);
     kube_req_cancel(inf->req);
     inf->req = NULL;
     ev_timer_stop(inf->loop, &inf->retry);

@@ -64,6 +64,12 @@ int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patc
 int kube_delete(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
                 kube_response_cb cb, void *ud)
 {
+    return kube_delete_rv(c, path, grace_seconds, uid, NULL, cb, ud);
+}
+
+int kube_delete_rv(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
+                   const char *rv, kube_response_cb cb, void *ud)
+{
     cJSON *opts = cJSON_CreateObject();
     int rc = GQ_ENOMEM;
     if (!opts)
@@ -75,9 +81,10 @@ int kube_delete(struct kube_client *c, const char *path, long grace_seconds, con
     if (grace_seconds >= 0 &&
         !cJSON_AddNumberToObject(opts, "gracePeriodSeconds", (double)grace_seconds))
         goto out;
-    if (uid && *uid) {
+    if ((uid && *uid) || (rv && *rv)) {
         cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
-        if (!pre || !cJSON_AddStringToObject(pre, "uid", uid))
+        if (!pre || (uid && *uid && !cJSON_AddStringToObject(pre, "uid", uid)) ||
+            (rv && *rv && !cJSON_AddStringToObject(pre, "resourceVersion", rv)))
             goto out;
     }
     rc = send_json(c, "DELETE", path, "application/json", opts, cb, ud);

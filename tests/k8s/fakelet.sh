@@ -19,10 +19,13 @@
 #   fakelet.sh finish-deletes [NS]       delete with grace 0 every pod marked for deletion
 #   fakelet.sh auto-run [NS]             once: bound Pending pods on Ready nodes -> Running
 #   fakelet.sh heartbeat                 once: refresh the Ready heartbeat of Ready nodes
-#   fakelet.sh loop [--interval S] [--auto-run] [--ns NS] [--heartbeat S]
+#   fakelet.sh loop [--interval S] [--auto-run] [--ns NS] [--heartbeat S] [--hold-deletes]
 #                                        forever: finish deletes; with --auto-run also move
 #                                        bound Pending pods on Ready nodes to Running; with
-#                                        --heartbeat, refresh Ready heartbeats every S seconds
+#                                        --heartbeat, refresh Ready heartbeats every S seconds;
+#                                        with --hold-deletes, leave pods marked for deletion
+#                                        terminating (slow graceful deletes) until a
+#                                        `fakelet.sh finish-deletes` finishes them
 set -euo pipefail
 log() { echo "fakelet: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -306,19 +309,20 @@ cmd_heartbeat() {
 }
 
 cmd_loop() {
-  local interval=1 auto="" ns="" hb=0 last_hb=0
+  local interval=1 auto="" ns="" hb=0 last_hb=0 hold=
   while [ $# -gt 0 ]; do
     case "$1" in
       --interval) interval="$2"; shift 2 ;;
       --auto-run) auto=1; shift ;;
       --ns) ns="$2"; shift 2 ;;
       --heartbeat) hb="$2"; shift 2 ;;
+      --hold-deletes) hold=1; shift ;;
       *) die "loop: unknown option $1" ;;
     esac
   done
   trap 'exit 0' TERM INT
   while :; do
-    cmd_finish_deletes "$ns" || true
+    [ -n "$hold" ] || cmd_finish_deletes "$ns" || true
     [ -z "$auto" ] || cmd_auto_run "$ns" || true
     if [ "$hb" -gt 0 ] && [ $(( $(date +%s) - last_hb )) -ge "$hb" ]; then
       cmd_heartbeat || true

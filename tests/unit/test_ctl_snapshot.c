@@ -241,9 +241,9 @@ static void test_snapshot_build(void **state)
     pg.attempt = 1;
     assert_int_equal(ctl_placement_add(&pg, 0, "gone-node", 1u), 0); /* nothing placed: left out */
     struct ctl_jobin jobs[] = {
-        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1"},
-        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", ""},
-        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL},
+        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1", 0, NULL},
+        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", "", 0, NULL},
+        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL, 0, NULL},
     };
     double usage[2] = {3600.0, 0.0};
     struct sched_config cfg;
@@ -377,6 +377,144 @@ static void test_snapshot_build(void **state)
     cJSON *all[] = {na, nb, nc, f1, f2, f3, f4};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         cJSON_Delete(all[i]);
+}
+
+/* Released jobs whose pods still stop: RUNNING + terminating in the snapshot,
+ * holding the devices of their stopping pods, making room for their preemptor
+ * (its index while it waits), wanting no new replicas; the core neither
+ * re-admits them nor books their devices for anyone else. */
+static void test_snapshot_terminating(void **state)
+{
+    (void)state;
+    cJSON *nt = J("{\"metadata\":{\"name\":\"t\"},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+                  "\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    const cJSON *nodes[] = {nt};
+    struct api_team team;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns\"]}}",
+                &team);
+    struct api_gpujob jv, jp, jq;
+    decode_job(JOB_HEAD "{\"name\":\"v\",\"namespace\":\"ns\"},\"spec\":{\"class\":\"Batch\",\"replicas\":2,"
+               "\"gpu\":{\"count\":4},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &jv, &team, 1);
+    decode_job(JOB_HEAD "{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"class\":\"Inference\",\"priority\":1000,"
+               "\"gpu\":{\"count\":8},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &jp, &team, 1);
+    decode_job(JOB_HEAD "{\"name\":\"q\",\"namespace\":\"ns\"},\"spec\":{\"class\":\"Inference\",\"replicas\":2,"
+               "\"gpu\":{\"count\":1},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &jq, &team, 1);
+    struct ctl_placement pv, pq;
+    ctl_placement_init(&pv);
+    ctl_placement_init(&pq);
+    assert_int_equal(ctl_placement_add(&pv, 1, "t", 0x0Fu), 0); /* replica 0's pod already gone */
+    assert_int_equal(ctl_placement_add(&pq, 0, "t", 0x10u), 0);
+    struct ctl_jobin jobs[] = {
+        {"ns/v", &jv, 1, 1000, 2000, &pv, NULL, NULL, 1, "ns/p"},
+        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL},
+        {"ns/q", &jq, 1, 1000, 2000, &pq, NULL, NULL, 1, "ns/gone"},
+    };
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    cfg.min_runtime_s = 0;
+    struct ctl_snapin in = {&cfg, 100, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, jobs, 3};
+    struct ctl_snap s;
+    char err[256];
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    assert_int_equal(s.snap.njobs, 3);
+    const struct sched_job *v = &s.snap.jobs[0], *p = &s.snap.jobs[1], *q = &s.snap.jobs[2];
+    assert_int_equal(v->state, SCHED_JOB_RUNNING);
+    assert_true(v->terminating);
+    assert_int_equal(v->terminating_for, 1); /* p, waiting */
+    assert_int_equal(v->nplaced, 1);
+    assert_int_equal(v->replicas, 1);
+    assert_int_equal(v->placement[0].devs, 0x0Fu);
+    assert_int_equal(p->state, SCHED_JOB_WAITING);
+    assert_false(p->terminating);
+    assert_true(q->terminating);
+    assert_int_equal(q->terminating_for, -1); /* its preemptor is not in the snapshot */
+    assert_int_equal(q->replicas, 1);         /* a stopping non-gang job wants no new replica */
+
+    struct sched_result *res = NULL;
+    assert_int_equal(sched_cycle(NULL, &s.snap, &res, err, sizeof(err)), 0);
+    int waits_p = 0;
+    for (int i = 0; i < res->n; i++) {
+        assert_int_not_equal(res->d[i].kind, SCHED_ADMIT);   /* 3 free GPUs: nothing fits p */
+        assert_int_not_equal(res->d[i].kind, SCHED_PREEMPT); /* stopping jobs are no victims */
+        if (res->d[i].kind == SCHED_WAIT && res->d[i].job == 1) {
+            waits_p = 1;
+            assert_non_null(strstr(res->d[i].message, "waiting for 1 preempted job to stop"));
+        }
+    }
+    assert_true(waits_p);
+    sched_result_free(res);
+
+    /* the victim's pods are gone: p is admitted on all 8 devices */
+    struct ctl_jobin later[] = {
+        {"ns/v", &jv, 0, 1000, 0, NULL, NULL, NULL, 0, NULL},
+        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL},
+    };
+    struct ctl_snapin in2 = {&cfg, 101, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, later, 2};
+    ctl_snap_release(&s);
+    assert_int_equal(ctl_snap_build(&s, &in2, err, sizeof(err)), 0);
+    assert_int_equal(sched_cycle(NULL, &s.snap, &res, err, sizeof(err)), 0);
+    assert_int_equal(res->d[0].kind, SCHED_ADMIT);
+    assert_int_equal(res->d[0].job, 1);
+    assert_int_equal(res->d[0].rep[0].devs, 0xFFu);
+    sched_result_free(res);
+
+    ctl_snap_release(&s);
+    ctl_placement_release(&pv);
+    ctl_placement_release(&pq);
+    api_gpujob_release(&jv);
+    api_gpujob_release(&jp);
+    api_gpujob_release(&jq);
+    cJSON_Delete(nt);
+}
+
+/* The attempt whose pods finished a job: every replica of one attempt of this
+ * job (owner uid) Succeeded, whatever else exists. */
+static cJSON *pod_of(const char *uid, int attempt, int replica, const char *phase)
+{
+    char b[512];
+    snprintf(b, sizeof(b),
+             "{\"metadata\":{\"name\":\"j-%d-%d\",\"labels\":{\"gangq.io/job\":\"j\",\"gangq.io/attempt\":\"%d\","
+             "\"gangq.io/replica\":\"%d\"},\"ownerReferences\":[{\"kind\":\"GPUJob\",\"uid\":\"%s\"}]},"
+             "\"status\":{\"phase\":\"%s\"}}",
+             attempt, replica, attempt, replica, uid, phase);
+    return J(b);
+}
+
+static void test_pods_succeeded_attempt(void **state)
+{
+    (void)state;
+    cJSON *p[8];
+    p[0] = pod_of("u1", 1, 0, "Succeeded");
+    p[1] = pod_of("u1", 1, 1, "Running");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 2), 0); /* replica 1 runs */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 1), 1);
+    cJSON_Delete(p[1]);
+    p[1] = pod_of("u1", 1, 1, "Succeeded");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 2), 1); /* done */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u2", 2), 0); /* another job's pods */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, NULL, 2), 1);  /* any owner */
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 2, "u1", 3), 0);  /* replica 2 missing */
+    /* a newer attempt half done, an older one complete: the older finished the job */
+    p[2] = pod_of("u1", 2, 0, "Succeeded");
+    p[3] = pod_of("u1", 2, 1, "Failed");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 4, "u1", 2), 1);
+    /* two Succeeded pods of one replica do not make up for a missing one */
+    cJSON_Delete(p[1]);
+    p[1] = pod_of("u1", 1, 0, "Succeeded");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 4, "u1", 2), 0);
+    /* the newest complete attempt wins; no labels = no attempt */
+    p[4] = pod_of("u1", 3, 0, "Succeeded");
+    p[5] = pod_of("u1", 3, 1, "Succeeded");
+    p[6] = J("{\"metadata\":{\"name\":\"x\"},\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 7, "u1", 2), 3);
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 7, "u1", 0), 0);
+    assert_int_equal(ctl_pods_succeeded_attempt((const cJSON *const *)p, 0, "u1", 1), 0);
+    for (int i = 0; i < 7; i++)
+        cJSON_Delete(p[i]);
 }
 
 static void test_node_pool_none(void **state)
@@ -565,7 +703,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_node_info),
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
-        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating), cmocka_unit_test(test_pods_succeeded_attempt),      cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -860,7 +860,7 @@ static void test_client_writers(void **st)
                                        result_cb, &r[3]),
                      0);
     run_until(loop, &r[3].done, NULL, NULL, 5);
-    assert_int_equal(kube_delete(c, "/api/v1/namespaces/ns/pods/p1", 30, "uid-9", result_cb, &r[4]),
+    assert_int_equal(kube_delete_rv(c, "/api/v1/namespaces/ns/pods/p1", 30, "uid-9", "41", result_cb, &r[4]),
                      0);
     run_until(loop, &r[4].done, NULL, NULL, 5);
     assert_int_equal(kube_get(c, "/api/v1/nodes", result_cb, &r[5]), 0);
@@ -891,7 +891,8 @@ static void test_client_writers(void **st)
     server_req(&srv, 4, line, sizeof line);
     assert_non_null(strstr(line, "DELETE /api/v1/namespaces/ns/pods/p1|"));
     assert_non_null(strstr(line, "\"gracePeriodSeconds\":30"));
-    assert_non_null(strstr(line, "\"preconditions\":{\"uid\":\"uid-9\"}"));
+    /* deleted only as the caller saw it: uid and resourceVersion preconditions */
+    assert_non_null(strstr(line, "\"preconditions\":{\"uid\":\"uid-9\",\"resourceVersion\":\"41\"}"));
     server_req(&srv, 5, line, sizeof line);
     assert_non_null(strstr(line, "GET /api/v1/nodes|"));
     assert_int_equal(kube_client_pending(c), 0);
@@ -1428,6 +1429,75 @@ static void test_informer_error_event(void **st)
     assert_true(s.errors >= 1);
     assert_true(evlog_has(&x.log, "MODIFIED ns/a ns/a rv=8"));
     kube_informer_free(x.inf);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* The lagging-watch test hook: watch events (bookmarks too) reach the cache,
+ * the owner and the resourceVersion event_delay_s late, in order; the list
+ * is not delayed. */
+static int server_saw_2(void *ud)
+{
+    char line[4096];
+    return server_req(ud, 1, line, sizeof line) > 0;
+}
+
+static int log_has_3(void *ud)
+{
+    return ((struct inf_ctx *)ud)->log.n >= 3;
+}
+
+static void test_informer_event_delay(void **st)
+{
+    static const struct step steps[] = {
+        {200, NULL, {"{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[" POD("a", "5") "]}"}, 0, 0},
+        {200, NULL,
+         {WEV("MODIFIED", POD("a", "8")) WEV("ADDED", POD("b", "9"))
+              "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"12\"}}}\n"},
+         0, 3000},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct inf_ctx x;
+    struct kube_informer_opts o = {0};
+    char err[200];
+    double t0;
+    (void)st;
+    memset(&x, 0, sizeof x);
+    server_start(&srv, steps, 2);
+    c = client_for(loop, &srv, NULL);
+    o.path = "/api/v1/pods";
+    o.on_event = inf_event;
+    o.on_synced = inf_synced;
+    o.ud = &x;
+    o.event_delay_s = 0.8;
+    x.inf = kube_informer_new(c, &o, err, sizeof err);
+    assert_non_null(x.inf);
+    kube_informer_start(x.inf);
+    run_until(loop, NULL, server_saw_2, &srv, 5);
+    t0 = ev_now(loop);
+    assert_int_equal(x.synced, 1); /* the list at once */
+    run_until(loop, NULL, NULL, NULL, 0.3);
+    assert_int_equal(x.log.n, 1); /* the watch events arrived but wait */
+    assert_string_equal(kube_informer_resource_version(x.inf), "7");
+    {
+        const cJSON *a = kube_informer_get(x.inf, "ns", "a");
+        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "metadata"),
+                                                           "resourceVersion");
+        assert_true(cJSON_IsString(rv));
+        assert_string_equal(rv->valuestring, "5");
+    }
+    assert_null(kube_informer_get(x.inf, "ns", "b"));
+    run_until(loop, NULL, log_has_3, &x, 5);
+    assert_true(ev_now(loop) - t0 >= 0.7);
+    assert_string_equal(x.log.s[0], "ADDED - ns/a rv=5");
+    assert_string_equal(x.log.s[1], "MODIFIED ns/a ns/a rv=8");
+    assert_string_equal(x.log.s[2], "ADDED - ns/b rv=9");
+    run_until(loop, NULL, NULL, NULL, 0.1);
+    assert_string_equal(kube_informer_resource_version(x.inf), "12"); /* the bookmark, in order */
+    kube_informer_free(x.inf); /* events still held would be dropped */
     kube_client_free(c);
     server_stop(&srv);
     ev_loop_destroy(loop);
@@ -2037,6 +2107,7 @@ int main(void)
         cmocka_unit_test(test_max_inflight),
         cmocka_unit_test(test_informer_flow),
         cmocka_unit_test(test_informer_error_event),
+        cmocka_unit_test(test_informer_event_delay),
         cmocka_unit_test(test_informer_long_line_and_free),
         cmocka_unit_test(test_leader),
         cmocka_unit_test(test_list_page_hostile),
