@@ -164,6 +164,7 @@ struct ctl_jobin {
     int64_t enqueue_ms;
     int64_t admitted_ms;
     const struct ctl_placement *pl; /* running: its placement */
+    int64_t arrival;                /* order among jobs of one enqueue_ms */
 };
 
 struct ctl_snapin {
@@ -194,7 +195,10 @@ struct ctl_snap {
     struct ctl_snap_nodeix { const char *name; int i; } *node_ix; /* nodes sorted by name */
 };
 
-/* Pool of a node: first GPUPool whose nodeSelector all match, or -1. */
+/* Pool of a node: first GPUPool whose nodeSelector all match, or -1.
+ * ctl_snap_build gives each job's sched enqueue_time its rank in the order
+ * (enqueue_ms, arrival, key): creation timestamps have 1 s resolution, so a
+ * burst of jobs keeps the order it arrived in instead of falling back to names. */
 int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools);
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen);
 void ctl_snap_release(struct ctl_snap *s);
@@ -215,6 +219,13 @@ struct ctl_jobview {
     int64_t admitted_ms;
     const struct ctl_placement *pl;
     const char *invalid_reason;   /* non-NULL: a condition "Valid"=False with this reason */
+    /* recorded in status so a lost store is rebuilt from it (status.attempt,
+     * retries, enqueueTime, arrival; observedGeneration is the job's
+     * metadata.generation) */
+    int64_t attempts;
+    int64_t retries;
+    int64_t enqueue_ms;
+    int64_t arrival;
 };
 
 /* Compute the status to write from prev (the object's current status, for

@@ -634,39 +634,41 @@ static int max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
 static int ledger_set(struct rc_ctx *r, struct cj *j);
 
 /* A job new to the store whose pods already run (the store was lost or is
- * another replica's): adopt the newest complete attempt instead of admitting
- * the gang a second time. */
-static int adopt(struct rc_ctx *r, struct cj *j)
+ * another replica's): find the newest complete attempt, to adopt instead of
+ * admitting the gang a second time. Its live pods and those that Succeeded
+ * (a finished replica of that attempt; the lifecycle completes the job when all
+ * did) make the placement; an attempt older than the one the status records is
+ * not adopted (its pods are strays). Returns 1 with *pl filled when adoptable. */
+static int adopt_scan(struct rc_ctx *r, struct cj *j, int64_t status_attempt, struct ctl_placement *pl)
 {
-    int np = 0, rc = 0;
+    int np = 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
     int attempt = max_pod_attempt(r, j->memo);
-    if (!np || !attempt)
+    if (!np || !attempt || attempt < status_attempt)
         return 0;
-    struct ctl_placement pl;
-    ctl_placement_init(&pl);
-    pl.attempt = attempt;
+    pl->attempt = attempt;
     for (int i = 0; i < np; i++) {
         const cJSON *pod = pods[i];
         const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT), *rp = ctl_obj_label(pod, CTL_LABEL_REPLICA);
         const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+        const char *phase = ctl_obj_str(pod, "status", "phase");
         const cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
                                                   cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "ownerReferences"), 0);
         const char *uid = ctl_obj_str(ref, "uid", NULL);
         int64_t av, rv;
         if (!a || !rp || !nn || !uid || strcmp(uid, j->job->meta.uid) || gq_parse_i64(a, (size_t)-1, &av) ||
-            av != attempt || gq_parse_i64(rp, (size_t)-1, &rv) || ctl_pod_terminal(pod) ||
+            av != attempt || gq_parse_i64(rp, (size_t)-1, &rv) || (phase && !strcmp(phase, "Failed")) ||
             ctl_obj_str(pod, "metadata", "deletionTimestamp"))
             continue;
         struct ctl_podusage u;
         ctl_pod_usage(pod, &u);
-        if (ctl_placement_add(&pl, (int)rv, nn, u.devs))
+        if (ctl_placement_add(pl, (int)rv, nn, u.devs))
             continue;
         /* keep the pod's own name: a re-placed replica carries a generation */
         char want[API_NAME_MAX + 32];
         const char *pn = ctl_obj_str(pod, "metadata", "name");
-        struct ctl_prep *p = &pl.rep[ctl_placement_find(&pl, (int)rv)];
-        ctl_pod_name(j->job->meta.name, &pl, p, want, sizeof(want));
+        struct ctl_prep *p = &pl->rep[ctl_placement_find(pl, (int)rv)];
+        ctl_pod_name(j->job->meta.name, pl, p, want, sizeof(want));
         size_t wl = strlen(want);
         const char *g = pn && strlen(pn) > wl + 2 && !strncmp(pn, want, wl) && !strncmp(pn + wl, "-g", 2)
                             ? pn + wl : NULL;
@@ -674,36 +676,126 @@ static int adopt(struct rc_ctx *r, struct cj *j)
             int64_t gv;
             if (!gq_parse_i64(g + 2, (size_t)-1, &gv) && gv > 0 && gv < 1000000) {
                 p->gen = (int)gv;
-                if (p->gen > pl.reseq)
-                    pl.reseq = p->gen;
+                if (p->gen > pl->reseq)
+                    pl->reseq = p->gen;
             }
         }
     }
     int gang = j->job->spec.gang != API_FALSE;
-    if (pl.n == 0 || (gang && pl.n != j->job->spec.replicas)) {
-        ctl_placement_release(&pl);
+    if (pl->n == 0 || (gang && pl->n != j->job->spec.replicas)) {
+        ctl_placement_release(pl);
+        ctl_placement_init(pl);
         return 0; /* incomplete: its pods are strays and get deleted */
     }
-    struct gq_buf b;
-    gq_buf_init(&b, 1u << 20);
-    if ((rc = ctl_placement_format(&pl, &b)))
-        goto out;
-    struct store_transition t = {STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0};
-    if ((rc = store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err))))
-        goto out;
-    j->row->state = STORE_ADMITTED;
-    j->state = STORE_ADMITTED;
-    ctl_placement_release(&j->pl);
-    j->pl = pl;
-    ctl_placement_init(&pl);
-    if ((rc = ledger_set(r, j)) || (rc = audit(r, "adopt", j, j->key, "", b.p, "pods found without a store row")))
-        goto out;
-    LOGC(r->c, GQ_LOG_WARN, "adopted running pods of a job unknown to the store", " job=%s attempt=%d replicas=%d",
-         j->key, j->pl.attempt, j->pl.n);
-out:
-    ctl_placement_release(&pl);
-    gq_buf_release(&b);
-    return rc;
+    return 1;
+}
+
+/* Arrival sequence of a job seen for the first time: its resourceVersion,
+ * which until gangq writes its status is the revision that created it (etcd
+ * revisions grow with every write, so they order a burst of creations that
+ * share one creationTimestamp second); 0 when not a number. */
+static int64_t first_sight_arrival(const struct cj *j)
+{
+    int64_t v;
+    const char *rv = j->job->meta.resource_version;
+    if (!rv[0] || gq_parse_i64(rv, (size_t)-1, &v) || v < 0)
+        return 0;
+    return v;
+}
+
+/* What a row new to the store is rebuilt from: the object's status (the
+ * durable record of what gangq decided) and the job's pods. */
+struct recovery {
+    struct api_gpujob_status st;
+    struct ctl_placement pl; /* adopted placement (when adopted) */
+    struct gq_buf text;      /* its placement text */
+    int adopted;
+};
+
+/* Fill the decision fields of sj (a row new to the store) from the status
+ * and pods: arrival, enqueue time, attempts, retries, preemptions; a Succeeded
+ * or Failed job stays finished (for the generation its status records: a later
+ * spec change is seen as one, j->gen_changed); an Admitted or Running one whose
+ * pods run is adopted; a Preempted one stays Preempted. */
+static int row_recover(struct rc_ctx *r, struct cj *j, struct store_job *sj, struct recovery *rec)
+{
+    struct api_errors e;
+    api_errors_init(&e);
+    /* a field that does not decode stays unknown (0); the others are used */
+    api_gpujob_status_decode(j->obj, &rec->st, &e);
+    const struct api_gpujob_status *st = &rec->st;
+    double w = 0;
+    sj->arrival = st->arrival > 0 ? st->arrival : first_sight_arrival(j);
+    if (st->enqueue_time[0] && !kube_time_parse(st->enqueue_time, &w) && w > 0)
+        sj->enqueue_ms = (int64_t)(w * 1000.0);
+    sj->attempts = st->attempt;
+    sj->retries = st->retries;
+    sj->preemptions = st->preemptions;
+    if (st->last_preemption.present) {
+        sj->preempted_by = st->last_preemption.by;
+        sj->preempt_reason = st->last_preemption.reason;
+        if (st->last_preemption.time[0] && !kube_time_parse(st->last_preemption.time, &w))
+            sj->preempted_ms = (int64_t)(w * 1000.0);
+    }
+    if (st->state == API_STATE_SUCCEEDED || st->state == API_STATE_FAILED) {
+        sj->state = st->state == API_STATE_SUCCEEDED ? STORE_SUCCEEDED : STORE_FAILED;
+        sj->message = st->message;
+        if (st->observed_generation > 0 && st->observed_generation != j->job->meta.generation)
+            j->gen_changed = 1;
+        return 0;
+    }
+    if (j->failed_invalid || j->job->spec.suspend)
+        return 0; /* the spec rules decide; any pods are strays */
+    if (st->state == API_STATE_PREEMPTED) {
+        sj->state = STORE_PREEMPTED;
+        sj->message = st->message;
+    }
+    int pod_attempt = max_pod_attempt(r, j->memo);
+    if (adopt_scan(r, j, st->attempt, &rec->pl)) {
+        int rc = ctl_placement_format(&rec->pl, &rec->text);
+        if (rc)
+            return rc;
+        rec->adopted = 1;
+        sj->state = STORE_ADMITTED;
+        sj->placement = rec->text.p;
+        sj->attempts = rec->pl.attempt;
+        sj->admitted_ms = r->now;
+        if (st->admission.present && st->admission.time[0] && !kube_time_parse(st->admission.time, &w))
+            sj->admitted_ms = (int64_t)(w * 1000.0);
+        sj->message = "adopted from existing pods";
+    } else if (pod_attempt > sj->attempts) {
+        sj->attempts = pod_attempt; /* the next admission gets a new pod name */
+    }
+    return 0;
+}
+
+/* A store that is older than the API server (restored, or another replica's)
+ * may hold a job as waiting or running that its status records as finished
+ * for this very generation: the status wins (terminal states are final within a
+ * generation), so it never runs again. */
+static int status_finished_override(struct rc_ctx *r, struct cj *j)
+{
+    const char *ss = ctl_obj_str(j->obj, "status", "state");
+    int s = j->state;
+    if (!ss || (strcmp(ss, "Succeeded") && strcmp(ss, "Failed")) || s == STORE_SUCCEEDED ||
+        s == STORE_FAILED || j->gen_changed || j->failed_invalid)
+        return 0;
+    struct api_gpujob_status st;
+    struct api_errors e;
+    api_errors_init(&e);
+    api_gpujob_status_decode(j->obj, &st, &e);
+    if (st.observed_generation <= 0 || st.observed_generation != j->job->meta.generation)
+        return 0;
+    int to = st.state == API_STATE_SUCCEEDED ? STORE_SUCCEEDED : STORE_FAILED;
+    int rc;
+    if ((rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err))) ||
+        (rc = transition(r, j, to, "", st.message, NULL, NULL, 0)) ||
+        (rc = audit(r, "recover", j, j->key, store_state_name(s), store_state_name(to),
+                    "the GPUJob status records it finished for this generation; the store did not")))
+        return rc;
+    LOGC(r->c, GQ_LOG_WARN, "store behind the API server: job finished per its status", " job=%s store=%s status=%s",
+         j->key, store_state_name(s), store_state_name(to));
+    return 0;
 }
 
 /* The cache key of a GPUJob object's decode: what api_gpujob_decode reads
@@ -869,7 +961,36 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         sj.message = "";
         sj.generation = j->job->meta.generation;
         sj.resource_version = j->job->meta.resource_version;
-        if ((rc = store_job_upsert(r->c->st, &sj, r->now, r->err, sizeof(r->err))))
+        struct recovery *rec = NULL;
+        rc = 0;
+        if (fresh || changed_uid) {
+            if (!(rec = calloc(1, sizeof(*rec))))
+                return GQ_ENOMEM;
+            ctl_placement_init(&rec->pl);
+            gq_buf_init(&rec->text, 1u << 20);
+            rc = row_recover(r, j, &sj, rec);
+        }
+        if (!rc)
+            rc = store_job_upsert(r->c->st, &sj, r->now, r->err, sizeof(r->err));
+        if (!rc && rec && rec->adopted) {
+            ctl_placement_release(&j->pl);
+            j->pl = rec->pl; /* ledger_set reads it; placement_load below sets it again */
+            ctl_placement_init(&rec->pl);
+            if (!(rc = ledger_set(r, j)) &&
+                !(rc = audit(r, "adopt", j, j->key, "", rec->text.p, "pods found without a store row")))
+                LOGC(r->c, GQ_LOG_WARN, "adopted running pods of a job unknown to the store",
+                     " job=%s attempt=%d replicas=%d", j->key, j->pl.attempt, j->pl.n);
+        } else if (!rc && rec && sj.state != STORE_QUEUED && sj.state != STORE_SUSPENDED) {
+            LOGC(r->c, GQ_LOG_WARN, "job unknown to the store: state recovered from its status",
+                 " job=%s state=%s attempts=%lld", j->key, store_state_name(sj.state), (long long)sj.attempts);
+            rc = audit(r, "recover", j, j->key, "", store_state_name(sj.state), "GPUJob status");
+        }
+        if (rec) {
+            ctl_placement_release(&rec->pl);
+            gq_buf_release(&rec->text);
+            free(rec);
+        }
+        if (rc)
             return rc;
         struct store_job *g = NULL;
         if ((rc = store_job_get(r->c->st, j->key, &g, r->err, sizeof(r->err))))
@@ -912,7 +1033,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         ctl_placement_release(&j->pl);
         rc = 0;
     }
-    if (fresh && j->state == STORE_QUEUED && !j->failed_invalid && (rc = adopt(r, j)))
+    if (!fresh && !changed_uid && (rc = status_finished_override(r, j)))
         return rc;
     for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++)
         if (r->intents[r->iidx[p].i].kind == STORE_INTENT_ADMIT)
@@ -1169,7 +1290,10 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     if (!partial) {
         ctl_placement_release(&j->pl);
         /* above any attempt whose pods may still exist (adopted, or a lost store) */
-        j->pl.attempt = (int)GQ_MAX(j->row->attempts, max_pod_attempt(r, j->memo)) + 1;
+        /* ... and above the attempt its status records (a store older than the API server) */
+        const cJSON *sa = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j->obj, "status"), "attempt");
+        int64_t floor = cJSON_IsNumber(sa) && sa->valuedouble > 0 && sa->valuedouble < 1000000 ? (int64_t)sa->valuedouble : 0;
+        j->pl.attempt = (int)GQ_MAX(GQ_MAX(j->row->attempts, max_pod_attempt(r, j->memo)), floor) + 1;
     }
     if (d->domain && !partial)
         gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));
@@ -1240,13 +1364,17 @@ static int run_sched(struct rc_ctx *r)
     int n = 0;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
-        if (!j->row || j->invalid_reason)
-            continue;
         int st = j->state;
+        /* a job that waits on a problem (unknown or deleted Team, pool, ...) is
+         * not placed; one that holds GPUs stays in the snapshot whatever its
+         * Team, pool or spec became: GPUs held by live pods are never offered
+         * again (a missing Team gives it no quota, not free GPUs) */
+        if (!j->row || (j->invalid_reason && !holds(st)))
+            continue;
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
-                                    j->row->admitted_ms, &j->pl};
+                                    j->row->admitted_ms, &j->pl, j->row->arrival};
         ins_job[n] = i;
         n++;
     }
@@ -1312,6 +1440,9 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
                            v->preempted_by ? v->preempted_by : "",
                            strlen(v->preempt_reason ? v->preempt_reason : ""),
                            v->preempt_reason ? v->preempt_reason : "");
+    if (!rc)
+        rc = gq_buf_printf(b, "%lld|%lld|%lld|%lld|%lld|", (long long)v->attempts, (long long)v->retries,
+                           (long long)v->enqueue_ms, (long long)v->arrival, (long long)j->job->meta.generation);
     for (int i = 0; !rc && i < j->pl.n; i++)
         rc = gq_buf_printf(b, "%s,", j->pl.rep[i].node);
     return rc;
@@ -1329,7 +1460,8 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         msg = j->memo->wait_msg;
     struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
-                            j->row->admitted_ms, &j->pl, j->invalid_reason};
+                            j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
+                            j->row->retries, j->row->enqueue_ms, j->row->arrival};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
