@@ -45,6 +45,17 @@ struct rnode {
     struct ctl_nodeinfo ni;
 };
 
+/* A Team object of this reconcile: the spec in force (its latest spec when
+ * valid, else the last valid one the store kept) and the latest edit's problem. */
+struct rteam {
+    const cJSON *obj;
+    int idx;                 /* index into rc_ctx.teams of the spec in force, -1 none */
+    int64_t gen_in_force;    /* metadata.generation of that spec */
+    int64_t gen;             /* the object's metadata.generation */
+    char bad[API_MSG_MAX];   /* first problem of the latest spec ("" valid) */
+    struct api_team latest;  /* the latest spec as decoded (namespaces, for job messages) */
+};
+
 /* Placeholder job of a cj not prepared (yet): all zero, never written. */
 static const struct api_gpujob ctl_empty_job;
 
@@ -58,8 +69,10 @@ struct rc_ctx {
     struct gq_ctl *c;
     int64_t now;
     char err[512];
-    struct api_team *teams;
+    struct api_team *teams;       /* the spec in force of each usable Team */
     int nteams;
+    struct rteam *tinfo;          /* every Team object of this reconcile */
+    int ntinfo;
     struct api_priorityclass *pcs;
     int npcs;
     struct api_gpupool *pools;
@@ -415,26 +428,117 @@ static struct cj *job_find(struct rc_ctx *r, const char *key)
 
 /* ------------------------------------------------------------ gather */
 
+/* Keep a valid Team spec in the store (once per generation), so a later
+ * invalid edit leaves it in force, across restarts too. */
+static void team_save_valid(struct rc_ctx *r, const cJSON *o, const struct api_team *t)
+{
+    struct store_team *sv = NULL;
+    char err[256];
+    if (!store_team_get(r->c->st, t->meta.name, &sv, err, sizeof(err)) && !strcmp(sv->uid, t->meta.uid) &&
+        sv->generation == t->meta.generation) {
+        store_team_free(sv);
+        return;
+    }
+    store_team_free(sv);
+    cJSON *k = cJSON_CreateObject(), *md = k ? cJSON_AddObjectToObject(k, "metadata") : NULL;
+    cJSON *spec = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(o, "spec"), 1);
+    char *txt = NULL;
+    if (md && spec && cJSON_AddStringToObject(k, "apiVersion", API_GROUP_VERSION) &&
+        cJSON_AddStringToObject(k, "kind", "Team") && cJSON_AddStringToObject(md, "name", t->meta.name) &&
+        cJSON_AddStringToObject(md, "uid", t->meta.uid) &&
+        cJSON_AddNumberToObject(md, "generation", (double)t->meta.generation) &&
+        cJSON_AddItemToObject(k, "spec", spec)) {
+        spec = NULL;
+        txt = cJSON_PrintUnformatted(k);
+    }
+    cJSON_Delete(spec);
+    cJSON_Delete(k);
+    struct store_team st = {t->meta.name, t->meta.uid, t->meta.generation, txt, 0};
+    if (!txt || store_team_save(r->c->st, &st, r->now, err, sizeof(err)))
+        LOGC(r->c, GQ_LOG_WARN, "could not keep the Team's valid spec", " team=%s err=\"%s\"", t->meta.name,
+             txt ? err : "out of memory");
+    free(txt);
+}
+
+/* The last valid spec of an invalid Team (same uid), decoded into t; 0 when found. */
+static int team_last_valid(struct rc_ctx *r, const char *name, const char *uid, struct api_team *t)
+{
+    struct store_team *sv = NULL;
+    char err[256];
+    int ok = -1;
+    if (store_team_get(r->c->st, name, &sv, err, sizeof(err)) || strcmp(sv->uid, uid)) {
+        store_team_free(sv);
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(sv->object);
+    struct api_errors e;
+    api_errors_init(&e);
+    memset(t, 0, sizeof(*t));
+    if (o && api_team_decode(o, t, &e) == 0) {
+        api_team_default(t);
+        if (!api_team_validate(t, &e))
+            ok = 0;
+    }
+    cJSON_Delete(o);
+    store_team_free(sv);
+    return ok;
+}
+
 static int gather_cb_team(const cJSON *o, void *ud)
 {
     struct rc_ctx *r = ud;
     struct api_errors e;
     api_errors_init(&e);
     struct api_team *t = &r->teams[r->nteams];
+    struct rteam *ti = &r->tinfo[r->ntinfo++];
     r->lookup_sig += obj_sig(o);
     memset(t, 0, sizeof(*t));
+    ti->obj = o;
+    ti->idx = -1;
     if (api_team_decode(o, t, &e) == GQ_ENOMEM)
         return GQ_ENOMEM;
     api_team_default(t);
     api_team_validate(t, &e);
-    if (e.n) {
-        char m[300];
-        api_error_format(&e, 0, m, sizeof(m));
-        LOGC(r->c, GQ_LOG_WARN, "team ignored: invalid", " team=%s err=\"%s\"", t->meta.name, m);
+    ti->gen = t->meta.generation;
+    if (!e.n) {
+        team_save_valid(r, o, t);
+        ti->idx = r->nteams;
+        ti->gen_in_force = t->meta.generation;
+        r->nteams++;
         return 0;
     }
-    r->nteams++;
+    char m[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    api_error_format(&e, 0, m, sizeof(m));
+    snprintf(ti->bad, sizeof(ti->bad), "%s%s", m, e.n + e.dropped > 1 ? " (and more)" : "");
+    ti->latest = *t;
+    if (t->meta.name[0] && !team_last_valid(r, t->meta.name, t->meta.uid, t)) {
+        ti->idx = r->nteams;
+        ti->gen_in_force = t->meta.generation;
+        r->nteams++;
+    }
+    LOGC(r->c, GQ_LOG_DEBUG, "team spec invalid", " team=%s in_force_generation=%lld err=\"%s\"",
+         ti->latest.meta.name, (long long)ti->gen_in_force, ti->bad);
     return 0;
+}
+
+/* The invalid Team (with no valid spec in force) a job waits on: the one it
+ * names, or the one listing its namespace; NULL when none. */
+static const struct rteam *team_invalid_for(const struct rc_ctx *r, const struct api_gpujob *job)
+{
+    for (int k = 0; k < r->ntinfo; k++) {
+        const struct rteam *ti = &r->tinfo[k];
+        if (ti->idx >= 0 || !ti->bad[0])
+            continue;
+        if (job->spec.team[0]) {
+            if (!strcmp(ti->latest.meta.name, job->spec.team))
+                return ti;
+            continue;
+        }
+        for (int n = 0; n < ti->latest.nnamespaces; n++)
+            if (!strcmp(ti->latest.namespaces[n], job->meta.namespace))
+                return ti;
+    }
+    return NULL;
 }
 
 static int gather_cb_pool(const cJSON *o, void *ud)
@@ -565,11 +669,12 @@ static int gather(struct rc_ctx *r)
     size_t nn = kube_cache_count(kube_informer_cache(c->inf[INF_NODES]));
     size_t nj = kube_cache_count(kube_informer_cache(c->inf[INF_JOBS]));
     r->teams = calloc(nt + 1, sizeof(*r->teams));
+    r->tinfo = calloc(nt + 1, sizeof(*r->tinfo));
     r->pools = calloc(np + 1, sizeof(*r->pools));
     r->pcs = calloc(npc + 1, sizeof(*r->pcs));
     r->nodes = calloc(nn + 1, sizeof(*r->nodes));
     r->jobs = calloc(nj + 1, sizeof(*r->jobs));
-    if (!r->teams || !r->pools || !r->pcs || !r->nodes || !r->jobs)
+    if (!r->teams || !r->tinfo || !r->pools || !r->pcs || !r->nodes || !r->jobs)
         return GQ_ENOMEM;
     if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
@@ -937,6 +1042,16 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         snprintf(j->invalid_msg, sizeof(j->invalid_msg),
                  "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution "
                  "is not supported; use spec.template.spec.nodeSelector, spec.pool or spec.gpu.types");
+    }
+
+    const struct rteam *bad_team;
+    if (j->invalid_reason && (!strcmp(j->invalid_reason, "NoTeam") || !strcmp(j->invalid_reason, "UnknownTeam")) &&
+        (bad_team = team_invalid_for(r, j->job))) {
+        j->invalid_reason = "InvalidTeam";
+        if (snprintf(j->invalid_msg, sizeof(j->invalid_msg),
+                     "Team %s is invalid and no earlier valid spec of it is known: %s",
+                     bad_team->latest.meta.name, bad_team->bad) >= (int)sizeof(j->invalid_msg))
+            LOGC(r->c, GQ_LOG_DEBUG, "job message truncated", " job=%s", j->key);
     }
 
     j->row = row_find(r, j->key);
@@ -1503,15 +1618,47 @@ out:
     gq_buf_release(&sig);
 }
 
+/* The Team's Valid condition: True, or False with the latest edit's problem
+ * and what is in force instead. Its transition time comes from prev. */
+static void team_valid_condition(const struct rteam *ti, const struct api_team_status *prev,
+                                 const char *now, struct api_condition *c)
+{
+    memset(c, 0, sizeof(*c));
+    gq_strlcpy(c->type, "Valid", sizeof(c->type));
+    gq_strlcpy(c->status, ti->bad[0] ? "False" : "True", sizeof(c->status));
+    gq_strlcpy(c->reason, ti->bad[0] ? "InvalidSpec" : "Valid", sizeof(c->reason));
+    if (!ti->bad[0])
+        gq_strlcpy(c->message, "spec is valid", sizeof(c->message));
+    else if (ti->idx >= 0)
+        snprintf(c->message, sizeof(c->message), "generation %lld is invalid, generation %lld stays in force: %.300s",
+                 (long long)ti->gen, (long long)ti->gen_in_force, ti->bad);
+    else
+        snprintf(c->message, sizeof(c->message),
+                 "generation %lld is invalid and no earlier valid spec is known (its jobs wait): %.300s",
+                 (long long)ti->gen, ti->bad);
+    for (int i = 0; prev && i < prev->nconditions; i++)
+        if (!strcmp(prev->conditions[i].type, "Valid") && !strcmp(prev->conditions[i].status, c->status) &&
+            prev->conditions[i].last_transition_time[0]) {
+            gq_strlcpy(c->last_transition_time, prev->conditions[i].last_transition_time,
+                       sizeof(c->last_transition_time));
+            return;
+        }
+    gq_strlcpy(c->last_transition_time, now, sizeof(c->last_transition_time));
+}
+
 static void team_pool_status(struct rc_ctx *r)
 {
-    char key[API_NAME_MAX + 8], path[CTL_PATH_MAX];
-    for (int t = 0; t < r->nteams; t++) {
-        const struct api_team *tm = &r->teams[t];
-        struct api_team_status st = {0};
-        for (int q = 0; q < tm->nquota; q++)
+    char key[API_NAME_MAX + 8], path[CTL_PATH_MAX], now[API_TIME_MAX];
+    ctl_time_format(r->now, now, sizeof(now));
+    for (int k = 0; k < r->ntinfo; k++) {
+        const struct rteam *ti = &r->tinfo[k];
+        const struct api_team *tm = ti->idx >= 0 ? &r->teams[ti->idx] : NULL;
+        const char *name = tm ? tm->meta.name : ti->latest.meta.name;
+        struct api_team_status st;
+        memset(&st, 0, sizeof(st));
+        for (int q = 0; tm && q < tm->nquota; q++)
             st.quota += tm->quota[q].gpus;
-        for (int i = 0; i < r->njobs; i++) {
+        for (int i = 0; tm && i < r->njobs; i++) {
             const struct cj *j = &r->jobs[i];
             if (!j->row || strcmp(j->job->spec.team, tm->meta.name))
                 continue;
@@ -1523,13 +1670,35 @@ static void team_pool_status(struct rc_ctx *r)
             }
         }
         st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
-        cJSON *p = api_team_status_encode(&st);
-        snprintf(key, sizeof(key), "team:%s", tm->meta.name);
+        st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
+        if (!name[0])
+            continue;
+        snprintf(key, sizeof(key), "team:%s", name);
         struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
         if (m)
             m->seen_cycle = r->c->reconciles;
-        if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams",
-                            tm->meta.name, NULL))
+        struct api_team_status prev;
+        struct api_errors e;
+        api_errors_init(&e);
+        cJSON *lo = m && m->last_status ? cJSON_Parse(m->last_status) : NULL;
+        api_team_status_decode(lo ? lo : ti->obj, &prev, &e);
+        cJSON_Delete(lo);
+        st.nconditions = 1;
+        team_valid_condition(ti, &prev, now, &st.conditions[0]);
+        if (ti->bad[0] && m && m->invalid_reported_gen != ti->gen) {
+            /* once per invalid generation (and once more after a restart) */
+            m->invalid_reported_gen = ti->gen;
+            ctl_act_event(r->c, ti->obj, "Warning", "InvalidSpec", st.conditions[0].message);
+            struct store_audit a = {0, r->now, "gangq", "team-invalid", name, "", "", "",
+                                    st.conditions[0].message};
+            if (store_audit_add(r->c->st, &a, r->err, sizeof(r->err)))
+                LOGC(r->c, GQ_LOG_ERROR, "audit write failed", " err=\"%s\"", r->err);
+            LOGC(r->c, GQ_LOG_WARN, "team spec invalid", " team=%s msg=\"%s\"", name, st.conditions[0].message);
+        } else if (!ti->bad[0] && m) {
+            m->invalid_reported_gen = 0;
+        }
+        cJSON *p = api_team_status_encode(&st);
+        if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams", name, NULL))
             ctl_act_status(r->c, key, path, p);
         cJSON_Delete(p);
     }
@@ -1692,6 +1861,7 @@ static void rc_release(struct rc_ctx *r)
     free(r->rows);
     free(r->jobs);
     free(r->teams);
+    free(r->tinfo);
     free(r->pools);
     free(r->pcs);
     free(r->nodes);

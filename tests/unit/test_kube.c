@@ -541,6 +541,20 @@ static void test_path_time_event(void **st)
         assert_true(strncmp(cJSON_GetObjectItem(md, "name")->valuestring, "job1.", 5) == 0);
     }
     cJSON_Delete(ev);
+    {
+        /* cluster-scoped object: a legacy event in "default" (no eventTime) */
+        struct kube_objref cref = ref;
+        cref.kind = "Team";
+        cref.namespace_ = NULL;
+        ev = kube_event_build(&cref, "Warning", "InvalidSpec", "bad quota", "ctl-0", 1136214245.0);
+        assert_non_null(ev);
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "metadata"), "namespace")->valuestring,
+                            "default");
+        assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "involvedObject"), "namespace"));
+        assert_null(cJSON_GetObjectItem(ev, "eventTime"));
+        assert_string_equal(cJSON_GetObjectItem(ev, "firstTimestamp")->valuestring, "2006-01-02T15:04:05Z");
+        cJSON_Delete(ev);
+    }
 }
 
 /* ------------------------------------------- scripted loopback HTTP server */
