@@ -20,6 +20,15 @@
  *  - Pod names are deterministic: "<job>-<attempt>-<replica>" where attempt is
  *    recorded in the job's placement text, so repeating a create gives 409
  *    AlreadyExists (= already done) and a gang is never admitted twice.
+ *  - The API server is the durable record: a GPUJob's status holds its state
+ *    for a generation, attempt, retries, enqueue time and arrival, so a store
+ *    row lost or older than the API server is rebuilt from status and pods
+ *    (ctl_cycle.c row_recover): a Succeeded or Failed job never runs again
+ *    for the same spec, running gangs are adopted.
+ *  - GPUs held by live pods are never offered again: a job holding a
+ *    placement stays in the snapshot whatever its Team, pool or spec became;
+ *    an invalid Team edit leaves the last valid spec (kept in the store) in
+ *    force.
  *  - Scheduling cycles run only while leading (when leader election is on),
  *    after every informer synced, and not while gangq pods are still
  *    terminating after a preemption (their GPUs are not free yet; bounded by
