@@ -903,6 +903,48 @@ static int status_finished_override(struct rc_ctx *r, struct cj *j)
     return 0;
 }
 
+/* A store older than the API server may hold as waiting a job whose status
+ * records a later admission (same generation, higher attempt) whose pods run:
+ * adopt them, as for a lost row, instead of deleting them and admitting the
+ * gang again. With a current store the status never records an attempt the
+ * row does not know, so this never fires. */
+static int status_running_adopt(struct rc_ctx *r, struct cj *j)
+{
+    const char *ss = ctl_obj_str(j->obj, "status", "state");
+    if (!ss || (strcmp(ss, "Admitted") && strcmp(ss, "Running")) ||
+        (j->state != STORE_QUEUED && j->state != STORE_PREEMPTED) || j->failed_invalid ||
+        j->job->spec.suspend || j->gen_changed || intent_first(r, j->key) < r->nintents)
+        return 0;
+    struct api_gpujob_status st;
+    struct api_errors e;
+    api_errors_init(&e);
+    api_gpujob_status_decode(j->obj, &st, &e);
+    if (st.observed_generation <= 0 || st.observed_generation != j->job->meta.generation ||
+        st.attempt <= j->row->attempts)
+        return 0;
+    struct ctl_placement pl;
+    struct gq_buf b;
+    int rc = 0, s = j->state;
+    ctl_placement_init(&pl);
+    gq_buf_init(&b, 1u << 20);
+    if (!adopt_scan(r, j, st.attempt, &pl))
+        goto out;
+    if ((rc = ctl_placement_format(&pl, &b)) ||
+        (rc = transition(r, j, STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0)) ||
+        (rc = store_job_raise_attempts(r->c->st, j->key, pl.attempt, r->err, sizeof(r->err))) ||
+        (rc = ledger_set(r, j)) ||
+        (rc = audit(r, "adopt", j, j->key, store_state_name(s), b.p,
+                    "the GPUJob status records an admission the store did not")))
+        goto out;
+    j->row->attempts = GQ_MAX(j->row->attempts, pl.attempt);
+    LOGC(r->c, GQ_LOG_WARN, "store behind the API server: adopted running pods", " job=%s store=%s attempt=%d",
+         j->key, store_state_name(s), pl.attempt);
+out:
+    ctl_placement_release(&pl);
+    gq_buf_release(&b);
+    return rc;
+}
+
 /* The cache key of a GPUJob object's decode: what api_gpujob_decode reads
  * that can change under one uid. With the status subresource, the spec
  * changes only with metadata.generation, so a status write (new
@@ -1148,7 +1190,8 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         ctl_placement_release(&j->pl);
         rc = 0;
     }
-    if (!fresh && !changed_uid && (rc = status_finished_override(r, j)))
+    if (!fresh && !changed_uid &&
+        ((rc = status_finished_override(r, j)) || (rc = status_running_adopt(r, j))))
         return rc;
     for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++)
         if (r->intents[r->iidx[p].i].kind == STORE_INTENT_ADMIT)

@@ -102,7 +102,7 @@ enum {
     S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER,
     S_USAGE_ADD, S_USAGE_TEAM, S_USAGE_ALL, S_USAGE_PRUNE,
     S_AUDIT_ADD, S_AUDIT_QUERY,
-    S_TEAM_SAVE, S_TEAM_GET, S_TEAM_DELETE,
+    S_TEAM_SAVE, S_TEAM_GET, S_TEAM_DELETE, S_JOB_RAISE_ATTEMPTS,
     S_COUNT
 };
 
@@ -165,6 +165,7 @@ static const char *const stmt_sql[S_COUNT] = {
                     " VALUES(?1,?2,?3,?4,?5)",
     [S_TEAM_GET] = "SELECT name,uid,generation,object,updated_ms FROM teams WHERE name=?1",
     [S_TEAM_DELETE] = "DELETE FROM teams WHERE name=?1",
+    [S_JOB_RAISE_ATTEMPTS] = "UPDATE jobs SET attempts=max(attempts,?2) WHERE key=?1",
 };
 
 struct store {
@@ -701,6 +702,24 @@ int store_job_set_state(struct store *st, const char *key, int state, int64_t no
 {
     struct store_transition t = {.state = state};
     return store_job_transition(st, key, &t, now_ms, err, errlen);
+}
+
+int store_job_raise_attempts(struct store *st, const char *key, int64_t attempts, char *err,
+                             size_t errlen)
+{
+    int ret = write_guard(st, err, errlen);
+    if (!ret)
+        ret = check_key(st, key, err, errlen);
+    if (ret)
+        return ret;
+    bind_text(st->stmt[S_JOB_RAISE_ATTEMPTS], 1, key);
+    sqlite3_bind_int64(st->stmt[S_JOB_RAISE_ATTEMPTS], 2, attempts);
+    ret = step_write(st, S_JOB_RAISE_ATTEMPTS, "cannot update job", err, errlen);
+    if (ret == GQ_OK && sqlite3_changes(st->db) == 0) {
+        gq_errf(err, errlen, "%s: no job %s", st->path, key);
+        ret = GQ_ENOTFOUND;
+    }
+    return ret;
 }
 
 int store_job_delete(struct store *st, const char *key, char *err, size_t errlen)

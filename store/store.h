@@ -169,6 +169,10 @@ int store_job_transition(struct store *st, const char *key, const struct store_t
 /* Shorthand: transition with only a state (placement/message kept). */
 int store_job_set_state(struct store *st, const char *key, int state, int64_t now_ms,
                         char *err, size_t errlen);
+/* attempts = max(attempts, given): a job adopted from pods of an admission the
+ * store missed (a store older than the API server). GQ_ENOTFOUND when absent. */
+int store_job_raise_attempts(struct store *st, const char *key, int64_t attempts, char *err,
+                             size_t errlen);
 /* GQ_ENOTFOUND when key is absent. Also clears the job's ledger allocation. */
 int store_job_delete(struct store *st, const char *key, char *err, size_t errlen);
 /* Heap copy of one job (all strings inside the same block); GQ_ENOTFOUND when

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The API server is the durable record: with the SQLite store deleted while the controller is
-# stopped, nothing that finished runs again (Succeeded and Failed jobs keep their state, no new
-# pod is created for them), running jobs are adopted from their pods (same pods, same attempt),
-# and the queue keeps the order in which the jobs arrived. A burst of jobs created within one
-# second is admitted in creation order, not name order (job10..job19 do not overtake job2),
-# both before the store is lost (arrival = resourceVersion at first sight) and after it (from
-# status.arrival, and from the resourceVersion of jobs created while the store was gone).
+# The API server is the durable record: with the SQLite store deleted, or replaced by an older
+# copy, while the controller is stopped, nothing that finished runs again (Succeeded and Failed
+# jobs keep their state, no new pod is created for them), running jobs are adopted from their
+# pods (same pods, same attempt), and the queue keeps the order in which the jobs arrived. A
+# burst of jobs created within one second is admitted in creation order, not name order
+# (job10..job19 do not overtake job2), both before the store is lost (arrival = resourceVersion
+# at first sight) and after it (from status.arrival, and from the resourceVersion of jobs
+# created while the store was gone).
 . "$(dirname "$0")/lib.sh"
 
 fakelet add-node n1 --gpus 8 --cpu 64 --memory 256Gi --label kubernetes.io/hostname=n1 >/dev/null
@@ -44,6 +45,12 @@ wait_for 30 "8 jobs Running" running_count_is 8
 assert_eq "$(sorted job1 job2 job3 job4 job5 job6 job7 job8)" "$(admitted_set)" \
   "the first 8 arrivals run (burst over $creation_seconds creation second(s))"
 pass "burst of 20: job1..job8 admitted on 8 GPUs, not job1,job10..job16"
+
+# keep a copy of this store: restored at the end as a store older than the API server
+gq_ctl_stop
+mkdir -p "$GQ_TEST_TMP/old"
+cp "$GQ_TEST_TMP"/gangq.db* "$GQ_TEST_TMP/old/"
+gq_ctl_start --leader-elect=false --max-retries 0
 
 # job1..job3 succeed, job4 fails (no retries): the next four arrivals, job9..job12, take their GPUs
 fakelet succeed sl job1-1-0 job2-1-0 job3-1-0 >/dev/null
@@ -96,5 +103,24 @@ pods=$(pods_json)
 assert_eq 0 "$(jq -r '[.items[] | .metadata.labels["gangq.io/job"]] | group_by(.) | map(select(length > 1)) | length' <<<"$pods")" "one pod per job"
 assert_eq 1 "$(jq -r '[.items[].metadata.labels["gangq.io/attempt"]] | unique | join(",")' <<<"$pods")" "every pod is attempt 1"
 assert_eq Failed "$(state_of job4)" "job4 still Failed"
+pass "no job ran twice: one pod per job, every pod attempt 1"
+
+# --- a replaced store: the copy taken when job1..job8 ran and job9..job20 waited
+before_states=$(states)
+before_pods=$(pods_json | jq -r '[.items[] | "\(.metadata.name):\(.metadata.uid)"] | sort | join(" ")')
+gq_ctl_stop
+rm -f "$GQ_TEST_TMP"/gangq.db*
+cp "$GQ_TEST_TMP"/old/gangq.db* "$GQ_TEST_TMP/"
+gq_ctl_start --leader-elect=false --max-retries 0
+wait_for 30 "controller reconciled" bash -c "[ \$(grep -c 'first reconcile' '$GQ_TEST_TMP/controller.log') -ge 4 ]"
+sleep 4
+assert_eq "$before_states" "$(states)" "every job keeps its state with an older store"
+assert_eq "$before_pods" "$(pods_json | jq -r '[.items[] | "\(.metadata.name):\(.metadata.uid)"] | sort | join(" ")')" \
+  "no pod created or deleted with an older store"
+last_run=$(sed -n '/--- start/h; /--- start/!H; ${x;p}' "$GQ_TEST_TMP/controller.log")
+assert_eq 14 "$(grep -c 'job finished per its status' <<<"$last_run")" \
+  "job1..job8 (held Running) and job9..job14 (held Queued) finished per their status"
+assert_eq 6 "$(grep -c 'store behind the API server: adopted running pods' <<<"$last_run")" "job15..job20 (held Queued) adopted"
+pass "older store restored: 14 jobs it held as running or waiting stay finished, 6 it held as waiting are adopted, no pod touched"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

@@ -304,6 +304,23 @@ static void test_job_upsert_get(void **state)
     store_close(st);
 }
 
+static void test_job_raise_attempts(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st = open_ok(fx->path);
+    struct store_job j = mkjob("ml/r", "nlp", 10, 500), *g = NULL;
+    char err[256];
+    j.attempts = 2;
+    assert_int_equal(store_job_upsert(st, &j, 1, err, sizeof err), 0);
+    assert_int_equal(store_job_raise_attempts(st, "ml/r", 5, err, sizeof err), 0);
+    assert_int_equal(store_job_raise_attempts(st, "ml/r", 3, err, sizeof err), 0); /* never lowered */
+    assert_int_equal(store_job_get(st, "ml/r", &g, err, sizeof err), 0);
+    assert_int_equal(g->attempts, 5);
+    store_job_free(g);
+    assert_int_equal(store_job_raise_attempts(st, "ml/none", 1, err, sizeof err), GQ_ENOTFOUND);
+    store_close(st);
+}
+
 static void test_job_transitions(void **state)
 {
     struct fx *fx = *state;
@@ -1337,6 +1354,7 @@ int main(void)
         T(test_open_bad_path),
         T(test_job_upsert_get),
         T(test_job_transitions),
+        T(test_job_raise_attempts),
         T(test_queue_order),
         T(test_queue_arrival),
         T(test_team_specs),
