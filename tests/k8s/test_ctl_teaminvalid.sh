@@ -21,6 +21,14 @@ kind: Team
 metadata: {name: tb}
 spec: {namespaces: [tb]}
 YAML
+# tc is invalid from its creation: no valid spec of it is known
+k create namespace tc >/dev/null
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: tc}
+spec: {namespaces: [tc], quota: [{gpuType: "*", gpus: 2, lendingLimit: 3}]}
+YAML
 gq_fakelet_loop --interval 0.5 --auto-run
 
 job() { # job NS NAME GPUS
@@ -47,7 +55,13 @@ job tb b2 4
 wait_for 20 "b1 waits" bash -c "kubectl -n tb get gj b1 -o jsonpath='{.status.state}' | grep -q Queued"
 wait_for 20 "ta Valid=True" bash -c "[ \"\$(kubectl get team ta -o jsonpath='{.status.conditions[?(@.type==\"Valid\")].status}')\" = True ]"
 check_capacity "before the edit"
-pass "ta runs a1+a2 on all 8 GPUs of n1; tb's b1, b2 wait; Team ta Valid=True"
+job tc c1 1
+wait_for 20 "c1 waits on its invalid Team" bash -c "kubectl -n tc get gj c1 -o jsonpath='{.status.conditions[?(@.type==\"Valid\")].reason}' | grep -q InvalidTeam"
+assert_contains "$(k -n tc get gj c1 -o jsonpath='{.status.message}')" "Team tc is invalid" "c1's message names its Team"
+assert_contains "$(k get team tc -o jsonpath='{.status.conditions[?(@.type=="Valid")].message}')" "no earlier valid spec is known" \
+  "tc's condition says nothing valid is in force"
+assert_eq Queued "$(k -n tc get gj c1 -o jsonpath='{.status.state}')" "c1 waits"
+pass "ta runs a1+a2 on all 8 GPUs of n1; tb's b1, b2 wait; Team ta Valid=True; c1 of the invalid Team tc waits (InvalidTeam)"
 
 # --- an invalid quota edit: the last valid spec stays in force
 k patch team ta --type=merge -p '{"spec":{"quota":[{"gpuType":"*","gpus":8,"lendingLimit":12}]}}' >/dev/null
