@@ -174,6 +174,8 @@ struct ctl_jobin {
     int64_t admitted_ms;
     const struct ctl_placement *pl; /* running: its placement */
     int64_t arrival;                /* order among jobs of one enqueue_ms */
+    int hold_only;                  /* running but waiting on a problem (Team deleted, ...):
+                                     * keeps what it holds, gets no further replica */
 };
 
 struct ctl_snapin {

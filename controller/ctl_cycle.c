@@ -1532,7 +1532,8 @@ static int run_sched(struct rc_ctx *r)
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st), j->row->enqueue_ms,
-                                    j->row->admitted_ms, &j->pl, j->row->arrival};
+                                    j->row->admitted_ms, &j->pl, j->row->arrival,
+                                    j->invalid_reason != NULL};
         ins_job[n] = i;
         n++;
     }

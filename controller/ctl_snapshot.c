@@ -648,8 +648,9 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             }
             if (j->nplaced == 0)
                 continue; /* nothing placed any more: leave it out */
-            if (j->gang && j->nplaced < j->replicas)
-                j->replicas = j->nplaced; /* a broken gang still holds what it holds */
+            if ((j->gang || ji->hold_only) && j->nplaced < j->replicas)
+                j->replicas = j->nplaced; /* a broken gang (or a job waiting on a problem)
+                                           * still holds what it holds, and no more */
         }
         s->job_in[nj] = i;
         nj++;

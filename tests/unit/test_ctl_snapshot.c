@@ -241,9 +241,9 @@ static void test_snapshot_build(void **state)
     pg.attempt = 1;
     assert_int_equal(ctl_placement_add(&pg, 0, "gone-node", 1u), 0); /* nothing placed: left out */
     struct ctl_jobin jobs[] = {
-        {"ns1/w", &jw, 0, 5000, 0, NULL, 0},
-        {"ns2/r", &jr, 1, 1000, 7000, &pr, 0},
-        {"ns2/g", &jg, 1, 2000, 8000, &pg, 0},
+        {"ns1/w", &jw, 0, 5000, 0, NULL, 0, 0},
+        {"ns2/r", &jr, 1, 1000, 7000, &pr, 0, 0},
+        {"ns2/g", &jg, 1, 2000, 8000, &pg, 0, 0},
     };
     double usage[2] = {3600.0, 0.0};
     struct sched_config cfg;
@@ -361,7 +361,16 @@ static void test_snapshot_build(void **state)
     assert_string_equal(wd->message,
                         "0/3 nodes fit 2x4 GPUs in one rack: 2 not ready, 1 node selector mismatch");
     sched_result_free(res);
+    assert_int_equal(r->replicas, 3); /* a non-gang job: the core may place the missing ones */
+    ctl_snap_release(&s);
 
+    /* r waits on a problem (its Team was deleted): it keeps what it holds, and no more */
+    jobs[1].hold_only = 1;
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    assert_int_equal(s.snap.jobs[1].state, SCHED_JOB_RUNNING);
+    assert_int_equal(s.snap.jobs[1].nplaced, 1);
+    assert_int_equal(s.snap.jobs[1].replicas, 1);
+    assert_int_equal(s.gangq_milli[1], 500); /* its GPU share still counted */
     ctl_snap_release(&s);
     ctl_placement_release(&pr);
     ctl_placement_release(&pg);
@@ -417,7 +426,7 @@ static void test_burst_arrival_order(void **state)
     static const int by_name[N] = {0, 9, 10, 11, 1, 2, 3, 4, 5, 6, 7, 8};
     for (int k = 0; k < N; k++) {
         int i = by_name[k];
-        in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, 1767225600000LL, 0, NULL, 1000 + i};
+        in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, 1767225600000LL, 0, NULL, 1000 + i, 0};
     }
     struct sched_config cfg;
     sched_config_default(&cfg);
