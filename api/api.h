@@ -242,6 +242,16 @@ struct api_gpujob_status {
     struct api_condition conditions[API_MAX_CONDITIONS];
     char start_time[API_TIME_MAX];      /* "" = unset */
     char completion_time[API_TIME_MAX];
+    /* What must survive a lost store (the API server is the durable record):
+     * the generation the state was decided for (a Succeeded or Failed job is
+     * finished for that generation), admissions so far (pod names carry the
+     * attempt), failure requeues, the enqueue time and the arrival sequence
+     * (queue order among jobs of one enqueue time). 0 / "" = unknown. */
+    int64_t observed_generation;
+    int32_t attempt;
+    int32_t retries;
+    char enqueue_time[API_TIME_MAX];
+    int64_t arrival;
 };
 
 void api_gpujob_init(struct api_gpujob *job);
@@ -298,7 +308,8 @@ struct api_team_status {
     int32_t borrowed; /* GPUs used beyond nominal quota */
     int32_t pending;  /* queued jobs */
     int32_t running;  /* admitted or running jobs */
-    int nconditions;  /* "Valid" (a namespace claimed by an older Team: False) */
+    int64_t observed_generation; /* generation of the spec in force (0 = none) */
+    int nconditions;             /* "Valid": False when the latest edit is invalid */
     struct api_condition conditions[API_MAX_CONDITIONS];
 };
 
@@ -377,6 +388,9 @@ cJSON *api_gpupool_status_encode(const struct api_gpupool_status *st);
 /* Decode the status of a GPUJob object (missing status is all zero). */
 int api_gpujob_status_decode(const cJSON *obj, struct api_gpujob_status *out,
                              struct api_errors *errs);
+/* Decode the status of a Team object (missing status is all zero). */
+int api_team_status_decode(const cJSON *obj, struct api_team_status *out,
+                           struct api_errors *errs);
 
 /* Parse JSON bytes into a cJSON tree; on failure errs gets
  * "invalid JSON at byte N". Caller owns *out. */

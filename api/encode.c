@@ -1,6 +1,7 @@
 /* Status encode (merge-patch bodies) and GPUJob status decode. */
 #include "api_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* Add key: string, or null when empty (a merge patch then clears the field). */
@@ -19,6 +20,15 @@ static int add_str_or_null(cJSON *o, const char *k, const char *s)
 static int add_num(cJSON *o, const char *k, double d)
 {
     return cJSON_AddNumberToObject(o, k, d) != NULL;
+}
+
+/* Add key: a positive integer, or null when 0 (or beyond 15 digits, which
+ * cJSON would print with an exponent the API server refuses for an integer). */
+static int add_num_or_null(cJSON *o, const char *k, int64_t v)
+{
+    if (v > 0 && v < 1000000000000000LL)
+        return add_num(o, k, (double)v);
+    return cJSON_AddNullToObject(o, k) != NULL;
 }
 
 /* Wrap st in {"status": st}; frees st on failure. */
@@ -105,6 +115,11 @@ cJSON *api_gpujob_status_encode(const struct api_gpujob_status *s)
     ok &= add_conditions(st, s->conditions, s->nconditions);
     ok &= add_str_or_null(st, "startTime", s->start_time);
     ok &= add_str_or_null(st, "completionTime", s->completion_time);
+    ok &= add_num_or_null(st, "observedGeneration", s->observed_generation);
+    ok &= add_num(st, "attempt", s->attempt);
+    ok &= add_num(st, "retries", s->retries);
+    ok &= add_str_or_null(st, "enqueueTime", s->enqueue_time);
+    ok &= add_num_or_null(st, "arrival", s->arrival);
     if (!ok) {
         cJSON_Delete(st);
         return NULL;
@@ -123,6 +138,7 @@ cJSON *api_team_status_encode(const struct api_team_status *s)
     ok &= add_num(st, "borrowed", s->borrowed);
     ok &= add_num(st, "pending", s->pending);
     ok &= add_num(st, "running", s->running);
+    ok &= add_num_or_null(st, "observedGeneration", s->observed_generation);
     ok &= add_conditions(st, s->conditions, s->nconditions);
     if (!ok) {
         cJSON_Delete(st);
@@ -157,12 +173,62 @@ static void opt_str(struct api_errors *errs, const cJSON *o, const char *k, cons
         api_get_str(errs, path, v, dst, len);
 }
 
+/* A non-negative integer that a double holds exactly (< 2^53); null or absent
+ * leaves *out unchanged. */
+static void get_i64(struct api_errors *errs, const cJSON *o, const char *k, const char *path,
+                    int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!v || cJSON_IsNull(v))
+        return;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble) {
+        api_errors_add(errs, path, "must be a non-negative integer");
+        return;
+    }
+    *out = (int64_t)v->valuedouble;
+}
+
+static void decode_conditions(struct api_errors *errs, const cJSON *st, struct api_condition *cs,
+                              int *n)
+{
+    const cJSON *v, *c;
+    char p[API_ERR_PATH_MAX], fp[API_ERR_PATH_MAX];
+    int i = 0;
+    if (!(v = cJSON_GetObjectItemCaseSensitive(st, "conditions")) || cJSON_IsNull(v) ||
+        !api_expect_arr(errs, "status.conditions", v))
+        return;
+    cJSON_ArrayForEach(c, v)
+    {
+        struct api_condition *cd;
+        api_path_idx(p, sizeof p, "status.conditions", i++);
+        if (*n >= API_MAX_CONDITIONS) {
+            api_errors_add(errs, "status.conditions", "at most %d entries", API_MAX_CONDITIONS);
+            break;
+        }
+        if (!api_expect_obj(errs, p, c))
+            continue;
+        cd = &cs[(*n)++];
+        api_path(fp, sizeof fp, p, "type");
+        opt_str(errs, c, "type", fp, cd->type, sizeof cd->type);
+        api_path(fp, sizeof fp, p, "status");
+        opt_str(errs, c, "status", fp, cd->status, sizeof cd->status);
+        api_path(fp, sizeof fp, p, "reason");
+        opt_str(errs, c, "reason", fp, cd->reason, sizeof cd->reason);
+        api_path(fp, sizeof fp, p, "message");
+        opt_str(errs, c, "message", fp, cd->message, sizeof cd->message);
+        api_path(fp, sizeof fp, p, "lastTransitionTime");
+        opt_str(errs, c, "lastTransitionTime", fp, cd->last_transition_time,
+                sizeof cd->last_transition_time);
+    }
+}
+
 int api_gpujob_status_decode(const cJSON *obj, struct api_gpujob_status *out,
                              struct api_errors *errs)
 {
-    const cJSON *st, *v, *c;
-    char buf[32], p[API_ERR_PATH_MAX], fp[API_ERR_PATH_MAX];
-    int before = errs->n + errs->dropped, i = 0;
+    const cJSON *st, *v;
+    char buf[32];
+    int before = errs->n + errs->dropped;
     memset(out, 0, sizeof *out);
     st = cJSON_GetObjectItemCaseSensitive(obj, "status");
     if (!st || cJSON_IsNull(st))
@@ -204,32 +270,40 @@ int api_gpujob_status_decode(const cJSON *obj, struct api_gpujob_status *out,
         opt_str(errs, v, "time", "status.lastPreemption.time", out->last_preemption.time,
                 sizeof out->last_preemption.time);
     }
-    if ((v = cJSON_GetObjectItemCaseSensitive(st, "conditions")) && !cJSON_IsNull(v) &&
-        api_expect_arr(errs, "status.conditions", v)) {
-        cJSON_ArrayForEach(c, v)
-        {
-            struct api_condition *cd;
-            api_path_idx(p, sizeof p, "status.conditions", i++);
-            if (out->nconditions >= API_MAX_CONDITIONS) {
-                api_errors_add(errs, "status.conditions", "at most %d entries", API_MAX_CONDITIONS);
-                break;
-            }
-            if (!api_expect_obj(errs, p, c))
-                continue;
-            cd = &out->conditions[out->nconditions++];
-            api_path(fp, sizeof fp, p, "type");
-            opt_str(errs, c, "type", fp, cd->type, sizeof cd->type);
-            api_path(fp, sizeof fp, p, "status");
-            opt_str(errs, c, "status", fp, cd->status, sizeof cd->status);
-            api_path(fp, sizeof fp, p, "reason");
-            opt_str(errs, c, "reason", fp, cd->reason, sizeof cd->reason);
-            api_path(fp, sizeof fp, p, "message");
-            opt_str(errs, c, "message", fp, cd->message, sizeof cd->message);
-            api_path(fp, sizeof fp, p, "lastTransitionTime");
-            opt_str(errs, c, "lastTransitionTime", fp, cd->last_transition_time,
-                    sizeof cd->last_transition_time);
-        }
-    }
+    decode_conditions(errs, st, out->conditions, &out->nconditions);
+    get_i64(errs, st, "observedGeneration", "status.observedGeneration", &out->observed_generation);
+    if ((v = cJSON_GetObjectItemCaseSensitive(st, "attempt")) && !cJSON_IsNull(v))
+        api_get_int(errs, "status.attempt", v, 0, INT32_MAX, &out->attempt);
+    if ((v = cJSON_GetObjectItemCaseSensitive(st, "retries")) && !cJSON_IsNull(v))
+        api_get_int(errs, "status.retries", v, 0, INT32_MAX, &out->retries);
+    opt_str(errs, st, "enqueueTime", "status.enqueueTime", out->enqueue_time, sizeof out->enqueue_time);
+    get_i64(errs, st, "arrival", "status.arrival", &out->arrival);
+out:
+    return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
+}
+
+int api_team_status_decode(const cJSON *obj, struct api_team_status *out, struct api_errors *errs)
+{
+    const cJSON *st, *v;
+    int before = errs->n + errs->dropped;
+    memset(out, 0, sizeof *out);
+    st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (!st || cJSON_IsNull(st))
+        return GQ_OK;
+    if (!api_expect_obj(errs, "status", st))
+        goto out;
+    static const struct { const char *k, *path; size_t off; } nums[] = {
+        {"quota", "status.quota", offsetof(struct api_team_status, quota)},
+        {"used", "status.used", offsetof(struct api_team_status, used)},
+        {"borrowed", "status.borrowed", offsetof(struct api_team_status, borrowed)},
+        {"pending", "status.pending", offsetof(struct api_team_status, pending)},
+        {"running", "status.running", offsetof(struct api_team_status, running)},
+    };
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+        if ((v = cJSON_GetObjectItemCaseSensitive(st, nums[k].k)) && !cJSON_IsNull(v))
+            api_get_int(errs, nums[k].path, v, 0, INT32_MAX, (int32_t *)((char *)out + nums[k].off));
+    get_i64(errs, st, "observedGeneration", "status.observedGeneration", &out->observed_generation);
+    decode_conditions(errs, st, out->conditions, &out->nconditions);
 out:
     return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
 }

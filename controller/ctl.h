@@ -20,6 +20,15 @@
  *  - Pod names are deterministic: "<job>-<attempt>-<replica>" where attempt is
  *    recorded in the job's placement text, so repeating a create gives 409
  *    AlreadyExists (= already done) and a gang is never admitted twice.
+ *  - The API server is the durable record: a GPUJob's status holds its state
+ *    for a generation, attempt, retries, enqueue time and arrival, so a store
+ *    row lost or older than the API server is rebuilt from status and pods
+ *    (ctl_cycle.c row_recover): a Succeeded or Failed job never runs again
+ *    for the same spec, running gangs are adopted.
+ *  - GPUs held by live pods are never offered again: a job holding a
+ *    placement stays in the snapshot whatever its Team, pool or spec became;
+ *    an invalid Team edit leaves the last valid spec (kept in the store) in
+ *    force.
  *  - Scheduling cycles run only while leading (when leader election is on)
  *    and after every informer synced. Released gangq pods that still stop
  *    never hold the cluster back: a preempted job's stopping pods keep it in
@@ -186,6 +195,9 @@ struct ctl_jobin {
      * -1). */
     int terminating;
     const char *terminating_for;
+    int64_t arrival;                /* order among jobs of one enqueue_ms */
+    int hold_only;                  /* running but waiting on a problem (Team deleted, ...):
+                                     * keeps what it holds, gets no further replica */
 };
 
 struct ctl_snapin {
@@ -216,7 +228,10 @@ struct ctl_snap {
     struct ctl_snap_nodeix { const char *name; int i; } *node_ix; /* nodes sorted by name */
 };
 
-/* Pool of a node: first GPUPool whose nodeSelector all match, or -1. */
+/* Pool of a node: first GPUPool whose nodeSelector all match, or -1.
+ * ctl_snap_build gives each job's sched enqueue_time its rank in the order
+ * (enqueue_ms, arrival, key): creation timestamps have 1 s resolution, so a
+ * burst of jobs keeps the order it arrived in instead of falling back to names. */
 int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools);
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen);
 void ctl_snap_release(struct ctl_snap *s);
@@ -237,6 +252,13 @@ struct ctl_jobview {
     int64_t admitted_ms;
     const struct ctl_placement *pl;
     const char *invalid_reason;   /* non-NULL: a condition "Valid"=False with this reason */
+    /* recorded in status so a lost store is rebuilt from it (status.attempt,
+     * retries, enqueueTime, arrival; observedGeneration is the job's
+     * metadata.generation) */
+    int64_t attempts;
+    int64_t retries;
+    int64_t enqueue_ms;
+    int64_t arrival;
 };
 
 /* Compute the status to write from prev (the object's current status, for

@@ -47,6 +47,17 @@ struct rnode {
     struct ctl_nodeinfo ni;
 };
 
+/* A Team object of this reconcile: the spec in force (its latest spec when
+ * valid, else the last valid one the store kept) and the latest edit's problem. */
+struct rteam {
+    const cJSON *obj;
+    int idx;                 /* index into rc_ctx.teams of the spec in force, -1 none */
+    int64_t gen_in_force;    /* metadata.generation of that spec */
+    int64_t gen;             /* the object's metadata.generation */
+    char bad[API_MSG_MAX];   /* first problem of the latest spec ("" valid) */
+    struct api_team latest;  /* the latest spec as decoded (namespaces, for job messages) */
+};
+
 /* Placeholder job of a cj not prepared (yet): all zero, never written. */
 static const struct api_gpujob ctl_empty_job;
 
@@ -60,8 +71,10 @@ struct rc_ctx {
     struct gq_ctl *c;
     int64_t now;
     char err[512];
-    struct api_team *teams;
+    struct api_team *teams;       /* the spec in force of each usable Team */
     int nteams;
+    struct rteam *tinfo;          /* every Team object of this reconcile */
+    int ntinfo;
     struct api_priorityclass *pcs;
     int npcs;
     struct api_gpupool *pools;
@@ -417,26 +430,117 @@ static struct cj *job_find(struct rc_ctx *r, const char *key)
 
 /* ------------------------------------------------------------ gather */
 
+/* Keep a valid Team spec in the store (once per generation), so a later
+ * invalid edit leaves it in force, across restarts too. */
+static void team_save_valid(struct rc_ctx *r, const cJSON *o, const struct api_team *t)
+{
+    struct store_team *sv = NULL;
+    char err[256];
+    if (!store_team_get(r->c->st, t->meta.name, &sv, err, sizeof(err)) && !strcmp(sv->uid, t->meta.uid) &&
+        sv->generation == t->meta.generation) {
+        store_team_free(sv);
+        return;
+    }
+    store_team_free(sv);
+    cJSON *k = cJSON_CreateObject(), *md = k ? cJSON_AddObjectToObject(k, "metadata") : NULL;
+    cJSON *spec = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(o, "spec"), 1);
+    char *txt = NULL;
+    if (md && spec && cJSON_AddStringToObject(k, "apiVersion", API_GROUP_VERSION) &&
+        cJSON_AddStringToObject(k, "kind", "Team") && cJSON_AddStringToObject(md, "name", t->meta.name) &&
+        cJSON_AddStringToObject(md, "uid", t->meta.uid) &&
+        cJSON_AddNumberToObject(md, "generation", (double)t->meta.generation) &&
+        cJSON_AddItemToObject(k, "spec", spec)) {
+        spec = NULL;
+        txt = cJSON_PrintUnformatted(k);
+    }
+    cJSON_Delete(spec);
+    cJSON_Delete(k);
+    struct store_team st = {t->meta.name, t->meta.uid, t->meta.generation, txt, 0};
+    if (!txt || store_team_save(r->c->st, &st, r->now, err, sizeof(err)))
+        LOGC(r->c, GQ_LOG_WARN, "could not keep the Team's valid spec", " team=%s err=\"%s\"", t->meta.name,
+             txt ? err : "out of memory");
+    free(txt);
+}
+
+/* The last valid spec of an invalid Team (same uid), decoded into t; 0 when found. */
+static int team_last_valid(struct rc_ctx *r, const char *name, const char *uid, struct api_team *t)
+{
+    struct store_team *sv = NULL;
+    char err[256];
+    int ok = -1;
+    if (store_team_get(r->c->st, name, &sv, err, sizeof(err)) || strcmp(sv->uid, uid)) {
+        store_team_free(sv);
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(sv->object);
+    struct api_errors e;
+    api_errors_init(&e);
+    memset(t, 0, sizeof(*t));
+    if (o && api_team_decode(o, t, &e) == 0) {
+        api_team_default(t);
+        if (!api_team_validate(t, &e))
+            ok = 0;
+    }
+    cJSON_Delete(o);
+    store_team_free(sv);
+    return ok;
+}
+
 static int gather_cb_team(const cJSON *o, void *ud)
 {
     struct rc_ctx *r = ud;
     struct api_errors e;
     api_errors_init(&e);
     struct api_team *t = &r->teams[r->nteams];
+    struct rteam *ti = &r->tinfo[r->ntinfo++];
     r->lookup_sig += obj_sig(o);
     memset(t, 0, sizeof(*t));
+    ti->obj = o;
+    ti->idx = -1;
     if (api_team_decode(o, t, &e) == GQ_ENOMEM)
         return GQ_ENOMEM;
     api_team_default(t);
     api_team_validate(t, &e);
-    if (e.n) {
-        char m[300];
-        api_error_format(&e, 0, m, sizeof(m));
-        LOGC(r->c, GQ_LOG_WARN, "team ignored: invalid", " team=%s err=\"%s\"", t->meta.name, m);
+    ti->gen = t->meta.generation;
+    if (!e.n) {
+        team_save_valid(r, o, t);
+        ti->idx = r->nteams;
+        ti->gen_in_force = t->meta.generation;
+        r->nteams++;
         return 0;
     }
-    r->nteams++;
+    char m[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    api_error_format(&e, 0, m, sizeof(m));
+    snprintf(ti->bad, sizeof(ti->bad), "%s%s", m, e.n + e.dropped > 1 ? " (and more)" : "");
+    ti->latest = *t;
+    if (t->meta.name[0] && !team_last_valid(r, t->meta.name, t->meta.uid, t)) {
+        ti->idx = r->nteams;
+        ti->gen_in_force = t->meta.generation;
+        r->nteams++;
+    }
+    LOGC(r->c, GQ_LOG_DEBUG, "team spec invalid", " team=%s in_force_generation=%lld err=\"%s\"",
+         ti->latest.meta.name, (long long)ti->gen_in_force, ti->bad);
     return 0;
+}
+
+/* The invalid Team (with no valid spec in force) a job waits on: the one it
+ * names, or the one listing its namespace; NULL when none. */
+static const struct rteam *team_invalid_for(const struct rc_ctx *r, const struct api_gpujob *job)
+{
+    for (int k = 0; k < r->ntinfo; k++) {
+        const struct rteam *ti = &r->tinfo[k];
+        if (ti->idx >= 0 || !ti->bad[0])
+            continue;
+        if (job->spec.team[0]) {
+            if (!strcmp(ti->latest.meta.name, job->spec.team))
+                return ti;
+            continue;
+        }
+        for (int n = 0; n < ti->latest.nnamespaces; n++)
+            if (!strcmp(ti->latest.namespaces[n], job->meta.namespace))
+                return ti;
+    }
+    return NULL;
 }
 
 static int gather_cb_pool(const cJSON *o, void *ud)
@@ -567,11 +671,12 @@ static int gather(struct rc_ctx *r)
     size_t nn = kube_cache_count(kube_informer_cache(c->inf[INF_NODES]));
     size_t nj = kube_cache_count(kube_informer_cache(c->inf[INF_JOBS]));
     r->teams = calloc(nt + 1, sizeof(*r->teams));
+    r->tinfo = calloc(nt + 1, sizeof(*r->tinfo));
     r->pools = calloc(np + 1, sizeof(*r->pools));
     r->pcs = calloc(npc + 1, sizeof(*r->pcs));
     r->nodes = calloc(nn + 1, sizeof(*r->nodes));
     r->jobs = calloc(nj + 1, sizeof(*r->jobs));
-    if (!r->teams || !r->pools || !r->pcs || !r->nodes || !r->jobs)
+    if (!r->teams || !r->tinfo || !r->pools || !r->pcs || !r->nodes || !r->jobs)
         return GQ_ENOMEM;
     if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
@@ -636,39 +741,41 @@ static int max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
 static int ledger_set(struct rc_ctx *r, struct cj *j);
 
 /* A job new to the store whose pods already run (the store was lost or is
- * another replica's): adopt the newest complete attempt instead of admitting
- * the gang a second time. */
-static int adopt(struct rc_ctx *r, struct cj *j)
+ * another replica's): find the newest complete attempt, to adopt instead of
+ * admitting the gang a second time. Its live pods and those that Succeeded
+ * (a finished replica of that attempt; the lifecycle completes the job when all
+ * did) make the placement; an attempt older than the one the status records is
+ * not adopted (its pods are strays). Returns 1 with *pl filled when adoptable. */
+static int adopt_scan(struct rc_ctx *r, struct cj *j, int64_t status_attempt, struct ctl_placement *pl)
 {
-    int np = 0, rc = 0;
+    int np = 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
     int attempt = max_pod_attempt(r, j->memo);
-    if (!np || !attempt)
+    if (!np || !attempt || attempt < status_attempt)
         return 0;
-    struct ctl_placement pl;
-    ctl_placement_init(&pl);
-    pl.attempt = attempt;
+    pl->attempt = attempt;
     for (int i = 0; i < np; i++) {
         const cJSON *pod = pods[i];
         const char *a = ctl_obj_label(pod, CTL_LABEL_ATTEMPT), *rp = ctl_obj_label(pod, CTL_LABEL_REPLICA);
         const char *nn = ctl_obj_str(pod, "spec", "nodeName");
+        const char *phase = ctl_obj_str(pod, "status", "phase");
         const cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
                                                   cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "ownerReferences"), 0);
         const char *uid = ctl_obj_str(ref, "uid", NULL);
         int64_t av, rv;
         if (!a || !rp || !nn || !uid || strcmp(uid, j->job->meta.uid) || gq_parse_i64(a, (size_t)-1, &av) ||
-            av != attempt || gq_parse_i64(rp, (size_t)-1, &rv) || ctl_pod_terminal(pod) ||
+            av != attempt || gq_parse_i64(rp, (size_t)-1, &rv) || (phase && !strcmp(phase, "Failed")) ||
             ctl_obj_str(pod, "metadata", "deletionTimestamp"))
             continue;
         struct ctl_podusage u;
         ctl_pod_usage(pod, &u);
-        if (ctl_placement_add(&pl, (int)rv, nn, u.devs))
+        if (ctl_placement_add(pl, (int)rv, nn, u.devs))
             continue;
         /* keep the pod's own name: a re-placed replica carries a generation */
         char want[API_NAME_MAX + 32];
         const char *pn = ctl_obj_str(pod, "metadata", "name");
-        struct ctl_prep *p = &pl.rep[ctl_placement_find(&pl, (int)rv)];
-        ctl_pod_name(j->job->meta.name, &pl, p, want, sizeof(want));
+        struct ctl_prep *p = &pl->rep[ctl_placement_find(pl, (int)rv)];
+        ctl_pod_name(j->job->meta.name, pl, p, want, sizeof(want));
         size_t wl = strlen(want);
         const char *g = pn && strlen(pn) > wl + 2 && !strncmp(pn, want, wl) && !strncmp(pn + wl, "-g", 2)
                             ? pn + wl : NULL;
@@ -676,32 +783,164 @@ static int adopt(struct rc_ctx *r, struct cj *j)
             int64_t gv;
             if (!gq_parse_i64(g + 2, (size_t)-1, &gv) && gv > 0 && gv < 1000000) {
                 p->gen = (int)gv;
-                if (p->gen > pl.reseq)
-                    pl.reseq = p->gen;
+                if (p->gen > pl->reseq)
+                    pl->reseq = p->gen;
             }
         }
     }
     int gang = j->job->spec.gang != API_FALSE;
-    if (pl.n == 0 || (gang && pl.n != j->job->spec.replicas)) {
-        ctl_placement_release(&pl);
+    if (pl->n == 0 || (gang && pl->n != j->job->spec.replicas)) {
+        ctl_placement_release(pl);
+        ctl_placement_init(pl);
         return 0; /* incomplete: its pods are strays and get deleted */
     }
+    return 1;
+}
+
+/* Arrival sequence of a job seen for the first time: its resourceVersion,
+ * which until gangq writes its status is the revision that created it (etcd
+ * revisions grow with every write, so they order a burst of creations that
+ * share one creationTimestamp second); 0 when not a number. */
+static int64_t first_sight_arrival(const struct cj *j)
+{
+    int64_t v;
+    const char *rv = j->job->meta.resource_version;
+    if (!rv[0] || gq_parse_i64(rv, (size_t)-1, &v) || v < 0)
+        return 0;
+    return v;
+}
+
+/* What a row new to the store is rebuilt from: the object's status (the
+ * durable record of what gangq decided) and the job's pods. */
+struct recovery {
+    struct api_gpujob_status st;
+    struct ctl_placement pl; /* adopted placement (when adopted) */
+    struct gq_buf text;      /* its placement text */
+    int adopted;
+};
+
+/* Fill the decision fields of sj (a row new to the store) from the status
+ * and pods: arrival, enqueue time, attempts, retries, preemptions; a Succeeded
+ * or Failed job stays finished (for the generation its status records: a later
+ * spec change is seen as one, j->gen_changed); an Admitted or Running one whose
+ * pods run is adopted; a Preempted one stays Preempted. */
+static int row_recover(struct rc_ctx *r, struct cj *j, struct store_job *sj, struct recovery *rec)
+{
+    struct api_errors e;
+    api_errors_init(&e);
+    /* a field that does not decode stays unknown (0); the others are used */
+    api_gpujob_status_decode(j->obj, &rec->st, &e);
+    const struct api_gpujob_status *st = &rec->st;
+    double w = 0;
+    sj->arrival = st->arrival > 0 ? st->arrival : first_sight_arrival(j);
+    if (st->enqueue_time[0] && !kube_time_parse(st->enqueue_time, &w) && w > 0)
+        sj->enqueue_ms = (int64_t)(w * 1000.0);
+    sj->attempts = st->attempt;
+    sj->retries = st->retries;
+    sj->preemptions = st->preemptions;
+    if (st->last_preemption.present) {
+        sj->preempted_by = st->last_preemption.by;
+        sj->preempt_reason = st->last_preemption.reason;
+        if (st->last_preemption.time[0] && !kube_time_parse(st->last_preemption.time, &w))
+            sj->preempted_ms = (int64_t)(w * 1000.0);
+    }
+    if (st->state == API_STATE_SUCCEEDED || st->state == API_STATE_FAILED) {
+        sj->state = st->state == API_STATE_SUCCEEDED ? STORE_SUCCEEDED : STORE_FAILED;
+        sj->message = st->message;
+        if (st->observed_generation > 0 && st->observed_generation != j->job->meta.generation)
+            j->gen_changed = 1;
+        return 0;
+    }
+    if (j->failed_invalid || j->job->spec.suspend)
+        return 0; /* the spec rules decide; any pods are strays */
+    if (st->state == API_STATE_PREEMPTED) {
+        sj->state = STORE_PREEMPTED;
+        sj->message = st->message;
+    }
+    int pod_attempt = max_pod_attempt(r, j->memo);
+    if (adopt_scan(r, j, st->attempt, &rec->pl)) {
+        int rc = ctl_placement_format(&rec->pl, &rec->text);
+        if (rc)
+            return rc;
+        rec->adopted = 1;
+        sj->state = STORE_ADMITTED;
+        sj->placement = rec->text.p;
+        sj->attempts = rec->pl.attempt;
+        sj->admitted_ms = r->now;
+        if (st->admission.present && st->admission.time[0] && !kube_time_parse(st->admission.time, &w))
+            sj->admitted_ms = (int64_t)(w * 1000.0);
+        sj->message = "adopted from existing pods";
+    } else if (pod_attempt > sj->attempts) {
+        sj->attempts = pod_attempt; /* the next admission gets a new pod name */
+    }
+    return 0;
+}
+
+/* A store that is older than the API server (restored, or another replica's)
+ * may hold a job as waiting or running that its status records as finished
+ * for this very generation: the status wins (terminal states are final within a
+ * generation), so it never runs again. */
+static int status_finished_override(struct rc_ctx *r, struct cj *j)
+{
+    const char *ss = ctl_obj_str(j->obj, "status", "state");
+    int s = j->state;
+    if (!ss || (strcmp(ss, "Succeeded") && strcmp(ss, "Failed")) || s == STORE_SUCCEEDED ||
+        s == STORE_FAILED || j->gen_changed || j->failed_invalid)
+        return 0;
+    struct api_gpujob_status st;
+    struct api_errors e;
+    api_errors_init(&e);
+    api_gpujob_status_decode(j->obj, &st, &e);
+    if (st.observed_generation <= 0 || st.observed_generation != j->job->meta.generation)
+        return 0;
+    int to = st.state == API_STATE_SUCCEEDED ? STORE_SUCCEEDED : STORE_FAILED;
+    int rc;
+    if ((rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err))) ||
+        (rc = transition(r, j, to, "", st.message, NULL, NULL, 0)) ||
+        (rc = audit(r, "recover", j, j->key, store_state_name(s), store_state_name(to),
+                    "the GPUJob status records it finished for this generation; the store did not")))
+        return rc;
+    LOGC(r->c, GQ_LOG_WARN, "store behind the API server: job finished per its status", " job=%s store=%s status=%s",
+         j->key, store_state_name(s), store_state_name(to));
+    return 0;
+}
+
+/* A store older than the API server may hold as waiting a job whose status
+ * records a later admission (same generation, higher attempt) whose pods run:
+ * adopt them, as for a lost row, instead of deleting them and admitting the
+ * gang again. With a current store the status never records an attempt the
+ * row does not know, so this never fires. */
+static int status_running_adopt(struct rc_ctx *r, struct cj *j)
+{
+    const char *ss = ctl_obj_str(j->obj, "status", "state");
+    if (!ss || (strcmp(ss, "Admitted") && strcmp(ss, "Running")) ||
+        (j->state != STORE_QUEUED && j->state != STORE_PREEMPTED) || j->failed_invalid ||
+        j->job->spec.suspend || j->gen_changed || intent_first(r, j->key) < r->nintents)
+        return 0;
+    struct api_gpujob_status st;
+    struct api_errors e;
+    api_errors_init(&e);
+    api_gpujob_status_decode(j->obj, &st, &e);
+    if (st.observed_generation <= 0 || st.observed_generation != j->job->meta.generation ||
+        st.attempt <= j->row->attempts)
+        return 0;
+    struct ctl_placement pl;
     struct gq_buf b;
-    gq_buf_init(&b, 1u << 20);
-    if ((rc = ctl_placement_format(&pl, &b)))
-        goto out;
-    struct store_transition t = {STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0};
-    if ((rc = store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err))))
-        goto out;
-    j->row->state = STORE_ADMITTED;
-    j->state = STORE_ADMITTED;
-    ctl_placement_release(&j->pl);
-    j->pl = pl;
+    int rc = 0, s = j->state;
     ctl_placement_init(&pl);
-    if ((rc = ledger_set(r, j)) || (rc = audit(r, "adopt", j, j->key, "", b.p, "pods found without a store row")))
+    gq_buf_init(&b, 1u << 20);
+    if (!adopt_scan(r, j, st.attempt, &pl))
         goto out;
-    LOGC(r->c, GQ_LOG_WARN, "adopted running pods of a job unknown to the store", " job=%s attempt=%d replicas=%d",
-         j->key, j->pl.attempt, j->pl.n);
+    if ((rc = ctl_placement_format(&pl, &b)) ||
+        (rc = transition(r, j, STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0)) ||
+        (rc = store_job_raise_attempts(r->c->st, j->key, pl.attempt, r->err, sizeof(r->err))) ||
+        (rc = ledger_set(r, j)) ||
+        (rc = audit(r, "adopt", j, j->key, store_state_name(s), b.p,
+                    "the GPUJob status records an admission the store did not")))
+        goto out;
+    j->row->attempts = GQ_MAX(j->row->attempts, pl.attempt);
+    LOGC(r->c, GQ_LOG_WARN, "store behind the API server: adopted running pods", " job=%s store=%s attempt=%d",
+         j->key, store_state_name(s), pl.attempt);
 out:
     ctl_placement_release(&pl);
     gq_buf_release(&b);
@@ -873,6 +1112,16 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
                  "is not supported; use spec.template.spec.nodeSelector, spec.pool or spec.gpu.types");
     }
 
+    const struct rteam *bad_team;
+    if (j->invalid_reason && (!strcmp(j->invalid_reason, "NoTeam") || !strcmp(j->invalid_reason, "UnknownTeam")) &&
+        (bad_team = team_invalid_for(r, j->job))) {
+        j->invalid_reason = "InvalidTeam";
+        if (snprintf(j->invalid_msg, sizeof(j->invalid_msg),
+                     "Team %s is invalid and no earlier valid spec of it is known: %s",
+                     bad_team->latest.meta.name, bad_team->bad) >= (int)sizeof(j->invalid_msg))
+            LOGC(r->c, GQ_LOG_DEBUG, "job message truncated", " job=%s", j->key);
+    }
+
     j->row = row_find(r, j->key);
     int fresh = !j->row;
     int changed_uid = j->row && strcmp(j->row->uid, j->job->meta.uid);
@@ -895,7 +1144,36 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         sj.message = "";
         sj.generation = j->job->meta.generation;
         sj.resource_version = j->job->meta.resource_version;
-        if ((rc = store_job_upsert(r->c->st, &sj, r->now, r->err, sizeof(r->err))))
+        struct recovery *rec = NULL;
+        rc = 0;
+        if (fresh || changed_uid) {
+            if (!(rec = calloc(1, sizeof(*rec))))
+                return GQ_ENOMEM;
+            ctl_placement_init(&rec->pl);
+            gq_buf_init(&rec->text, 1u << 20);
+            rc = row_recover(r, j, &sj, rec);
+        }
+        if (!rc)
+            rc = store_job_upsert(r->c->st, &sj, r->now, r->err, sizeof(r->err));
+        if (!rc && rec && rec->adopted) {
+            ctl_placement_release(&j->pl);
+            j->pl = rec->pl; /* ledger_set reads it; placement_load below sets it again */
+            ctl_placement_init(&rec->pl);
+            if (!(rc = ledger_set(r, j)) &&
+                !(rc = audit(r, "adopt", j, j->key, "", rec->text.p, "pods found without a store row")))
+                LOGC(r->c, GQ_LOG_WARN, "adopted running pods of a job unknown to the store",
+                     " job=%s attempt=%d replicas=%d", j->key, j->pl.attempt, j->pl.n);
+        } else if (!rc && rec && sj.state != STORE_QUEUED && sj.state != STORE_SUSPENDED) {
+            LOGC(r->c, GQ_LOG_WARN, "job unknown to the store: state recovered from its status",
+                 " job=%s state=%s attempts=%lld", j->key, store_state_name(sj.state), (long long)sj.attempts);
+            rc = audit(r, "recover", j, j->key, "", store_state_name(sj.state), "GPUJob status");
+        }
+        if (rec) {
+            ctl_placement_release(&rec->pl);
+            gq_buf_release(&rec->text);
+            free(rec);
+        }
+        if (rc)
             return rc;
         struct store_job *g = NULL;
         if ((rc = store_job_get(r->c->st, j->key, &g, r->err, sizeof(r->err))))
@@ -938,7 +1216,8 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         ctl_placement_release(&j->pl);
         rc = 0;
     }
-    if (fresh && j->state == STORE_QUEUED && !j->failed_invalid && (rc = adopt(r, j)))
+    if (!fresh && !changed_uid &&
+        ((rc = status_finished_override(r, j)) || (rc = status_running_adopt(r, j))))
         return rc;
     for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++)
         if (r->intents[r->iidx[p].i].kind == STORE_INTENT_ADMIT)
@@ -1231,7 +1510,10 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     if (!partial) {
         ctl_placement_release(&j->pl);
         /* above any attempt whose pods may still exist (adopted, or a lost store) */
-        j->pl.attempt = (int)GQ_MAX(j->row->attempts, max_pod_attempt(r, j->memo)) + 1;
+        /* ... and above the attempt its status records (a store older than the API server) */
+        const cJSON *sa = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j->obj, "status"), "attempt");
+        int64_t floor = cJSON_IsNumber(sa) && sa->valuedouble > 0 && sa->valuedouble < 1000000 ? (int64_t)sa->valuedouble : 0;
+        j->pl.attempt = (int)GQ_MAX(GQ_MAX(j->row->attempts, max_pod_attempt(r, j->memo)), floor) + 1;
     }
     if (d->domain && !partial)
         gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));
@@ -1302,16 +1584,21 @@ static int run_sched(struct rc_ctx *r)
     int n = 0;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
-        if (!j->row || j->invalid_reason)
-            continue;
         int st = j->state;
+        /* a job that waits on a problem (unknown or deleted Team, pool, ...) is
+         * not placed; one that holds GPUs stays in the snapshot whatever its
+         * Team, pool or spec became: GPUs held by live pods are never offered
+         * again (a missing Team gives it no quota, not free GPUs) */
+        int stopping = j->row && st == STORE_PREEMPTED && j->term.n > 0;
+        if (!j->row || (j->invalid_reason && !holds(st) && !stopping))
+            continue;
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
-        int stopping = st == STORE_PREEMPTED && j->term.n > 0;
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st) || stopping, j->row->enqueue_ms,
                                     j->row->admitted_ms, stopping ? &j->term : &j->pl,
                                     j->row->preempted_by, j->memo ? j->memo->reserved : NULL,
-                                    stopping, stopping ? j->row->preempted_by : NULL};
+                                    stopping, stopping ? j->row->preempted_by : NULL,
+                                    j->row->arrival, j->invalid_reason != NULL};
         ins_job[n] = i;
         n++;
     }
@@ -1379,6 +1666,9 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
                            v->preempted_by ? v->preempted_by : "",
                            strlen(v->preempt_reason ? v->preempt_reason : ""),
                            v->preempt_reason ? v->preempt_reason : "");
+    if (!rc)
+        rc = gq_buf_printf(b, "%lld|%lld|%lld|%lld|%lld|", (long long)v->attempts, (long long)v->retries,
+                           (long long)v->enqueue_ms, (long long)v->arrival, (long long)j->job->meta.generation);
     for (int i = 0; !rc && i < j->pl.n; i++)
         rc = gq_buf_printf(b, "%s,", j->pl.rep[i].node);
     return rc;
@@ -1396,7 +1686,8 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         msg = j->memo->wait_msg;
     struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
-                            j->row->admitted_ms, &j->pl, j->invalid_reason};
+                            j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
+                            j->row->retries, j->row->enqueue_ms, j->row->arrival};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
@@ -1438,58 +1729,58 @@ out:
     gq_buf_release(&sig);
 }
 
-/* Team condition Valid: False (NamespaceConflict) while an older Team owns a
- * namespace this one lists, with a Warning Event when that starts or changes;
- * the transition time is kept from the last status written or read. */
-static void team_valid_condition(struct rc_ctx *r, const struct api_team *tm, const struct ctl_memo *m,
-                                 struct api_team_status *st)
+/* The Team's Valid condition: False with the latest edit's problem and what
+ * is in force instead (InvalidSpec); else False while an older Team owns a
+ * namespace the spec in force lists (NamespaceConflict: older, its namespace
+ * ns); else True. Never an empty message (the API server stores "" in a
+ * map-list entry as null and refuses it). Its transition time comes from prev. */
+static void team_valid_condition(const struct rteam *ti, const struct api_team *older, const char *ns,
+                                 const struct api_team_status *prev, const char *now,
+                                 struct api_condition *c)
 {
-    int nsi = -1;
-    const struct api_team *older = api_team_conflict(r->teams, (size_t)r->nteams, tm, &nsi);
-    const cJSON *obj = kube_informer_get(r->c->inf[INF_TEAMS], NULL, tm->meta.name);
-    struct api_condition *cd = &st->conditions[0];
-    memset(cd, 0, sizeof(*cd));
-    gq_strlcpy(cd->type, "Valid", sizeof(cd->type));
-    gq_strlcpy(cd->status, older ? "False" : "True", sizeof(cd->status));
-    gq_strlcpy(cd->reason, older ? "NamespaceConflict" : "NamespacesOwned", sizeof(cd->reason));
-    if (older)
-        snprintf(cd->message, sizeof(cd->message),
+    memset(c, 0, sizeof(*c));
+    gq_strlcpy(c->type, "Valid", sizeof(c->type));
+    gq_strlcpy(c->status, ti->bad[0] || older ? "False" : "True", sizeof(c->status));
+    gq_strlcpy(c->reason, ti->bad[0] ? "InvalidSpec" : older ? "NamespaceConflict" : "Valid",
+               sizeof(c->reason));
+    if (!ti->bad[0] && older)
+        snprintf(c->message, sizeof(c->message),
                  "namespace %s belongs to Team %.100s (the older one): this Team's claim on it is "
                  "ignored and work there stays with that Team",
-                 tm->namespaces[nsi], older->meta.name);
-    else /* never empty: the API server stores "" in a map-list entry as null and refuses it */
-        gq_strlcpy(cd->message, "every namespace this Team lists is its own", sizeof(cd->message));
-    st->nconditions = 1;
-    cJSON *prevdoc = m && m->last_status ? cJSON_Parse(m->last_status) : NULL;
-    const cJSON *pst = cJSON_GetObjectItemCaseSensitive(prevdoc ? prevdoc : obj, "status");
-    const cJSON *pc = NULL, *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pst, "conditions"))
-        if (ctl_obj_str(e, "type", NULL) && !strcmp(ctl_obj_str(e, "type", NULL), "Valid"))
-            pc = e;
-    const char *ps = pc ? ctl_obj_str(pc, "status", NULL) : NULL;
-    const char *pm = pc ? ctl_obj_str(pc, "message", NULL) : NULL;
-    const char *pt = pc ? ctl_obj_str(pc, "lastTransitionTime", NULL) : NULL;
-    if (ps && pt && !strcmp(ps, cd->status))
-        gq_strlcpy(cd->last_transition_time, pt, sizeof(cd->last_transition_time));
+                 ns, older->meta.name);
+    else if (!ti->bad[0])
+        gq_strlcpy(c->message, "spec is valid and every namespace it lists is this Team's",
+                   sizeof(c->message));
+    else if (ti->idx >= 0)
+        snprintf(c->message, sizeof(c->message), "generation %lld is invalid, generation %lld stays in force: %.300s",
+                 (long long)ti->gen, (long long)ti->gen_in_force, ti->bad);
     else
-        ctl_time_format(r->now, cd->last_transition_time, sizeof(cd->last_transition_time));
-    if (older && obj && !(ps && pm && !strcmp(ps, "False") && !strcmp(pm, cd->message))) {
-        ctl_act_event(r->c, obj, "Warning", "NamespaceConflict", cd->message);
-        LOGC(r->c, GQ_LOG_WARN, "team claims a namespace an older team owns", " team=%s namespace=%s owner=%s",
-             tm->meta.name, tm->namespaces[nsi], older->meta.name);
-    }
-    cJSON_Delete(prevdoc);
+        snprintf(c->message, sizeof(c->message),
+                 "generation %lld is invalid and no earlier valid spec is known (its jobs wait): %.300s",
+                 (long long)ti->gen, ti->bad);
+    for (int i = 0; prev && i < prev->nconditions; i++)
+        if (!strcmp(prev->conditions[i].type, "Valid") && !strcmp(prev->conditions[i].status, c->status) &&
+            prev->conditions[i].last_transition_time[0]) {
+            gq_strlcpy(c->last_transition_time, prev->conditions[i].last_transition_time,
+                       sizeof(c->last_transition_time));
+            return;
+        }
+    gq_strlcpy(c->last_transition_time, now, sizeof(c->last_transition_time));
 }
 
 static void team_pool_status(struct rc_ctx *r)
 {
-    char key[API_NAME_MAX + 8], path[CTL_PATH_MAX];
-    for (int t = 0; t < r->nteams; t++) {
-        const struct api_team *tm = &r->teams[t];
-        struct api_team_status st = {0};
-        for (int q = 0; q < tm->nquota; q++)
+    char key[API_NAME_MAX + 8], path[CTL_PATH_MAX], now[API_TIME_MAX];
+    ctl_time_format(r->now, now, sizeof(now));
+    for (int k = 0; k < r->ntinfo; k++) {
+        const struct rteam *ti = &r->tinfo[k];
+        const struct api_team *tm = ti->idx >= 0 ? &r->teams[ti->idx] : NULL;
+        const char *name = tm ? tm->meta.name : ti->latest.meta.name;
+        struct api_team_status st;
+        memset(&st, 0, sizeof(st));
+        for (int q = 0; tm && q < tm->nquota; q++)
             st.quota += tm->quota[q].gpus;
-        for (int i = 0; i < r->njobs; i++) {
+        for (int i = 0; tm && i < r->njobs; i++) {
             const struct cj *j = &r->jobs[i];
             if (!j->row || strcmp(j->job->spec.team, tm->meta.name))
                 continue;
@@ -1501,14 +1792,49 @@ static void team_pool_status(struct rc_ctx *r)
             }
         }
         st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
-        snprintf(key, sizeof(key), "team:%s", tm->meta.name);
+        st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
+        if (!name[0])
+            continue;
+        snprintf(key, sizeof(key), "team:%s", name);
         struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
-        team_valid_condition(r, tm, m, &st);
-        cJSON *p = api_team_status_encode(&st);
         if (m)
             m->seen_cycle = r->c->reconciles;
-        if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams",
-                            tm->meta.name, NULL))
+        struct api_team_status prev;
+        struct api_errors e;
+        api_errors_init(&e);
+        cJSON *lo = m && m->last_status ? cJSON_Parse(m->last_status) : NULL;
+        api_team_status_decode(lo ? lo : ti->obj, &prev, &e);
+        cJSON_Delete(lo);
+        int nsi = -1;
+        const struct api_team *older = tm ? api_team_conflict(r->teams, (size_t)r->nteams, tm, &nsi) : NULL;
+        st.nconditions = 1;
+        team_valid_condition(ti, older, older ? tm->namespaces[nsi] : "", &prev, now, &st.conditions[0]);
+        if (!ti->bad[0] && older && ti->obj) {
+            /* a Warning Event when the conflict starts or changes */
+            const struct api_condition *pc = NULL;
+            for (int c = 0; c < prev.nconditions; c++)
+                if (!strcmp(prev.conditions[c].type, "Valid"))
+                    pc = &prev.conditions[c];
+            if (!(pc && !strcmp(pc->status, "False") && !strcmp(pc->message, st.conditions[0].message))) {
+                ctl_act_event(r->c, ti->obj, "Warning", "NamespaceConflict", st.conditions[0].message);
+                LOGC(r->c, GQ_LOG_WARN, "team claims a namespace an older team owns",
+                     " team=%s namespace=%s owner=%s", name, tm->namespaces[nsi], older->meta.name);
+            }
+        }
+        if (ti->bad[0] && m && m->invalid_reported_gen != ti->gen) {
+            /* once per invalid generation (and once more after a restart) */
+            m->invalid_reported_gen = ti->gen;
+            ctl_act_event(r->c, ti->obj, "Warning", "InvalidSpec", st.conditions[0].message);
+            struct store_audit a = {0, r->now, "gangq", "team-invalid", name, "", "", "",
+                                    st.conditions[0].message};
+            if (store_audit_add(r->c->st, &a, r->err, sizeof(r->err)))
+                LOGC(r->c, GQ_LOG_ERROR, "audit write failed", " err=\"%s\"", r->err);
+            LOGC(r->c, GQ_LOG_WARN, "team spec invalid", " team=%s msg=\"%s\"", name, st.conditions[0].message);
+        } else if (!ti->bad[0] && m) {
+            m->invalid_reported_gen = 0;
+        }
+        cJSON *p = api_team_status_encode(&st);
+        if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams", name, NULL))
             ctl_act_status(r->c, key, path, p);
         cJSON_Delete(p);
     }
@@ -1689,6 +2015,7 @@ static void rc_release(struct rc_ctx *r)
     free(r->rows);
     free(r->jobs);
     free(r->teams);
+    free(r->tinfo);
     free(r->pools);
     free(r->pcs);
     free(r->nodes);

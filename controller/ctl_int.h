@@ -77,6 +77,8 @@ struct ctl_memo {
     struct ctl_podfacts *pf;      /* parallel to pods */
     int npods, podcap;
     int64_t pods_cycle;
+    /* Team memo: generation whose invalid edit was last reported (Event, audit) */
+    int64_t invalid_reported_gen;
 };
 
 struct ctl_memo_table {

@@ -461,6 +461,45 @@ static void foreign_gpus(struct sched_node *n, const struct ctl_podusage *u)
         }
 }
 
+struct arrival_key {
+    int64_t enq, arrival;
+    const char *key;
+    int k;
+};
+
+static int arrival_cmp(const void *a, const void *b)
+{
+    const struct arrival_key *x = a, *y = b;
+    if (x->enq != y->enq)
+        return x->enq < y->enq ? -1 : 1;
+    if (x->arrival != y->arrival)
+        return x->arrival < y->arrival ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* The core orders equal priorities by enqueue_time, then by id (the name):
+ * give it each job's rank in (enqueue_ms, arrival, key) order, so jobs created
+ * within one second keep their arrival order. */
+static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj, char *err,
+                         size_t errlen)
+{
+    struct arrival_key *v = calloc((size_t)nj + 1, sizeof(*v));
+    if (!v) {
+        gq_errf(err, errlen, "snapshot: out of memory");
+        return GQ_ENOMEM;
+    }
+    for (int k = 0; k < nj; k++) {
+        const struct ctl_jobin *ji = &in->jobs[s->job_in[k]];
+        v[k] = (struct arrival_key){ji->enqueue_ms, ji->arrival, ji->key, k};
+    }
+    if (nj > 1)
+        qsort(v, (size_t)nj, sizeof(*v), arrival_cmp);
+    for (int r = 0; r < nj; r++)
+        s->jobs[v[r].k].enqueue_time = r;
+    free(v);
+    return 0;
+}
+
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen)
 {
     int rc = 0;
@@ -643,7 +682,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             for (int p = 0; p < in->npools; p++)
                 if (!strcmp(in->pools[p].meta.name, sp->pool))
                     j->pool = p;
-        j->enqueue_time = ji->enqueue_ms / 1000;
+        j->enqueue_time = 0; /* its arrival rank: arrival_ranks() */
         /* the core holds what its preemptor claimed while that one waits */
         j->preempted_for = ji->preempted_by && ji->preempted_by[0] ? ji->preempted_by : NULL;
         /* the reservation keeps its domain while nothing is strictly closer */
@@ -664,8 +703,10 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             }
             if (j->nplaced == 0)
                 continue; /* nothing placed any more: leave it out */
-            if ((j->gang || ji->terminating) && j->nplaced < j->replicas)
-                j->replicas = j->nplaced; /* a broken gang (or a stopping job) holds what it holds */
+            if ((j->gang || ji->terminating || ji->hold_only) && j->nplaced < j->replicas)
+                j->replicas = j->nplaced; /* a broken gang, a stopping job or one waiting on a
+                                           * problem (Team deleted, ...) holds what it holds, and
+                                           * no more */
             j->terminating = ji->terminating;
             j->terminating_for = -1;
         }
@@ -683,6 +724,8 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
                 break;
             }
     }
+    if ((rc = arrival_ranks(s, in, nj, err, errlen)))
+        goto out;
     s->snap.jobs = s->jobs;
     s->snap.njobs = nj;
     s->snap.pools = s->pools;
@@ -763,6 +806,12 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
         out->admission.nnodes = n;
         out->admission.nodes = nodes;
     }
+    out->observed_generation = job->meta.generation;
+    out->attempt = (int32_t)GQ_MIN(GQ_MAX(v->attempts, 0), INT32_MAX);
+    out->retries = (int32_t)GQ_MIN(GQ_MAX(v->retries, 0), INT32_MAX);
+    if (v->enqueue_ms > 0)
+        ctl_time_format(v->enqueue_ms, out->enqueue_time, sizeof(out->enqueue_time));
+    out->arrival = v->arrival;
     out->preemptions = (int32_t)v->preemptions;
     if (v->preemptions > 0 && v->preempted_by && v->preempted_by[0]) {
         out->last_preemption.present = 1;

@@ -72,6 +72,17 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     " gpus INTEGER NOT NULL DEFAULT 0,"
     " borrowed INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX alloc_team ON alloc(team, gpu_type);",
+    /* 2 → 3: arrival order of jobs (ties within one creation second); the last
+     * valid spec of every Team */
+    "ALTER TABLE jobs ADD COLUMN arrival INTEGER NOT NULL DEFAULT 0;"
+    "DROP INDEX jobs_queue;"
+    "CREATE INDEX jobs_queue ON jobs(priority DESC, enqueue_ms, arrival, key);"
+    "CREATE TABLE teams("
+    " name TEXT PRIMARY KEY NOT NULL,"
+    " uid TEXT NOT NULL DEFAULT '',"
+    " generation INTEGER NOT NULL DEFAULT 0,"
+    " object TEXT NOT NULL DEFAULT '',"
+    " updated_ms INTEGER NOT NULL DEFAULT 0);",
 };
 
 /* ---- prepared statements ---- */
@@ -79,7 +90,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 #define JOB_COLS \
     "key,uid,team,cls,priority,gpus,enqueue_ms,state,attempts,retries,placement," \
     "admitted_ms,message,preemptions,preempted_by,preempt_reason,preempted_ms," \
-    "generation,resource_version,updated_ms"
+    "generation,resource_version,updated_ms,arrival"
 
 /* Keep a decision column when the uid matches, else take the new value. */
 #define KEEP(c) c "=CASE WHEN jobs.uid=excluded.uid THEN jobs." c " ELSE excluded." c " END"
@@ -91,6 +102,7 @@ enum {
     S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER,
     S_USAGE_ADD, S_USAGE_TEAM, S_USAGE_ALL, S_USAGE_PRUNE,
     S_AUDIT_ADD, S_AUDIT_QUERY,
+    S_TEAM_SAVE, S_TEAM_GET, S_TEAM_DELETE, S_JOB_RAISE_ATTEMPTS,
     S_COUNT
 };
 
@@ -100,8 +112,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_JOB_UPSERT] =
         "INSERT INTO jobs(" JOB_COLS ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-        "?14,?15,?16,?17,?18,?19,?20) ON CONFLICT(key) DO UPDATE SET "
-        KEEP("enqueue_ms") "," KEEP("state") "," KEEP("attempts") "," KEEP("retries") ","
+        "?14,?15,?16,?17,?18,?19,?20,?21) ON CONFLICT(key) DO UPDATE SET "
+        KEEP("enqueue_ms") "," KEEP("arrival") "," KEEP("state") "," KEEP("attempts") "," KEEP("retries") ","
         KEEP("placement") "," KEEP("admitted_ms") "," KEEP("message") ","
         KEEP("preemptions") "," KEEP("preempted_by") "," KEEP("preempt_reason") ","
         KEEP("preempted_ms") ","
@@ -124,7 +136,7 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_JOB_DELETE] = "DELETE FROM jobs WHERE key=?1",
     [S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE key=?1",
     [S_JOBS_EACH] = "SELECT " JOB_COLS " FROM jobs WHERE ((1<<state)&?1)!=0"
-                    " ORDER BY priority DESC, enqueue_ms, key",
+                    " ORDER BY priority DESC, enqueue_ms, arrival, key",
     [S_JOBS_COUNT] = "SELECT count(*) FROM jobs WHERE ((1<<state)&?1)!=0",
     [S_INTENT_ADD] = "INSERT INTO intents(kind,job_key,payload,created_ms) VALUES(?1,?2,?3,?4)",
     [S_INTENT_DONE] = "UPDATE intents SET done_ms=?2 WHERE id=?1 AND done_ms IS NULL",
@@ -149,6 +161,11 @@ static const char *const stmt_sql[S_COUNT] = {
         "SELECT * FROM (SELECT id,time_ms,actor,action,team,job_key,old_value,new_value,reason"
         " FROM audit WHERE (?1='' OR team=?1) AND (?2='' OR job_key=?2) AND time_ms>=?3"
         " ORDER BY time_ms DESC, id DESC LIMIT ?4) ORDER BY time_ms, id",
+    [S_TEAM_SAVE] = "INSERT OR REPLACE INTO teams(name,uid,generation,object,updated_ms)"
+                    " VALUES(?1,?2,?3,?4,?5)",
+    [S_TEAM_GET] = "SELECT name,uid,generation,object,updated_ms FROM teams WHERE name=?1",
+    [S_TEAM_DELETE] = "DELETE FROM teams WHERE name=?1",
+    [S_JOB_RAISE_ATTEMPTS] = "UPDATE jobs SET attempts=max(attempts,?2) WHERE key=?1",
 };
 
 struct store {
@@ -652,6 +669,7 @@ int store_job_upsert(struct store *st, const struct store_job *j, int64_t now_ms
     sqlite3_bind_int64(s, 18, j->generation);
     bind_text(s, 19, j->resource_version);
     sqlite3_bind_int64(s, 20, now_ms);
+    sqlite3_bind_int64(s, 21, j->arrival);
     return step_write(st, S_JOB_UPSERT, "cannot write job", err, errlen);
 }
 
@@ -693,6 +711,24 @@ int store_job_set_state(struct store *st, const char *key, int state, int64_t no
 {
     struct store_transition t = {.state = state};
     return store_job_transition(st, key, &t, now_ms, err, errlen);
+}
+
+int store_job_raise_attempts(struct store *st, const char *key, int64_t attempts, char *err,
+                             size_t errlen)
+{
+    int ret = write_guard(st, err, errlen);
+    if (!ret)
+        ret = check_key(st, key, err, errlen);
+    if (ret)
+        return ret;
+    bind_text(st->stmt[S_JOB_RAISE_ATTEMPTS], 1, key);
+    sqlite3_bind_int64(st->stmt[S_JOB_RAISE_ATTEMPTS], 2, attempts);
+    ret = step_write(st, S_JOB_RAISE_ATTEMPTS, "cannot update job", err, errlen);
+    if (ret == GQ_OK && sqlite3_changes(st->db) == 0) {
+        gq_errf(err, errlen, "%s: no job %s", st->path, key);
+        ret = GQ_ENOTFOUND;
+    }
+    return ret;
 }
 
 int store_job_delete(struct store *st, const char *key, char *err, size_t errlen)
@@ -742,6 +778,7 @@ static void job_from_row(sqlite3_stmt *s, struct store_job *j)
     j->generation = sqlite3_column_int64(s, 17);
     j->resource_version = col_text(s, 18);
     j->updated_ms = sqlite3_column_int64(s, 19);
+    j->arrival = sqlite3_column_int64(s, 20);
 }
 
 int store_job_get(struct store *st, const char *key, struct store_job **out,
@@ -1087,6 +1124,78 @@ int store_usage_prune(struct store *st, int64_t before_ms, char *err, size_t err
 }
 
 /* ---- audit ---- */
+
+/* ---- last valid Team specs ---- */
+
+int store_team_save(struct store *st, const struct store_team *t, int64_t now_ms,
+                    char *err, size_t errlen)
+{
+    sqlite3_stmt *s = st->stmt[S_TEAM_SAVE];
+    int ret = write_guard(st, err, errlen);
+    if (ret)
+        return ret;
+    if (!t->name || !*t->name) {
+        gq_errf(err, errlen, "%s: empty team name", st->path);
+        return GQ_EINVAL;
+    }
+    bind_text(s, 1, t->name);
+    bind_text(s, 2, t->uid);
+    sqlite3_bind_int64(s, 3, t->generation);
+    bind_text(s, 4, t->object);
+    sqlite3_bind_int64(s, 5, now_ms);
+    return step_write(st, S_TEAM_SAVE, "cannot write team", err, errlen);
+}
+
+int store_team_get(struct store *st, const char *name, struct store_team **out,
+                   char *err, size_t errlen)
+{
+    sqlite3_stmt *s = st->stmt[S_TEAM_GET];
+    int rc, ret = GQ_OK;
+    *out = NULL;
+    bind_text(s, 1, name);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        gq_errf(err, errlen, "%s: no team %s", st->path, nz(name));
+        ret = GQ_ENOTFOUND;
+    } else if (rc != SQLITE_ROW) {
+        ret = sql_fail(st, rc, "cannot read team", err, errlen);
+    } else {
+        const char *nm = col_text(s, 0), *uid = col_text(s, 1), *obj = col_text(s, 3);
+        size_t ln = strlen(nm) + 1, lu = strlen(uid) + 1, lo = strlen(obj) + 1;
+        struct store_team *t = malloc(sizeof(*t) + ln + lu + lo);
+        if (!t) {
+            gq_errf(err, errlen, "%s: out of memory", st->path);
+            ret = GQ_ENOMEM;
+        } else {
+            char *p = (char *)(t + 1);
+            memcpy(p, nm, ln);
+            t->name = p;
+            memcpy(p + ln, uid, lu);
+            t->uid = p + ln;
+            memcpy(p + ln + lu, obj, lo);
+            t->object = p + ln + lu;
+            t->generation = sqlite3_column_int64(s, 2);
+            t->updated_ms = sqlite3_column_int64(s, 4);
+            *out = t;
+        }
+    }
+    stmt_done(s);
+    return ret;
+}
+
+void store_team_free(struct store_team *t)
+{
+    free(t);
+}
+
+int store_team_delete(struct store *st, const char *name, char *err, size_t errlen)
+{
+    int ret = write_guard(st, err, errlen);
+    if (ret)
+        return ret;
+    bind_text(st->stmt[S_TEAM_DELETE], 1, name);
+    return step_write(st, S_TEAM_DELETE, "cannot delete team", err, errlen);
+}
 
 int store_audit_add(struct store *st, const struct store_audit *a, char *err, size_t errlen)
 {

@@ -24,7 +24,8 @@
  *    fails. Either way the store is usable again for the next cycle.
  *  - Times are int64 milliseconds since the Unix epoch, always passed in by the
  *    caller: the store never reads the clock.
- *  - Queue order is: priority descending, enqueue time ascending, key ascending.
+ *  - Queue order is: priority descending, enqueue time ascending, arrival
+ *    ascending, key ascending.
  *    A job's enqueue time is written when the row is first inserted and is kept
  *    across suspend, preempt and requeue (and across upserts of the same uid).
  *
@@ -53,8 +54,10 @@
 /* Current schema version written by this build.
  * v1: jobs, intents, usage, audit.
  * v2: jobs gain preemption columns (preemptions, preempted_by, preempt_reason,
- *     preempted_ms) and retries; the alloc table (quota ledger) is added. */
-#define STORE_SCHEMA_VERSION 2
+ *     preempted_ms) and retries; the alloc table (quota ledger) is added.
+ * v3: jobs gain arrival (queue order among jobs of one enqueue time); the
+ *     teams table (last valid spec of each Team) is added. */
+#define STORE_SCHEMA_VERSION 3
 
 struct store;
 
@@ -131,14 +134,17 @@ struct store_job {
     int64_t generation;           /* metadata.generation last seen */
     const char *resource_version; /* metadata.resourceVersion last seen */
     int64_t updated_ms;           /* time of the last write (set by the store from the caller's now) */
+    int64_t arrival;              /* order among jobs of one enqueue_ms (the caller's sequence,
+                                   * e.g. the object's resourceVersion when first seen) */
 };
 
 /* Insert or update by key. A new key (or a key whose stored uid differs: the
  * object was deleted and re-created) writes every field of j as given. An
  * existing key with the same uid updates only the spec fields (uid, team, cls,
  * priority, gpus, generation, resource_version) and keeps the decision fields
- * (state, enqueue_ms, attempts, retries, placement, admitted_ms, message,
- * preemption fields). NULL strings are stored as "". now_ms → updated_ms. */
+ * (state, enqueue_ms, arrival, attempts, retries, placement, admitted_ms,
+ * message, preemption fields). A caller rebuilding a lost row (from the
+ * object's status) passes the recovered decision fields with the new key. NULL strings are stored as "". now_ms → updated_ms. */
 int store_job_upsert(struct store *st, const struct store_job *j, int64_t now_ms,
                      char *err, size_t errlen);
 
@@ -163,6 +169,10 @@ int store_job_transition(struct store *st, const char *key, const struct store_t
 /* Shorthand: transition with only a state (placement/message kept). */
 int store_job_set_state(struct store *st, const char *key, int state, int64_t now_ms,
                         char *err, size_t errlen);
+/* attempts = max(attempts, given): a job adopted from pods of an admission the
+ * store missed (a store older than the API server). GQ_ENOTFOUND when absent. */
+int store_job_raise_attempts(struct store *st, const char *key, int64_t attempts, char *err,
+                             size_t errlen);
 /* GQ_ENOTFOUND when key is absent. Also clears the job's ledger allocation. */
 int store_job_delete(struct store *st, const char *key, char *err, size_t errlen);
 /* Heap copy of one job (all strings inside the same block); GQ_ENOTFOUND when
@@ -254,6 +264,28 @@ int store_usage_decayed_all(struct store *st, int64_t now_ms, double half_life_s
 /* Drop buckets that ended before before_ms. Reads cost one row per bucket, so
  * callers prune what has decayed away (e.g. older than 10 half-lives: < 0.1%). */
 int store_usage_prune(struct store *st, int64_t before_ms, char *err, size_t errlen);
+
+/* ---- last valid Team specs ---- */
+/* The controller keeps the last valid spec of each Team so an invalid edit
+ * leaves it in force (across restarts too). object is opaque caller text
+ * (the Team object as JSON). */
+struct store_team {
+    const char *name;
+    const char *uid;
+    int64_t generation;
+    const char *object;
+    int64_t updated_ms; /* set by the store from the caller's now */
+};
+/* Insert or replace by name. */
+int store_team_save(struct store *st, const struct store_team *t, int64_t now_ms,
+                    char *err, size_t errlen);
+/* Heap copy (strings in the same block; free with store_team_free);
+ * GQ_ENOTFOUND when absent. */
+int store_team_get(struct store *st, const char *name, struct store_team **out,
+                   char *err, size_t errlen);
+void store_team_free(struct store_team *t);
+/* 0 even when absent. */
+int store_team_delete(struct store *st, const char *name, char *err, size_t errlen);
 
 /* ---- audit log ---- */
 struct store_audit {

@@ -153,13 +153,15 @@ cJSON *kube_event_build(const struct kube_objref *ref, const char *type, const c
     rc |= add_str(ev, "message", message ? message : "");
     rc |= add_str(ev, "firstTimestamp", tsec);
     rc |= add_str(ev, "lastTimestamp", tsec);
-    /* the API server accepts a cluster-scoped object's Event in "default" only
-     * as a legacy one (no eventTime; with it, only in kube-system) */
-    if (ref->namespace_ && *ref->namespace_)
+    if (ref->namespace_ && *ref->namespace_) {
+        /* a cluster-scoped object (Team, GPUPool, Node) gets a legacy event in
+         * "default", as client-go's recorder writes it: the API server refuses
+         * one with eventTime set outside kube-system */
         rc |= add_str(ev, "eventTime", ts);
-    rc |= add_str(ev, "action", reason);
-    rc |= add_str(ev, "reportingComponent", "gangq.io/controller");
-    rc |= add_str(ev, "reportingInstance", instance);
+        rc |= add_str(ev, "action", reason);
+        rc |= add_str(ev, "reportingComponent", "gangq.io/controller");
+        rc |= add_str(ev, "reportingInstance", instance);
+    }
     rc |= add_str(src, "component", "gangq.io/controller");
     if (rc || !cJSON_AddNumberToObject(ev, "count", 1))
         goto fail;

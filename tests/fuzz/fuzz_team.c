@@ -3,6 +3,7 @@
 // fuzz-sources: common/gq.c common/buf.c api/*.c
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "api.h"
 
@@ -23,10 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     api_team_decode(obj, &t, &errs);
     api_team_default(&t);
     api_team_validate(&t, &errs);
-    ts.quota = 0;
+    memset(&ts, 0, sizeof ts);
     for (i = 0; i < t.nquota; i++)
         ts.quota += t.quota[i].gpus > 0 && t.quota[i].gpus < 1000000 ? t.quota[i].gpus : 0;
     ts.used = ts.borrowed = ts.pending = ts.running = t.nquota;
+    enc = api_team_status_encode(&ts);
+    cJSON_Delete(enc);
+    /* the status as read back (conditions, observedGeneration) encodes again */
+    api_team_status_decode(obj, &ts, &errs);
     enc = api_team_status_encode(&ts);
     cJSON_Delete(enc);
     api_priorityclass_decode(obj, &pc, &errs);

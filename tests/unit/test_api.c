@@ -864,7 +864,8 @@ static void test_status_encode(void **st)
         "\"reason\":\"Inference needs the GPUs\",\"time\":\"2026-01-01T00:00:00Z\"},"
         "\"conditions\":[{\"type\":\"Admitted\",\"status\":\"True\",\"reason\":\"Placed\","
         "\"message\":\"2 nodes in rack r1\",\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}],"
-        "\"startTime\":null,\"completionTime\":null}}");
+        "\"startTime\":null,\"completionTime\":null,\"observedGeneration\":null,\"attempt\":0,"
+        "\"retries\":0,\"enqueueTime\":null,\"arrival\":null}}");
     /* decode it back */
     api_errors_init(&errs);
     back = cJSON_Parse(txt);
@@ -890,36 +891,79 @@ static void test_status_encode(void **st)
     assert_string_equal(txt,
         "{\"status\":{\"state\":\"Queued\",\"position\":3,\"message\":\"0/12 nodes fit: 12 fewer than 8 free GPUs\","
         "\"team\":null,\"priority\":0,\"gpus\":0,\"admission\":null,\"preemptions\":0,\"conditions\":[],"
-        "\"startTime\":null,\"completionTime\":null}}");
+        "\"startTime\":null,\"completionTime\":null,\"observedGeneration\":null,\"attempt\":0,"
+        "\"retries\":0,\"enqueueTime\":null,\"arrival\":null}}");
     free(txt);
     cJSON_Delete(j);
 
+    /* what a lost store is rebuilt from survives the round trip */
+    memset(&s, 0, sizeof s);
+    s.state = API_STATE_SUCCEEDED;
+    s.observed_generation = 3;
+    s.attempt = 2;
+    s.retries = 1;
+    gq_strlcpy(s.enqueue_time, "2026-01-02T03:04:05Z", sizeof s.enqueue_time);
+    s.arrival = 123456789012345LL; /* 15 digits: cJSON prints it without an exponent */
+    j = api_gpujob_status_encode(&s);
+    txt = cJSON_PrintUnformatted(j);
+    assert_non_null(strstr(txt, "\"observedGeneration\":3,\"attempt\":2,\"retries\":1,"
+                                "\"enqueueTime\":\"2026-01-02T03:04:05Z\",\"arrival\":123456789012345}"));
+    back = cJSON_Parse(txt);
+    api_errors_init(&errs);
+    assert_int_equal(api_gpujob_status_decode(back, &d, &errs), 0);
+    assert_int_equal(d.state, API_STATE_SUCCEEDED);
+    assert_int_equal(d.observed_generation, 3);
+    assert_int_equal(d.attempt, 2);
+    assert_int_equal(d.retries, 1);
+    assert_string_equal(d.enqueue_time, "2026-01-02T03:04:05Z");
+    assert_true(d.arrival == 123456789012345LL);
+    cJSON_Delete(back);
+    free(txt);
+    cJSON_Delete(j);
+    api_errors_init(&errs);
+    back = cJSON_Parse("{\"status\":{\"arrival\":-1,\"observedGeneration\":1.5}}");
+    assert_int_equal(api_gpujob_status_decode(back, &d, &errs), GQ_EINVAL);
+    assert_int_equal(errs.n, 2);
+    assert_string_equal(errs.e[0].path, "status.observedGeneration");
+    assert_string_equal(errs.e[1].path, "status.arrival");
+    cJSON_Delete(back);
+
     {
-        struct api_team_status ts;
+        struct api_team_status ts, tb;
         struct api_gpupool_status ps = {64, 40, 24, 8, 5};
         memset(&ts, 0, sizeof ts);
-        ts.quota = 8;
-        ts.used = 6;
-        ts.borrowed = 2;
-        ts.pending = 3;
-        ts.running = 1;
+        ts.quota = 8, ts.used = 6, ts.borrowed = 2, ts.pending = 3, ts.running = 1;
         j = api_team_status_encode(&ts);
         txt = cJSON_PrintUnformatted(j);
         assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1,"
-                                 "\"conditions\":[]}}");
+                                 "\"observedGeneration\":null,\"conditions\":[]}}");
         free(txt);
         cJSON_Delete(j);
-        /* the Team's Valid condition */
+        /* an invalid edit is reported on a Valid condition; the generation in force stays */
+        ts.observed_generation = 4;
         ts.nconditions = 1;
         gq_strlcpy(ts.conditions[0].type, "Valid", sizeof ts.conditions[0].type);
         gq_strlcpy(ts.conditions[0].status, "False", sizeof ts.conditions[0].status);
-        gq_strlcpy(ts.conditions[0].reason, "NamespaceConflict", sizeof ts.conditions[0].reason);
-        gq_strlcpy(ts.conditions[0].message, "namespace ml belongs to Team a", sizeof ts.conditions[0].message);
+        gq_strlcpy(ts.conditions[0].reason, "InvalidSpec", sizeof ts.conditions[0].reason);
+        gq_strlcpy(ts.conditions[0].message, "spec.quota[0].lendingLimit: bad", sizeof ts.conditions[0].message);
+        gq_strlcpy(ts.conditions[0].last_transition_time, "2026-01-02T03:04:05Z",
+                   sizeof ts.conditions[0].last_transition_time);
         j = api_team_status_encode(&ts);
         txt = cJSON_PrintUnformatted(j);
-        assert_non_null(strstr(txt, "\"conditions\":[{\"type\":\"Valid\",\"status\":\"False\",\"reason\":"
-                                    "\"NamespaceConflict\",\"message\":\"namespace ml belongs to Team a\","
-                                    "\"lastTransitionTime\":null}]"));
+        assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1,"
+                                 "\"observedGeneration\":4,\"conditions\":[{\"type\":\"Valid\",\"status\":\"False\","
+                                 "\"reason\":\"InvalidSpec\",\"message\":\"spec.quota[0].lendingLimit: bad\","
+                                 "\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}]}}");
+        back = cJSON_Parse(txt);
+        api_errors_init(&errs);
+        assert_int_equal(api_team_status_decode(back, &tb, &errs), 0);
+        assert_int_equal(tb.quota, 8);
+        assert_int_equal(tb.running, 1);
+        assert_int_equal(tb.observed_generation, 4);
+        assert_int_equal(tb.nconditions, 1);
+        assert_string_equal(tb.conditions[0].reason, "InvalidSpec");
+        assert_string_equal(tb.conditions[0].last_transition_time, "2026-01-02T03:04:05Z");
+        cJSON_Delete(back);
         free(txt);
         cJSON_Delete(j);
         j = api_gpupool_status_encode(&ps);

@@ -241,9 +241,9 @@ static void test_snapshot_build(void **state)
     pg.attempt = 1;
     assert_int_equal(ctl_placement_add(&pg, 0, "gone-node", 1u), 0); /* nothing placed: left out */
     struct ctl_jobin jobs[] = {
-        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1", 0, NULL},
-        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", "", 0, NULL},
-        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL, 0, NULL},
+        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1", 0, NULL, 0, 0},
+        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", "", 0, NULL, 0, 0},
+        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL, 0, NULL, 0, 0},
     };
     double usage[2] = {3600.0, 0.0};
     struct sched_config cfg;
@@ -326,7 +326,7 @@ static void test_snapshot_build(void **state)
     assert_int_equal(w->topo_preferred, sched_config_level(&cfg, "node"));
     assert_int_equal(w->topo_spread, -1);
     assert_int_equal(w->pool, -1);
-    assert_int_equal(w->enqueue_time, 5);
+    assert_int_equal(w->enqueue_time, 1); /* its rank: after r (enqueued at 1000) */
     assert_int_equal(w->state, SCHED_JOB_WAITING);
     /* whom it was last preempted for ("" = none) */
     assert_string_equal(w->preempted_for, "ns2/r");
@@ -367,7 +367,16 @@ static void test_snapshot_build(void **state)
     assert_string_equal(wd->message,
                         "0/3 nodes fit 2x4 GPUs in one rack: 2 not ready, 1 node selector mismatch");
     sched_result_free(res);
+    assert_int_equal(r->replicas, 3); /* a non-gang job: the core may place the missing ones */
+    ctl_snap_release(&s);
 
+    /* r waits on a problem (its Team was deleted): it keeps what it holds, and no more */
+    jobs[1].hold_only = 1;
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    assert_int_equal(s.snap.jobs[1].state, SCHED_JOB_RUNNING);
+    assert_int_equal(s.snap.jobs[1].nplaced, 1);
+    assert_int_equal(s.snap.jobs[1].replicas, 1);
+    assert_int_equal(s.gangq_milli[1], 500); /* its GPU share still counted */
     ctl_snap_release(&s);
     ctl_placement_release(&pr);
     ctl_placement_release(&pg);
@@ -409,9 +418,9 @@ static void test_snapshot_terminating(void **state)
     assert_int_equal(ctl_placement_add(&pv, 1, "t", 0x0Fu), 0); /* replica 0's pod already gone */
     assert_int_equal(ctl_placement_add(&pq, 0, "t", 0x10u), 0);
     struct ctl_jobin jobs[] = {
-        {"ns/v", &jv, 1, 1000, 2000, &pv, NULL, NULL, 1, "ns/p"},
-        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL},
-        {"ns/q", &jq, 1, 1000, 2000, &pq, NULL, NULL, 1, "ns/gone"},
+        {"ns/v", &jv, 1, 1000, 2000, &pv, NULL, NULL, 1, "ns/p", 0, 0},
+        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0},
+        {"ns/q", &jq, 1, 1000, 2000, &pq, NULL, NULL, 1, "ns/gone", 0, 0},
     };
     struct sched_config cfg;
     sched_config_default(&cfg);
@@ -450,8 +459,8 @@ static void test_snapshot_terminating(void **state)
 
     /* the victim's pods are gone: p is admitted on all 8 devices */
     struct ctl_jobin later[] = {
-        {"ns/v", &jv, 0, 1000, 0, NULL, NULL, NULL, 0, NULL},
-        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL},
+        {"ns/v", &jv, 0, 1000, 0, NULL, NULL, NULL, 0, NULL, 0, 0},
+        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0},
     };
     struct ctl_snapin in2 = {&cfg, 101, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, later, 2};
     ctl_snap_release(&s);
@@ -530,6 +539,67 @@ static void test_node_pool_none(void **state)
     cJSON_Delete(n);
 }
 
+/* A burst of jobs created within one second (equal creationTimestamp) is
+ * admitted in the order it arrived (arrival = resourceVersion at first sight),
+ * not in name order (job1, job10, job11, ... before job2). */
+static void test_burst_arrival_order(void **state)
+{
+    (void)state;
+    cJSON *na = J("{\"metadata\":{\"name\":\"a\",\"labels\":{\"kubernetes.io/hostname\":\"a\"}},"
+                  "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"nvidia.com/gpu\":\"4\"},"
+                  "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    const cJSON *nodes[] = {na};
+    struct api_team team;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t\"},"
+                "\"spec\":{\"namespaces\":[\"b\"]}}",
+                &team);
+    enum { N = 12 };
+    struct api_gpujob jobs[N];
+    struct ctl_jobin in_jobs[N];
+    char keys[N][32];
+    for (int i = 0; i < N; i++) {
+        char js[512];
+        snprintf(js, sizeof(js),
+                 JOB_HEAD "{\"name\":\"job%d\",\"namespace\":\"b\"},\"spec\":{\"gpu\":{\"count\":1},"
+                          "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+                 i + 1);
+        decode_job(js, &jobs[i], &team, 1);
+        snprintf(keys[i], sizeof(keys[i]), "b/job%d", i + 1);
+    }
+    /* listed in name order (as the informer hands them over), arrived job1..job12 */
+    static const int by_name[N] = {0, 9, 10, 11, 1, 2, 3, 4, 5, 6, 7, 8};
+    for (int k = 0; k < N; k++) {
+        int i = by_name[k];
+        in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, 1767225600000LL, 0, NULL, NULL, NULL, 0, NULL, 1000 + i, 0};
+    }
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    struct ctl_snapin in = {&cfg, 1767225601, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N};
+    struct ctl_snap s;
+    char err[256];
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    assert_int_equal(s.snap.njobs, N);
+    for (int k = 0; k < N; k++)
+        assert_int_equal(s.snap.jobs[k].enqueue_time, by_name[k]); /* rank = arrival order */
+    struct sched *sc = sched_new();
+    assert_non_null(sc);
+    struct sched_result *res = NULL;
+    assert_int_equal(sched_cycle(sc, &s.snap, &res, err, sizeof(err)), 0);
+    char admitted[128] = "";
+    for (int d = 0; d < res->n; d++)
+        if (res->d[d].kind == SCHED_ADMIT) {
+            size_t l = strlen(admitted);
+            snprintf(admitted + l, sizeof(admitted) - l, "%s ", s.snap.jobs[res->d[d].job].id);
+        }
+    assert_string_equal(admitted, "b/job1 b/job2 b/job3 b/job4 ");
+    sched_result_free(res);
+    sched_free(sc);
+    ctl_snap_release(&s);
+    for (int i = 0; i < N; i++)
+        api_gpujob_release(&jobs[i]);
+    cJSON_Delete(na);
+}
+
 /* ------------------------------------------------------------ status */
 
 static const struct api_condition *cond(const struct api_gpujob_status *s, const char *type)
@@ -555,7 +625,7 @@ static void test_status_compute(void **state)
     const char *nodes[4];
     struct api_gpujob_status q, a, r, r2, s;
 
-    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL};
+    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &q);
     assert_int_equal(q.state, API_STATE_QUEUED);
     assert_int_equal(q.position, 2);
@@ -575,7 +645,7 @@ static void test_status_compute(void **state)
     gq_strlcpy(pl.domain, "rack-1", sizeof(pl.domain));
     assert_int_equal(ctl_placement_add(&pl, 0, "n1", 0xF), 0);
     assert_int_equal(ctl_placement_add(&pl, 1, "n2", 0xF), 0);
-    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL};
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77};
     ctl_status_compute(&job, &q, &v, T0 + 1000, nodes, 4, &a);
     assert_int_equal(a.state, API_STATE_ADMITTED);
     assert_int_equal(a.position, 0);
@@ -588,6 +658,12 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&a, "Admitted")->last_transition_time, "2026-01-01T00:00:01Z");
     assert_string_equal(cond(&a, "Running")->last_transition_time, "2026-01-01T00:00:00Z"); /* unchanged */
     assert_string_equal(a.start_time, "");
+    /* what a lost store is rebuilt from */
+    assert_int_equal(a.attempt, 1);
+    assert_int_equal(a.retries, 0);
+    assert_string_equal(a.enqueue_time, "2025-12-31T23:59:59Z");
+    assert_int_equal(a.arrival, 77);
+    assert_int_equal(a.observed_generation, job.meta.generation);
 
     v.state = STORE_RUNNING;
     ctl_status_compute(&job, &a, &v, T0 + 5000, nodes, 4, &r);
@@ -611,7 +687,7 @@ static void test_status_compute(void **state)
     assert_false(s.admission.present);
     assert_string_equal(cond(&s, "Succeeded")->status, "True");
 
-    v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL};
+    v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL, 1, 0, 0, 0};
     ctl_status_compute(&job, &r2, &v, T0 + 4000, nodes, 4, &s);
     assert_int_equal(s.state, API_STATE_PREEMPTED);
     assert_int_equal(s.preemptions, 2);
@@ -622,7 +698,7 @@ static void test_status_compute(void **state)
     assert_string_equal(s.start_time, ""); /* requeued: no start time */
     assert_string_equal(cond(&s, "Preempted")->message, "lower priority");
 
-    v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam"};
+    v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam", 0, 0, 0, 0};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &s);
     assert_string_equal(cond(&s, "Valid")->status, "False");
     assert_string_equal(cond(&s, "Valid")->reason, "UnknownTeam");
@@ -703,7 +779,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_node_info),
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
-        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating), cmocka_unit_test(test_pods_succeeded_attempt),      cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
+        cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -235,6 +235,18 @@ static void test_job_upsert_get(void **state)
     assert_string_equal(g->preempted_by, "");
     assert_int_equal(g->generation, 1);
     assert_int_equal(g->updated_ms, 5000);
+    assert_int_equal(g->arrival, 0);
+    store_job_free(g);
+
+    j.arrival = 4242;
+    assert_int_equal(store_job_upsert(st, &j, 5000, err, sizeof err), 0);
+    assert_int_equal(store_job_get(st, "ml/train-a", &g, err, sizeof err), 0);
+    assert_int_equal(g->arrival, 0); /* same uid: the arrival of the first sight stays */
+    store_job_free(g);
+    assert_int_equal(store_job_delete(st, "ml/train-a", err, sizeof err), 0);
+    assert_int_equal(store_job_upsert(st, &j, 5000, err, sizeof err), 0);
+    assert_int_equal(store_job_get(st, "ml/train-a", &g, err, sizeof err), 0);
+    assert_int_equal(g->arrival, 4242);
     store_job_free(g);
 
     /* Admit it, then a spec update with the same uid keeps the decision fields. */
@@ -247,6 +259,7 @@ static void test_job_upsert_get(void **state)
     j.generation = 2;
     j.resource_version = "101";
     j.team = "vision2";
+    j.arrival = 1;
     assert_int_equal(store_job_upsert(st, &j, 7000, err, sizeof err), 0);
     assert_int_equal(store_job_get(st, "ml/train-a", &g, err, sizeof err), 0);
     assert_int_equal(g->priority, 200);
@@ -254,6 +267,7 @@ static void test_job_upsert_get(void **state)
     assert_string_equal(g->resource_version, "101");
     assert_string_equal(g->team, "vision2");
     assert_int_equal(g->enqueue_ms, 1000);
+    assert_int_equal(g->arrival, 4242);
     assert_int_equal(g->state, STORE_ADMITTED);
     assert_int_equal(g->attempts, 1);
     assert_string_equal(g->placement, "P1");
@@ -265,6 +279,7 @@ static void test_job_upsert_get(void **state)
     assert_int_equal(store_job_get(st, "ml/train-a", &g, err, sizeof err), 0);
     assert_string_equal(g->uid, "uid-2");
     assert_int_equal(g->enqueue_ms, 9999);
+    assert_int_equal(g->arrival, 1);
     assert_int_equal(g->state, STORE_QUEUED);
     assert_int_equal(g->attempts, 0);
     assert_string_equal(g->placement, "");
@@ -286,6 +301,23 @@ static void test_job_upsert_get(void **state)
     m.key = "a/b";
     m.state = 42;
     assert_int_equal(store_job_upsert(st, &m, 1, err, sizeof err), GQ_EINVAL);
+    store_close(st);
+}
+
+static void test_job_raise_attempts(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st = open_ok(fx->path);
+    struct store_job j = mkjob("ml/r", "nlp", 10, 500), *g = NULL;
+    char err[256];
+    j.attempts = 2;
+    assert_int_equal(store_job_upsert(st, &j, 1, err, sizeof err), 0);
+    assert_int_equal(store_job_raise_attempts(st, "ml/r", 5, err, sizeof err), 0);
+    assert_int_equal(store_job_raise_attempts(st, "ml/r", 3, err, sizeof err), 0); /* never lowered */
+    assert_int_equal(store_job_get(st, "ml/r", &g, err, sizeof err), 0);
+    assert_int_equal(g->attempts, 5);
+    store_job_free(g);
+    assert_int_equal(store_job_raise_attempts(st, "ml/none", 1, err, sizeof err), GQ_ENOTFOUND);
     store_close(st);
 }
 
@@ -421,6 +453,71 @@ static void test_queue_order(void **state)
     assert_int_equal(n, 8);
     assert_int_equal(store_jobs_count(st, 0, &n, err, sizeof err), 0);
     assert_int_equal(n, 0);
+    store_close(st);
+}
+
+/* Jobs of one enqueue time (creation timestamps have 1 s resolution) come back
+ * in arrival order, not name order. */
+static void test_queue_arrival(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st = open_ok(fx->path);
+    char err[256];
+    const char *names[] = {"b/job1", "b/job2", "b/job3", "b/job10", "b/job11", "b/job20"};
+    struct collect c = {0};
+    /* written in name order, arrived in numeric order */
+    const int arrival[] = {101, 102, 103, 110, 111, 120};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(names); i++) {
+        struct store_job j = mkjob(names[i], "t", 5, 7000);
+        j.arrival = arrival[i];
+        assert_int_equal(store_job_upsert(st, &j, 1, err, sizeof err), 0);
+    }
+    struct store_job late = mkjob("a/early-name-late-second", "t", 5, 8000);
+    late.arrival = 1;
+    assert_int_equal(store_job_upsert(st, &late, 1, err, sizeof err), 0);
+    assert_int_equal(store_jobs_each(st, STORE_MASK_WAITING, collect_cb, &c, err, sizeof err), 0);
+    assert_int_equal(c.n, 7);
+    for (size_t i = 0; i < GQ_ARRAY_LEN(names); i++)
+        assert_string_equal(c.keys[i], names[i]);
+    assert_string_equal(c.keys[6], "a/early-name-late-second");
+    store_close(st);
+}
+
+static void test_team_specs(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st = open_ok(fx->path);
+    char err[256];
+    struct store_team *g = NULL;
+    struct store_team t = {"nlp", "u1", 4, "{\"spec\":{}}", 0};
+    assert_int_equal(store_team_get(st, "nlp", &g, err, sizeof err), GQ_ENOTFOUND);
+    assert_null(g);
+    assert_int_equal(store_team_save(st, &t, 77, err, sizeof err), 0);
+    assert_int_equal(store_team_get(st, "nlp", &g, err, sizeof err), 0);
+    assert_string_equal(g->name, "nlp");
+    assert_string_equal(g->uid, "u1");
+    assert_int_equal(g->generation, 4);
+    assert_string_equal(g->object, "{\"spec\":{}}");
+    assert_int_equal(g->updated_ms, 77);
+    store_team_free(g);
+    t.generation = 5;
+    t.object = "{}";
+    assert_int_equal(store_team_save(st, &t, 78, err, sizeof err), 0);
+    assert_int_equal(store_team_get(st, "nlp", &g, err, sizeof err), 0);
+    assert_int_equal(g->generation, 5);
+    assert_string_equal(g->object, "{}");
+    store_team_free(g);
+    store_close(st);
+    /* survives a reopen */
+    st = open_ok(fx->path);
+    assert_int_equal(store_team_get(st, "nlp", &g, err, sizeof err), 0);
+    assert_int_equal(g->generation, 5);
+    store_team_free(g);
+    assert_int_equal(store_team_delete(st, "nlp", err, sizeof err), 0);
+    assert_int_equal(store_team_delete(st, "nlp", err, sizeof err), 0);
+    assert_int_equal(store_team_get(st, "nlp", &g, err, sizeof err), GQ_ENOTFOUND);
+    t.name = "";
+    assert_int_equal(store_team_save(st, &t, 1, err, sizeof err), GQ_EINVAL);
     store_close(st);
 }
 
@@ -846,8 +943,8 @@ static void test_migrate_v1(void **state)
     raw_exec(fx->path, V1_SQL);
     assert_int_equal(raw_int(fx->path, "PRAGMA user_version"), 1);
     st = open_ok(fx->path);
-    assert_int_equal(store_schema_version(st), 2);
-    assert_int_equal(raw_int(fx->path, "PRAGMA user_version"), 2);
+    assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_int(fx->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 
     /* Old rows intact, new columns defaulted. */
     assert_int_equal(store_job_get(st, "old/j1", &g, err, sizeof err), 0);
@@ -863,6 +960,7 @@ static void test_migrate_v1(void **state)
     assert_int_equal(g->retries, 0);
     assert_int_equal(g->preemptions, 0);
     assert_string_equal(g->preempted_by, "");
+    assert_int_equal(g->arrival, 0);
     store_job_free(g);
     assert_int_equal(store_jobs_each(st, STORE_MASK_ALL, collect_cb, &c, err, sizeof err), 0);
     assert_int_equal(c.n, 2);
@@ -884,6 +982,13 @@ static void test_migrate_v1(void **state)
     assert_int_equal(store_alloc_set(st, &a, err, sizeof err), 0);
     assert_int_equal(store_ledger_each(st, ledger_cb, out, err, sizeof err), 0);
     assert_string_equal(out, "nlp/H100:4,0,1;");
+    /* ... and the v3 ones */
+    struct store_team tm = {"vision", "u-t", 3, "{}", 0};
+    struct store_team *tg = NULL;
+    assert_int_equal(store_team_save(st, &tm, 60, err, sizeof err), 0);
+    assert_int_equal(store_team_get(st, "vision", &tg, err, sizeof err), 0);
+    assert_int_equal(tg->generation, 3);
+    store_team_free(tg);
     store_close(st);
 
     /* Opening again is stable. */
@@ -1304,7 +1409,10 @@ int main(void)
         T(test_open_bad_path),
         T(test_job_upsert_get),
         T(test_job_transitions),
+        T(test_job_raise_attempts),
         T(test_queue_order),
+        T(test_queue_arrival),
+        T(test_team_specs),
         T(test_delete_and_ledger),
         T(test_intents),
         T(test_cycle),
