@@ -5,6 +5,11 @@
 # runs pods. The lender's high-priority rack-required 2x8 gang reclaims its quota: within 60 s
 # it is Admitted, exactly one borrower gang is preempted for it (no victim twice, no second
 # victim), and it then keeps running while the waiting borrowers stay out.
+# Then the loop that used to repeat every minimum runtime: a borrowing team's rack-required
+# Training gang reclaims H100s from a Batch job that may also run on A100 (where its team has
+# nominal quota), so the stopped victim goes ahead of its preemptor in the queue; it must not
+# be re-admitted onto the GPUs it freed and preempted again: the gang is Admitted within 60 s
+# and the victim is preempted exactly once.
 . "$(dirname "$0")/lib.sh"
 
 i=0
@@ -76,7 +81,7 @@ wait_state 60 lend hi 'Admitted|Running'
 dt=$(( $(date +%s) - t0 ))
 rack=$(k -n lend get gpujob hi -o jsonpath='{.status.admission.domain}')
 nodes=$(job_pod_nodes lend hi)
-[[ "$nodes" =~ ^n([123])a\ n\1b$ ]] || fail "the lender's gang on the two nodes of one rack: got $nodes"
+case "$nodes" in "n1a n1b" | "n2a n2b" | "n3a n3b") ;; *) false ;; esac || fail "the lender's gang on the two nodes of one rack: got $nodes"
 pass "lender's gang lend/hi Admitted ${dt}s after apply on $nodes (domain $rack)"
 
 # Let the queue settle, then count: exactly one borrower gang preempted, once, by lend/hi.
@@ -92,5 +97,89 @@ assert_eq 1 "$(jq '[.items[] | .count // 1] | add // 0' <<<"$ev")" "one Preempte
 assert_eq "Running" "$(k -n lend get gpujob hi -o jsonpath='{.status.state}')" "the lender's gang keeps running"
 assert_eq "Running" "$(k -n tc get gpujob c1 -o jsonpath='{.status.state}')" "the team on its own quota is untouched"
 pass "one victim ($victim), preempted once by lend/hi; 10 s later still one preemption: $summary"
+# --- a victim ahead of its preemptor in the queue
+for ns in lend ta tb tc; do k -n "$ns" delete gpujobs --all >/dev/null; done
+wait_for 30 "pods of the first part gone" bash -c "[ \$(kubectl get pods -A -o name | wc -l) = 0 ]"
+for n in n1a n1b n2a n2b n3a n3b; do k cordon "$n" >/dev/null; done
+add2() { # NAME RACK PRODUCT MEMORY
+  fakelet add-node "$1" --gpus 8 --cpu 96 --memory 1000Gi --label "topology.gangq.io/rack=$2" \
+    --label topology.gangq.io/block=b2 --label topology.kubernetes.io/zone=z1 \
+    --label "nvidia.com/gpu.product=$3" --label "nvidia.com/gpu.memory=$4" \
+    --label "kubernetes.io/hostname=$1" >/dev/null
+}
+add2 p0 q1 NVIDIA-H100-80GB-HBM3 81559; add2 p1 q1 NVIDIA-H100-80GB-HBM3 81559
+add2 p2 q2 NVIDIA-H100-80GB-HBM3 81559; add2 p3 q2 NVIDIA-H100-80GB-HBM3 81559
+add2 p4 q3 NVIDIA-A100-SXM4-80GB 81920
+for ns in xa xb xl xd; do k create namespace $ns >/dev/null; done
+H=NVIDIA-H100-80GB-HBM3; A=NVIDIA-A100-SXM4-80GB
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: xa}
+spec: {namespaces: [xa], cohort: c2, quota: [{gpuType: $H, gpus: 8}]}
+---
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: xb}
+spec: {namespaces: [xb], cohort: c2, quota: [{gpuType: $H, gpus: 0}, {gpuType: $A, gpus: 8}]}
+---
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: xl}
+spec: {namespaces: [xl], cohort: c2, quota: [{gpuType: $H, gpus: 32}]}
+---
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: xd}
+spec: {namespaces: [xd], cohort: c2, quota: [{gpuType: $A, gpus: 8}]}
+YAML
+one() { # NS NAME TYPES [NODE]
+  local sel=""
+  [ -z "${4:-}" ] || sel="nodeSelector: {kubernetes.io/hostname: $4},"
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: $2, namespace: $1}
+spec:
+  class: Batch
+  priority: 10
+  gpu: {count: 8, types: [$3]}
+  template: {spec: {$sel terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}
+YAML
+  wait_state 20 "$1" "$2" Running
+}
+one xd w "$A"
+one xl w1 "$H" p2
+one xl w2 "$H" p3
+one xb v "$H, $A"
+vnode=$(job_pod_nodes xb v)
+assert_match "$vnode" '^p[01]$' "the H100-or-A100 Batch job borrows an H100 of rack q1"
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: gang, namespace: xa}
+spec:
+  class: Training
+  priority: 100
+  replicas: 2
+  gpu: {count: 8, types: [$H]}
+  topology: {required: rack}
+  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}
+YAML
+pass "A100 full (xd/w), xl's work on rack q2, xb/v (H100 or A100) on $vnode; xa/gang (2x8 H100, rack, must borrow) applied"
+t0=$(date +%s)
+wait_state 60 xa gang 'Admitted|Running'
+dt=$(( $(date +%s) - t0 ))
+assert_eq "p0 p1" "$(job_pod_nodes xa gang)" "the gang on rack q1"
+sleep 8
+st=$(k -n xb get gpujob v -o jsonpath='{.status.state} {.status.preemptions} {.status.lastPreemption.by}')
+assert_match "$st" '^(Preempted|Queued) 1 xa/gang$' "xb/v preempted exactly once, by xa/gang, and still waiting"
+assert_eq "Running" "$(k -n xa get gpujob gang -o jsonpath='{.status.state}')" "the gang keeps running"
+ev=$(k -n xb get events --field-selector involvedObject.name=v,reason=Preempted -o json)
+assert_eq 1 "$(jq '[.items[] | .count // 1] | add // 0' <<<"$ev")" "one Preempted event for xb/v"
+for j in xl/w1 xl/w2 xd/w; do
+  assert_eq "Running 0" "$(k -n "${j%/*}" get gpujob "${j#*/}" -o jsonpath='{.status.state} {.status.preemptions}')" "$j untouched"
+done
+pass "xa/gang Admitted ${dt}s after apply on p0 p1; xb/v preempted once ($st), not re-admitted onto the GPUs it freed"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"
