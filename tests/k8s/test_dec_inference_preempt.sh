@@ -78,7 +78,11 @@ wait_jsonpath 20 Queued -n tt gpujob train -o jsonpath='{.status.state}'
 wait_for 20 "a waiting message about the minimum runtime" bash -c \
   "kubectl -n tt get gpujob train -o jsonpath='{.status.message}' | grep -Eqi 'min(imum)?[- ]?run ?time'"
 msg=$(k -n tt get gpujob train -o jsonpath='{.status.message}')
-assert_match "$msg" '[0-9]+(\.[0-9]+)?(ms|s|m|h)\b|[0-9]+ ?(sec|second|min|minute)s?\b|[0-9]{2}:[0-9]{2}' "the message says until when (a time or a duration)"
+assert_match "$msg" 'minimum runtime \(300s\) until [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z' "the message gives the minimum runtime and until when"
+until=$(grep -Eo 'until [0-9TZ:-]+' <<<"$msg" | head -1 | cut -d' ' -f2)
+adm=$(k -n bt get gpujob young -o jsonpath='{.status.admission.time}')
+d=$(( $(date -d "$until" +%s) - $(date -d "$adm" +%s) ))
+[ "$d" -ge 299 ] && [ "$d" -le 301 ] || fail "'until' ($until) is the victim's admission ($adm) + 300 s: off by $((d - 300)) s"
 sleep 3
 assert_eq "Running 0" "$(k -n bt get gpujob young -o jsonpath='{.status.state} {.status.preemptions}')" "the young Batch job is not preempted for Training"
 assert_eq "Queued" "$(k -n tt get gpujob train -o jsonpath='{.status.state}')" "the Training job still waits"

@@ -4,7 +4,7 @@
 # on the batch pool while it has room, even when the protected pool is idle; only what the
 # batch pool cannot hold borrows the protected pool's idle GPUs, and never past its
 # reserveGPUs (a borrower that would leave fewer than 2 idle waits, saying so); an Inference
-# job is then still admitted in its home pool.
+# job then takes the reserve without preempting anyone.
 . "$(dirname "$0")/lib.sh"
 
 fakelet add-node b-1 --gpus 4 --cpu 16 --memory 256Gi --label gangq.io/pool=batch \
@@ -40,7 +40,7 @@ YAML
 gq_fakelet_loop --interval 0.4 --auto-run
 gq_ctl_start --leader-elect=false
 
-job() { # NS NAME CLASS GPUS(0 = CPU-only) CPU
+job() { # NS NAME CLASS GPUS(0 = CPU-only) CPU [PRIORITY]
   local gpu=""
   [ "$4" = 0 ] || gpu="gpu: {count: $4}"
   cat <<YAML | k apply -f - >/dev/null
@@ -49,6 +49,7 @@ kind: GPUJob
 metadata: {name: $2, namespace: $1}
 spec:
   class: $3
+  priority: ${6:-0}
   replicas: 1
   $gpu
   template:
@@ -93,14 +94,16 @@ job bt j7 Batch 1 1
 wait_state 20 bt j7 Queued
 wait_for 10 "j7 explanation" bash -c "[ -n \"\$(kubectl -n bt get gpujob j7 -o jsonpath='{.status.message}')\" ]"
 msg=$(k -n bt get gpujob j7 -o jsonpath='{.status.message}')
-assert_match "$msg" "protected" "the explanation names the protected pool"
+assert_match "$msg" "protected pool inference" "the explanation names the protected pool"
 sleep 3
 assert_eq "Queued 6" "$(k -n bt get gpujob j7 -o jsonpath='{.status.state}') $(inf_gpus bt)" "a 1-GPU borrower that would dip into the reserve waits"
 pass "borrowers stop at 6 GPUs (reserveGPUs 2 kept idle); j7 Queued: $msg"
 
-# --- the reserve is there for the home class
+# --- the reserve is there for the home class: an Inference job takes it without preempting
 ni=$(on sv infer 2 1 Inference)
 assert_match "$ni" '^inf-[12]$' "Inference job in its home pool"
-pass "Inference job admitted in the protected pool on $ni"
+assert_eq 0 "$(k -n bt get gpujobs -o json | jq '[.items[].status.preemptions // 0] | add')" "no borrower preempted: the reserve was idle"
+assert_eq "Queued" "$(k -n bt get gpujob j7 -o jsonpath='{.status.state}')" "the Batch borrower still waits"
+pass "Inference job admitted into the protected pool's idle reserve on $ni without preempting; the Batch borrower still waits"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"
