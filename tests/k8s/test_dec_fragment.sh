@@ -55,6 +55,7 @@ job two gang 2 2 "topology: {required: node}"
 g=$(admitted two gang 2)
 other=$([ "$a" = n1 ] && echo n2 || echo n1)
 assert_eq "$other $other" "$g" "the node-required 2x2 gang takes the node kept whole"
+assert_eq "$other" "$(k -n two get gpujob gang -o jsonpath='{.status.admission.domain}')" "the gang's admission domain is its node"
 assert_eq Running "$(k -n two get gpujob one -o jsonpath='{.status.state}')" "the 1-GPU job still runs"
 assert_eq Running "$(k -n two get gpujob two -o jsonpath='{.status.state}')" "the 2-GPU job still runs"
 assert_eq "0" "$(k -n two get gpujob one -o jsonpath='{.status.preemptions}')" "no preemption was needed"

@@ -82,6 +82,7 @@ dt=$(( $(date +%s) - t0 ))
 rack=$(k -n lend get gpujob hi -o jsonpath='{.status.admission.domain}')
 nodes=$(job_pod_nodes lend hi)
 case "$nodes" in "n1a n1b" | "n2a n2b" | "n3a n3b") ;; *) false ;; esac || fail "the lender's gang on the two nodes of one rack: got $nodes"
+assert_eq "rack-${nodes:1:1}" "$rack" "admission domain is the gang's rack"
 pass "lender's gang lend/hi Admitted ${dt}s after apply on $nodes (domain $rack)"
 
 # Let the queue settle, then count: exactly one borrower gang preempted, once, by lend/hi.
@@ -171,6 +172,7 @@ t0=$(date +%s)
 wait_state 60 xa gang 'Admitted|Running'
 dt=$(( $(date +%s) - t0 ))
 assert_eq "p0 p1" "$(job_pod_nodes xa gang)" "the gang on rack q1"
+assert_eq q1 "$(k -n xa get gpujob gang -o jsonpath='{.status.admission.domain}')" "admission domain"
 sleep 8
 st=$(k -n xb get gpujob v -o jsonpath='{.status.state} {.status.preemptions} {.status.lastPreemption.by}')
 assert_match "$st" '^(Preempted|Queued) 1 xa/gang$' "xb/v preempted exactly once, by xa/gang, and still waiting"

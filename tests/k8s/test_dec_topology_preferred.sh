@@ -51,7 +51,8 @@ expect_optimal() { # NAME TOPOLOGY-YAML
   wait_state 20 topo "$1" 'Admitted|Running'
   wait_job_pods 20 topo "$1" 3
   assert_eq "n5 n7 n8" "$(job_pod_nodes topo "$1")" "$1 ($2) on the three free nodes under sw22"
-  pass "$1 with $2: pods on n5 n7 n8 (domain $(k -n topo get gpujob "$1" -o jsonpath='{.status.admission.domain}'))"
+  assert_eq sw22 "$(k -n topo get gpujob "$1" -o jsonpath='{.status.admission.domain}')" "$1: the admission names the tightest domain holding every replica"
+  pass "$1 with $2: pods on n5 n7 n8 (domain sw22)"
   k -n topo delete gpujob "$1" >/dev/null
   wait_for 30 "pods of $1 gone" bash -c "[ \$(kubectl -n topo get pods -o name | wc -l) = 0 ]"
 }
@@ -82,6 +83,8 @@ wait_state 20 topo pair 'Admitted|Running'
 wait_job_pods 20 topo pair 2
 pn=$(job_pod_nodes topo pair)
 assert_match "$pn" '^(n7 n8|n10 n9)$' "a pair under one leaf switch"
-pass "2 replicas with preferred rack: $pn, under one leaf switch"
+pd=$(k -n topo get gpujob pair -o jsonpath='{.status.admission.domain}')
+case "$pn" in "n7 n8") assert_eq sw14 "$pd" "admission domain" ;; *) assert_eq sw15 "$pd" "admission domain" ;; esac
+pass "2 replicas with preferred rack: $pn, under one leaf switch (domain $pd)"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"
