@@ -12,10 +12,8 @@
 # and the victim is preempted exactly once.
 . "$(dirname "$0")/lib.sh"
 
-i=0
 for r in 1 2 3; do
   for h in a b; do
-    i=$((i + 1))
     fakelet add-node "n$r$h" --gpus 8 --cpu 96 --memory 1000Gi --label "topology.gangq.io/rack=rack-$r" \
       --label topology.gangq.io/block=b1 --label topology.kubernetes.io/zone=z1 \
       --label nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --label nvidia.com/gpu.memory=81559 \
