@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # No preemption livelock. Three racks of two 8-GPU nodes; one cohort: a lending team (idle),
 # two borrowing teams and a team on its own quota, all running rack-required 2x8 Training
-# gangs (cluster full) with more borrower gangs waiting; --min-runtime 5s; the fake kubelet
-# runs pods. The lender's high-priority rack-required 2x8 gang reclaims its quota: within 60 s
-# it is Admitted, exactly one borrower gang is preempted for it (no victim twice, no second
-# victim), and it then keeps running while the waiting borrowers stay out.
+# gangs (cluster full) with more borrower gangs waiting; --min-runtime 5s (every gang older);
+# the fake kubelet runs pods. The lender's high-priority rack-required 2x8 gang reclaims its
+# quota: within 60 s it is Admitted, exactly one borrower gang is preempted for it (no victim
+# twice, no second victim), and it then keeps running while the waiting borrowers stay out.
 # Then the loop that used to repeat every minimum runtime: a borrowing team's rack-required
 # Training gang reclaims H100s from a Batch job that may also run on A100 (where its team has
 # nominal quota), so the stopped victim goes ahead of its preemptor in the queue; it must not
@@ -73,6 +73,11 @@ wait_state 20 ta a2 Queued
 wait_state 20 tb b2 Queued
 pass "cluster full: tc/c1 (own quota), ta/a1 and tb/b1 (each borrowing 8) Running on one rack each; ta/a2, tb/b2 Queued"
 
+# Every running gang past the 5 s minimum runtime, so that the victim is chosen by the
+# victim order (borrowers first), not by age.
+adm=$(k -n tb get gpujob b1 -o jsonpath='{.status.admission.time}')
+left=$(( $(date -d "$adm" +%s) + 6 - $(date +%s) ))
+[ "$left" -le 0 ] || sleep "$left"
 t0=$(date +%s)
 job lend hi 1000
 wait_state 60 lend hi 'Admitted|Running'
