@@ -32,6 +32,12 @@
 #   assert_fails DESC CMD...          CMD must exit non-zero; its output is kept in $GQ_OUT
 #   assert_ok DESC CMD...             CMD must exit 0; its output is kept in $GQ_OUT
 #   pass MSG / fail MSG               log a step / fail the test
+#   wait_state TIMEOUT_S NS NAME REGEX
+#                                     poll until gpujob NAME's status.state matches REGEX
+#                                     (anchored, e.g. 'Admitted|Running'); on timeout print
+#                                     the last state and status.message
+#   job_pod_nodes NS NAME             the nodes of the job's pods, sorted, space-separated
+#   wait_job_pods TIMEOUT_S NS NAME N poll until the job has N pods bound to nodes
 
 set -euo pipefail
 GQ_ROOT="${GQ_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -164,4 +170,27 @@ assert_ok() {
 assert_fails() {
   local desc="$1"; shift
   if GQ_OUT=$("$@" 2>&1); then fail "$desc: command succeeded but should have failed: $* — output: $GQ_OUT"; fi
+}
+
+# wait_state TIMEOUT_S NS NAME REGEX   poll until gpujob NS/NAME's status.state matches REGEX
+#                                      (whole word, egrep), e.g. 'Admitted|Running'
+wait_state() {
+  local timeout="$1" ns="$2" name="$3" re="$4" got=""
+  local end=$(( $(date +%s) + timeout ))
+  while :; do
+    got=$(kubectl -n "$ns" get gpujob "$name" -o jsonpath='{.status.state}' 2>&1) && [[ "$got" =~ ^($re)$ ]] && return 0
+    [ "$(date +%s)" -lt "$end" ] || fail "timed out after ${timeout}s: gpujob $ns/$name state '$got', expected /$re/; message: $(kubectl -n "$ns" get gpujob "$name" -o jsonpath='{.status.message}' 2>&1)"
+    sleep 0.25
+  done
+}
+
+# job_pod_nodes NS NAME   the nodes of gpujob NAME's pods, sorted, space-separated (one per pod)
+job_pod_nodes() {
+  kubectl -n "$1" get pods -l "gangq.io/job=$2" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort | xargs
+}
+
+# wait_job_pods TIMEOUT_S NS NAME N   poll until gpujob NAME has N pods bound to nodes
+wait_job_pods() {
+  wait_for "$1" "$4 bound pods of gpujob $2/$3" bash -c \
+    "[ \$(kubectl -n $2 get pods -l gangq.io/job=$3 -o jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}' | grep -c .) = $4 ]"
 }
