@@ -60,7 +60,7 @@ wait_jsonpath 30 Running -n dr gpujob sus -o jsonpath='{.status.state}'
 pass "victim holds all 4 GPUs of na, sus both GPUs of nd"
 
 # A preemption and a suspend whose pods then stay terminating.
-job pre Inference 100000 4 a
+job pre Inference 1000 4 a
 wait_jsonpath 30 Preempted -n dr gpujob victim -o jsonpath='{.status.state}'
 k -n dr patch gpujob sus --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
 wait_jsonpath 30 Suspended -n dr gpujob sus -o jsonpath='{.status.state}'

@@ -49,7 +49,7 @@ msg=$(k -n bt get gpujob train -o jsonpath='{.status.message}')
 pass "Training preemptor held back by the minimum runtime: $msg"
 
 # An Inference job preempts the just-admitted batch job at once.
-job serve infer Inference 100000 4
+job serve infer Inference 1000 4
 wait_for 30 "infer admitted" bash -c \
   "kubectl -n serve get gpujob infer -o jsonpath='{.status.state}' | grep -Eqx 'Admitted|Running'"
 st=$(k -n bt get gpujob victim -o jsonpath='{.status.lastPreemption.by}|{.status.preemptions}')

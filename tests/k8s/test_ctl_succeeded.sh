@@ -40,7 +40,7 @@ pass "gang done Running on all 4 GPUs: $(phases done)"
 
 # Its pods finish; before the controller sees that, a preemptor arrives.
 fakelet succeed sc -l gangq.io/job=done >/dev/null 2>&1
-job pre Inference 100000 1 4
+job pre Inference 1000 1 4
 wait_for 20 "done preempted (on the stale view)" bash -c "grep -q 'job preempted.*job=sc/done' '$GQ_TEST_TMP/controller.log'"
 wait_jsonpath 40 Succeeded -n sc gpujob done -o jsonpath='{.status.state}'
 assert_eq "done-1-0=Succeeded done-1-1=Succeeded " "$(phases done)" "the finished pods are kept, not deleted"

@@ -9,8 +9,8 @@
 # given up for a relist.
 . "$(dirname "$0")/lib.sh"
 
-k apply -f examples/manifests/00-namespaces.yaml -f examples/manifests/priorityclasses.yaml \
-  -f examples/manifests/teams.yaml -f examples/manifests/pools.yaml >/dev/null
+k apply -f examples/manifests/00-namespaces.yaml -f examples/manifests/01-priorityclasses.yaml \
+  -f examples/manifests/02-teams.yaml -f examples/manifests/03-pools.yaml >/dev/null
 for n in a100-01 a100-02; do
   fakelet add-node "$n" --gpus 8 --cpu 64 --memory 512Gi --label gangq.io/pool=batch \
     --label nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB --label nvidia.com/gpu.memory=40960 \
