@@ -665,6 +665,12 @@ static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
     return R_OK;
 }
 
+/* The keep-whole rule applies (sc_keep_whole): one replica, no topology. */
+static int pc_keep_whole(const struct place_ctx *pc)
+{
+    return sc_keep_whole(&pc->r, pc->jb->replicas == 1 && pc->L < 0 && pc->P < 0 && pc->S < 0);
+}
+
 static int node_cap(struct cy *cy, const struct place_ctx *pc, int i)
 {
     int cap = sc_fit_count(&cy->n[i].c, &pc->r, pc->want);
@@ -781,14 +787,16 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             c.devs = node_pick(cy, i, &pc->r, rid, &c.delta);
             c.level = sc_fgd_level(c.delta, cy->cfg->fgd_score_levels);
             c.node = i;
-            c.in_use = cy->n[i].c.free_milli < cy->n[i].c.ndev * 1000;
+            c.whole = sc_node_whole(&cy->n[i].c);
+            c.kept = c.whole && sc_whole_kept(&cy->n[i].c, &pc->r,
+                                              sc_shape_gpus_max(&cy->n[i].c, cy->sh, cy->nsh));
             c.free_after = cy->n[i].c.free_milli - req_milli(&pc->r);
             c.cpu_after = cy->n[i].c.cpu_free - pc->r.cpu;
             int cmp = 0;
             if (have && percount && percount[x] != percount[bestx])
                 cmp = percount[x] < percount[bestx] ? -1 : 1;
             else if (have)
-                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy);
+                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy, pc_keep_whole(pc));
             if (!have || cmp < 0) {
                 best = c;
                 bestx = x;
@@ -830,6 +838,9 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
      * job scans everything (distinct domains are not counted on the way). */
     int early = !cy->nocache && pc->S < 0;
     int window = CY_WINDOW_NODES;
+    /* keep-whole: the window also waits for a node that is not whole (once
+     * it holds enough whole ones, only such nodes are added) */
+    int keep = pc_keep_whole(pc), part = 0;
     for (int x = start; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
         if (dyn_reason(cy, pc, i) != R_OK)
@@ -839,6 +850,10 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
             continue;
         if (first_fit < 0)
             first_fit = x;
+        int whole = sc_node_whole(&cy->n[i].c);
+        if (early && keep && whole && nc >= window && capsum >= pc->want)
+            continue;
+        part |= !whole;
         cand[nc] = i;
         candcap[nc] = c;
         nc++;
@@ -853,7 +868,7 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
                 feasible_doms++;
             if (feasible_doms >= CY_WINDOW_DOMAINS && nc >= window)
                 break;
-        } else if (nc >= window && capsum >= pc->want) {
+        } else if (nc >= window && capsum >= pc->want && (!keep || part)) {
             break;
         }
     }

@@ -254,6 +254,26 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
     return (uint32_t)1 << best;
 }
 
+int32_t sc_shape_gpus_max(const struct sc_node *n, const struct sc_shape *sh, int nsh)
+{
+    int32_t m = 0;
+    for (int i = 0; i < nsh; i++) {
+        const struct sc_req *r = &sh[i].r;
+        int32_t g = r->gpus > 0 ? r->gpus : (r->milli > 0 ? 1 : 0);
+        if (g > m && g <= n->ndev && sc_static_ok(n, r))
+            m = g;
+    }
+    return m;
+}
+
+int sc_whole_kept(const struct sc_node *n, const struct sc_req *r, int32_t shape_gpus_max)
+{
+    if (!sc_node_whole(n))
+        return 0;
+    int32_t left = n->ndev - (r->gpus > 0 ? r->gpus : 1);
+    return shape_gpus_max <= left;
+}
+
 int32_t sc_fgd_level(double delta, int levels)
 {
     if (levels <= 0)
@@ -266,16 +286,24 @@ int32_t sc_fgd_level(double delta, int levels)
     return (int32_t)((double)levels / (1.0 + exp(x)));
 }
 
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol)
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
+                int keep_whole)
 {
     switch (pol) {
     case SCHED_POLICY_GANGQ:
-        /* quantised FGD score first (higher is better); among equals a node
-         * already in use (idle nodes stay whole), then best fit */
+        /* a single replica without topology preference never breaks a whole
+         * node that another candidate spares unless the shape distribution
+         * prices the break (sc_whole_kept): the FGD score only sees the shapes
+         * known so far, and with none (or only small ones) breaking an empty
+         * node looks free while it is what a later gang needs. Then the
+         * quantised FGD score (higher is better); among equals a node not
+         * whole, then best fit. */
+        if (keep_whole && a->kept != b->kept)
+            return a->kept < b->kept ? -1 : 1;
         if (a->level != b->level)
             return a->level > b->level ? -1 : 1;
-        if (a->in_use != b->in_use)
-            return a->in_use > b->in_use ? -1 : 1;
+        if (a->whole != b->whole)
+            return a->whole < b->whole ? -1 : 1;
         __attribute__((fallthrough)); /* best-fit tie-breaks */
     case SCHED_POLICY_BESTFIT:
         if (a->free_after != b->free_after)
