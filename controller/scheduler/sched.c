@@ -666,9 +666,10 @@ static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
 }
 
 /* The keep-whole rule applies (sc_keep_whole): one replica, no topology. */
-static int pc_keep_whole(const struct place_ctx *pc)
+static int pc_keep_whole(const struct cy *cy, const struct place_ctx *pc)
 {
-    return sc_keep_whole(&pc->r, pc->jb->replicas == 1 && pc->L < 0 && pc->P < 0 && pc->S < 0);
+    return sc_keep_whole(cy->cfg->policy, &pc->r,
+                         pc->jb->replicas == 1 && pc->L < 0 && pc->P < 0 && pc->S < 0);
 }
 
 static int node_cap(struct cy *cy, const struct place_ctx *pc, int i)
@@ -764,9 +765,12 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             return -1;
         memset(percount, 0, (size_t)(nc > 0 ? nc : 1) * sizeof(int));
     }
+    int keep = pc_keep_whole(cy, pc);
     for (int rep = 0; rep < want; rep++) {
         struct sc_cand best = {0};
+        struct sc_pick pick;
         int have = 0, bestx = -1;
+        sc_pick_init(&pick);
         for (int x = 0; x < nc; x++) {
             int i = cand[x];
             if (lvl >= 0 && dom_of(cy, i, lvl) != dom)
@@ -792,16 +796,26 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
                                               sc_shape_gpus_max(&cy->n[i].c, cy->sh, cy->nsh));
             c.free_after = cy->n[i].c.free_milli - req_milli(&pc->r);
             c.cpu_after = cy->n[i].c.cpu_free - pc->r.cpu;
+            c.slot = x;
+            if (keep) { /* one replica: no per-candidate replica counts to weigh */
+                sc_pick_offer(&pick, &c, cy->cfg->policy);
+                continue;
+            }
             int cmp = 0;
             if (have && percount && percount[x] != percount[bestx])
                 cmp = percount[x] < percount[bestx] ? -1 : 1;
             else if (have)
-                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy, pc_keep_whole(pc));
+                cmp = sc_cand_cmp(&c, &best, cy->cfg->policy);
             if (!have || cmp < 0) {
                 best = c;
                 bestx = x;
                 have = 1;
             }
+        }
+        if (keep && sc_pick_best(&pick)) {
+            best = *sc_pick_best(&pick);
+            bestx = best.slot;
+            have = 1;
         }
         if (!have)
             break;
@@ -840,7 +854,7 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     int window = CY_WINDOW_NODES;
     /* keep-whole: the window also waits for a node that is not whole (once
      * it holds enough whole ones, only such nodes are added) */
-    int keep = pc_keep_whole(pc), part = 0;
+    int keep = pc_keep_whole(cy, pc), part = 0;
     for (int x = start; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
         if (dyn_reason(cy, pc, i) != R_OK)
@@ -1591,8 +1605,7 @@ static int build(struct cy *cy)
             const struct sc_req *r = &cy->j[x].r;
             int f = -1;
             for (int y = 0; y < cy->nsh && f < 0; y++)
-                if (cy->sh[y].r.gpus == r->gpus && cy->sh[y].r.milli == r->milli &&
-                    cy->sh[y].r.types == r->types)
+                if (sc_same_class(&cy->sh[y].r, r))
                     f = y;
             if (f < 0) {
                 if (cy->nsh >= CY_MAX_DERIVED_SHAPES)

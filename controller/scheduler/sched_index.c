@@ -402,7 +402,9 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         return GQ_EINVAL;
     int rid = req_id(ix, &r);
     struct sc_cand best = {0}, c;
-    int have = 0;
+    struct sc_pick pick;
+    int have = 0, keep = sc_keep_whole(ix->pol, &r, 1); /* one task, no topology */
+    sc_pick_init(&pick);
     for (int i = 0; i < ix->nnodes; i++) {
         const struct sc_node *n = &ix->n[i];
         if (ix->excluded[i] || !sc_fit(n, &r))
@@ -434,6 +436,10 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         c.kept = sc_whole_kept(n, &r, ix->smax[i]);
         c.free_after = n->free_milli - (r.gpus > 0 ? (int64_t)r.gpus * 1000 : r.milli);
         c.cpu_after = n->cpu_free - r.cpu;
+        if (keep) {
+            sc_pick_offer(&pick, &c, ix->pol);
+            continue;
+        }
         int better;
         if (!have)
             better = 1;
@@ -442,13 +448,17 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
             better = c.level != best.level ? c.level > best.level
                                            : tie_key(ix->seq, i) < tie_key(ix->seq, best.node);
         else
-            better = sc_cand_cmp(&c, &best, ix->pol, sc_keep_whole(&r, 1)) < 0; /* one task, no topology */
+            better = sc_cand_cmp(&c, &best, ix->pol) < 0;
         if (better) {
             best = c;
             have = 1;
             if (ix->pol == SCHED_POLICY_FIRSTFIT)
                 break;
         }
+    }
+    if (keep && sc_pick_best(&pick)) {
+        best = *sc_pick_best(&pick);
+        have = 1;
     }
     if (!have)
         return GQ_ENOTFOUND;

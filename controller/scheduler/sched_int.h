@@ -64,6 +64,10 @@ int sc_fit(const struct sc_node *n, const struct sc_req *r);
 int sc_fit_count(const struct sc_node *n, const struct sc_req *r, int cap);
 /* Allocate (sign +1) or release (sign -1) one replica on devs. */
 void sc_apply(struct sc_node *n, const struct sc_req *r, uint32_t devs, int sign);
+/* Same GPU class: GPU demand (whole devices or share), accepted types and GPU
+ * memory. Shapes are told apart by class at least (the type is part of it: a
+ * typed task's fragmentation differs by node model). */
+int sc_same_class(const struct sc_req *a, const struct sc_req *b);
 /* Order shapes by GPU class so sc_frag evaluates each class's GPU part once. */
 void sc_shapes_sort(struct sc_shape *sh, int nsh);
 /* Expected fragmentation of the node's free GPU milli under the shapes (FGD). */
@@ -93,14 +97,31 @@ struct sc_cand {
     int64_t free_after;
     int64_t cpu_after;
     int32_t node;
+    int32_t slot;  /* the caller's own index of the candidate */
     uint32_t devs;
 };
-/* keep_whole (GANGQ only; see sc_keep_whole): a candidate whose node the rule
- * protects (kept) loses to every other, whatever the FGD score says; whole
- * nodes otherwise lose only among equal scores. Callers pass the same
- * keep_whole for every candidate of one placement. */
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
-                int keep_whole);
+/* GANGQ: quantised FGD score, then a node not whole, then best fit. */
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol);
+/* The keep-whole rule holds under the gangq policy for a request of GPUs
+ * (whole or a share) made by a single replica without topology preference
+ * (simple: the caller's verdict on replicas and topology). A CPU-only request
+ * breaks no GPU; whether its cpu strands a node's GPUs is the FGD measure's
+ * business. The other policies are reference baselines and stay as published. */
+static inline int sc_keep_whole(enum sched_policy pol, const struct sc_req *r, int simple)
+{
+    return pol == SCHED_POLICY_GANGQ && simple && sc_is_gpu(r);
+}
+/* Choosing one candidate under the keep-whole rule: a kept node (see
+ * sc_whole_kept) may be chosen only when no candidate is a node in use; the
+ * others compete by sc_cand_cmp. Offer every candidate, then take the best. */
+struct sc_pick {
+    struct sc_cand all, unkept; /* best of all, best of those not kept */
+    int have_all, have_unkept, in_use;
+};
+void sc_pick_init(struct sc_pick *p);
+void sc_pick_offer(struct sc_pick *p, const struct sc_cand *c, enum sched_policy pol);
+/* NULL when nothing was offered. */
+const struct sc_cand *sc_pick_best(const struct sc_pick *p);
 /* The most whole GPUs (a share counts as one) that a shape which may run on n
  * asks, among shapes that fit n's device count; 0 when none. Depends only on
  * the node's type, GPU memory and device count, not on its usage. */
@@ -112,14 +133,6 @@ int32_t sc_shape_gpus_max(const struct sc_node *n, const struct sc_shape *sh, in
  * small distribution), so the node is kept for work the distribution does not
  * show yet (a gang, a larger job). */
 int sc_whole_kept(const struct sc_node *n, const struct sc_req *r, int32_t shape_gpus_max);
-/* The keep-whole rule holds for a request of GPUs (whole or a share) made by a
- * single replica without topology preference (simple: the caller's verdict on
- * replicas and topology). A CPU-only request breaks no GPU; whether its cpu
- * strands a node's GPUs is the FGD measure's business. */
-static inline int sc_keep_whole(const struct sc_req *r, int simple)
-{
-    return simple && sc_is_gpu(r);
-}
 /* GANGQ's quantised FGD score: floor(levels * sigmoid(-delta / 1000)), delta in
  * milli-GPU; like the FGD scheduler plugin's 0..100 score, at finer resolution. */
 int32_t sc_fgd_level(double delta, int levels);

@@ -122,7 +122,7 @@ static int32_t class_gpu_frag(const struct sc_node *n, const struct sc_req *r, i
     return any ? small : fm;
 }
 
-static int same_class(const struct sc_req *a, const struct sc_req *b)
+int sc_same_class(const struct sc_req *a, const struct sc_req *b)
 {
     return a->gpus == b->gpus && a->milli == b->milli && a->types == b->types &&
            a->min_mem_mib == b->min_mem_mib;
@@ -138,7 +138,7 @@ double sc_frag(const struct sc_node *n, const struct sc_shape *sh, int nsh)
     int32_t g = fm;
     for (int i = 0; i < nsh; i++) {
         const struct sc_req *r = &sh[i].r;
-        if (!cls || !same_class(cls, r)) {
+        if (!cls || !sc_same_class(cls, r)) {
             cls = r;
             g = class_gpu_frag(n, r, fm);
         }
@@ -286,20 +286,12 @@ int32_t sc_fgd_level(double delta, int levels)
     return (int32_t)((double)levels / (1.0 + exp(x)));
 }
 
-int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol,
-                int keep_whole)
+int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol)
 {
     switch (pol) {
     case SCHED_POLICY_GANGQ:
-        /* a single replica without topology preference never breaks a whole
-         * node that another candidate spares unless the shape distribution
-         * prices the break (sc_whole_kept): the FGD score only sees the shapes
-         * known so far, and with none (or only small ones) breaking an empty
-         * node looks free while it is what a later gang needs. Then the
-         * quantised FGD score (higher is better); among equals a node not
-         * whole, then best fit. */
-        if (keep_whole && a->kept != b->kept)
-            return a->kept < b->kept ? -1 : 1;
+        /* quantised FGD score first (higher is better); among equals a node
+         * not whole (whole nodes stay whole for large gangs), then best fit */
         if (a->level != b->level)
             return a->level > b->level ? -1 : 1;
         if (a->whole != b->whole)
@@ -319,6 +311,38 @@ int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_pol
         break;
     }
     return (a->node > b->node) - (a->node < b->node);
+}
+
+void sc_pick_init(struct sc_pick *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+/* The keep-whole rule (GANGQ; callers use it for sc_keep_whole requests): a
+ * single replica without topology preference never breaks a whole node that
+ * the shape distribution does not price (kept) while a node in use can take
+ * it. The FGD score only sees the shapes known so far; with none, or only
+ * small ones, breaking an empty node looks free while it is what a later gang
+ * or larger job needs. Among whole nodes, and among nodes in use, the score
+ * decides as usual. */
+void sc_pick_offer(struct sc_pick *p, const struct sc_cand *c, enum sched_policy pol)
+{
+    if (!p->have_all || sc_cand_cmp(c, &p->all, pol) < 0) {
+        p->all = *c;
+        p->have_all = 1;
+    }
+    if (!c->kept && (!p->have_unkept || sc_cand_cmp(c, &p->unkept, pol) < 0)) {
+        p->unkept = *c;
+        p->have_unkept = 1;
+    }
+    p->in_use |= !c->whole;
+}
+
+const struct sc_cand *sc_pick_best(const struct sc_pick *p)
+{
+    if (p->in_use)
+        return &p->unkept; /* a node in use is never kept: unkept is set */
+    return p->have_all ? &p->all : NULL;
 }
 
 /* ---- string interner ---- */

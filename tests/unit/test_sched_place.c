@@ -266,6 +266,89 @@ static void test_cpu_only_not_steered(void **state)
     sched_index_free(ix);
 }
 
+/* Typed shapes keep their type: node 0 (A100) and node 1 (T4), two GPUs
+ * each, both whole. Waiting: an untyped 1-GPU job, then a 2-GPU job that
+ * accepts only A100. The untyped job's fragmentation on node 0 counts the
+ * A100-only job (it needs node 0 whole); on node 1 that job could never run,
+ * so the untyped job goes to node 1 and both are admitted in one cycle. */
+static void test_typed_shape_cycle(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_init(&c, 2, 2);
+    c.nodes[1].gpu_product = "T4";
+    static const char *const a100 = "A100";
+    for (int j = 0; j < 2; j++) {
+        struct sched_job *jb = &c.jobs[j];
+        snprintf(c.ids[j], sizeof(c.ids[j]), "j%d", j);
+        jb->id = c.ids[j];
+        jb->team = -1;
+        jb->cls = SCHED_BATCH;
+        jb->gang = 1;
+        jb->replicas = 1;
+        jb->req.gpus = j ? 2 : 1;
+        jb->req.cpu_milli = 1000;
+        jb->req.mem_bytes = GIB;
+        if (j) {
+            jb->req.types[0] = a100;
+            jb->req.ntypes = 1;
+        }
+        jb->topo_required = jb->topo_preferred = jb->topo_spread = -1;
+        jb->pool = -1;
+        jb->enqueue_time = j;
+        jb->terminating_for = -1;
+    }
+    c.nj = 2;
+    struct sched_snapshot s;
+    memset(&s, 0, sizeof(s));
+    s.config = &c.cfg;
+    s.now = 100;
+    s.nodes = c.nodes;
+    s.nnodes = c.nn;
+    s.jobs = c.jobs;
+    s.njobs = c.nj;
+    struct sched_result *r = NULL;
+    char err[256];
+    assert_int_equal(sched_cycle(NULL, &s, &r, err, sizeof(err)), 0);
+    int node[2] = {-1, -1};
+    for (int x = 0; x < r->n; x++)
+        if (r->d[x].kind == SCHED_ADMIT)
+            node[r->d[x].job] = r->d[x].rep[0].node;
+    sched_result_free(r);
+    assert_int_equal(node[0], 1);
+    assert_int_equal(node[1], 0);
+}
+
+/* The same through the index with the shapes given: a typed shape counts on
+ * its model only, so the untyped 1-GPU task leaves the A100 node whole. */
+static void test_typed_shape_index(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_init(&c, 2, 2);
+    c.nodes[1].gpu_product = "T4";
+    char err[256];
+    struct sched_index *ix = sched_index_new(&c.cfg, c.nodes, c.nn, err, sizeof(err));
+    assert_non_null(ix);
+    struct sched_shape sh[2];
+    memset(sh, 0, sizeof(sh));
+    sh[0].req.gpus = 1;
+    sh[0].weight = 1;
+    sh[1].req.gpus = 2;
+    sh[1].req.types[0] = "A100";
+    sh[1].req.ntypes = 1;
+    sh[1].weight = 1;
+    assert_int_equal(sched_index_set_shapes(ix, sh, 2, err, sizeof(err)), 0);
+    struct sched_request r;
+    struct sched_replica rep;
+    memset(&r, 0, sizeof(r));
+    r.gpus = 1;
+    r.cpu_milli = 1000;
+    assert_int_equal(sched_place_one(ix, &r, NULL, 0, &rep), 0);
+    assert_int_equal(rep.node, 1);
+    sched_index_free(ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +358,8 @@ int main(void)
         cmocka_unit_test(test_index_small_shapes),
         cmocka_unit_test(test_index_priced_break),
         cmocka_unit_test(test_cpu_only_not_steered),
+        cmocka_unit_test(test_typed_shape_cycle),
+        cmocka_unit_test(test_typed_shape_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
