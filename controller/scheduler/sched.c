@@ -232,6 +232,8 @@ struct cy {
     struct cy_group *g;
     int ngroups;
     int64_t *pool_free; /* fully free devices per pool */
+    /* GPU nodes not whole, by GPU type + 1 (0: no product) and fully free devices */
+    int32_t inuse_free[SC_MAX_GPU_TYPES + 1][SCHED_MAX_DEVICES + 1];
     int ndom[SCHED_LEVELS_MAX];
     int *domcap, *domseen;
     int *wcap; /* per-domain capacity seen by the search window (kept zeroed) */
@@ -416,6 +418,10 @@ static void node_changed(struct cy *cy, int i, int old_full)
         n->frag = sc_frag(&n->c, cy->sh, cy->nsh);
     if (n->pool >= 0 && cy->s->npools > 0 && !n->excluded)
         cy->pool_free[n->pool] += n->c.full_free - old_full;
+    if (n->c.ndev > 0) {
+        cy->inuse_free[n->c.type + 1][old_full] -= old_full != n->c.ndev;
+        cy->inuse_free[n->c.type + 1][n->c.full_free] += !sc_node_whole(&n->c);
+    }
 }
 
 static void node_apply(struct cy *cy, int i, const struct sc_req *r, uint32_t devs, int sign)
@@ -672,6 +678,20 @@ static int pc_keep_whole(const struct cy *cy, const struct place_ctx *pc)
                          pc->jb->replicas == 1 && pc->L < 0 && pc->P < 0 && pc->S < 0);
 }
 
+/* Some node not whole, of a type r accepts, may have the devices r asks (a
+ * count, not a fit). */
+static int inuse_may_take(const struct cy *cy, const struct sc_req *r)
+{
+    for (int t = 0; t <= SC_MAX_GPU_TYPES; t++) {
+        if (t == 0 ? r->types != SC_ANY : !(r->types & ((uint64_t)1 << (t - 1))))
+            continue;
+        for (int k = r->gpus > 0 ? r->gpus : 0; k <= SCHED_MAX_DEVICES; k++)
+            if (cy->inuse_free[t][k] > 0)
+                return 1;
+    }
+    return 0;
+}
+
 static int node_cap(struct cy *cy, const struct place_ctx *pc, int i)
 {
     int cap = sc_fit_count(&cy->n[i].c, &pc->r, pc->want);
@@ -853,8 +873,9 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
     int early = !cy->nocache && pc->S < 0;
     int window = CY_WINDOW_NODES;
     /* keep-whole: the window also waits for a node that is not whole (once
-     * it holds enough whole ones, only such nodes are added) */
-    int keep = pc_keep_whole(cy, pc), part = 0;
+     * it holds enough whole ones, only such nodes are added), unless none
+     * has the devices the request asks */
+    int keep = pc_keep_whole(cy, pc) && inuse_may_take(cy, &pc->r), part = 0;
     for (int x = start; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
         if (dyn_reason(cy, pc, i) != R_OK)
@@ -1629,11 +1650,14 @@ static int build(struct cy *cy)
         cy->sh[y].w /= wsum;
     sc_shapes_sort(cy->sh, cy->nsh);
     memset(cy->pool_free, 0, (size_t)(s->npools + 1) * sizeof(int64_t));
+    memset(cy->inuse_free, 0, sizeof(cy->inuse_free));
     for (int i = 0; i < cy->nn; i++) {
         cy->n[i].frag = cy->nsh > 0 ? sc_frag(&cy->n[i].c, cy->sh, cy->nsh) : 0;
         memset(cy->n[i].cache_rid, 0, sizeof(cy->n[i].cache_rid));
         if (cy->n[i].pool >= 0 && !cy->n[i].excluded)
             cy->pool_free[cy->n[i].pool] += cy->n[i].c.full_free;
+        if (cy->n[i].c.ndev > 0 && !sc_node_whole(&cy->n[i].c))
+            cy->inuse_free[cy->n[i].c.type + 1][cy->n[i].c.full_free]++;
     }
     return 0;
 }
