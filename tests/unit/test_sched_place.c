@@ -24,11 +24,11 @@ struct cluster {
     struct sched_config cfg;
     struct sched_node nodes[MAXN];
     struct sched_label labels[MAXN][1];
-    char names[MAXN][8];
+    char names[MAXN][16];
     int nn;
     struct sched_job jobs[MAXJ];
     struct sched_replica place[MAXJ][4];
-    char ids[MAXJ][8];
+    char ids[MAXJ][16];
     int nj;
 };
 
