@@ -812,7 +812,7 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             c.level = sc_fgd_level(c.delta, cy->cfg->fgd_score_levels);
             c.node = i;
             c.whole = sc_node_whole(&cy->n[i].c);
-            c.kept = c.whole && sc_whole_kept(&cy->n[i].c, &pc->r,
+            c.kept = keep && c.whole && sc_whole_kept(&cy->n[i].c, &pc->r,
                                               sc_shape_gpus_max(&cy->n[i].c, cy->sh, cy->nsh));
             c.free_after = cy->n[i].c.free_milli - req_milli(&pc->r);
             c.cpu_after = cy->n[i].c.cpu_free - pc->r.cpu;
