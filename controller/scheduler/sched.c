@@ -241,6 +241,8 @@ struct cy {
     struct cy_group *g;
     int ngroups;
     int64_t *pool_free; /* fully free devices per pool */
+    /* GPU nodes not whole, by GPU type + 1 (0: no product) and fully free devices */
+    int32_t inuse_free[SC_MAX_GPU_TYPES + 1][SCHED_MAX_DEVICES + 1];
     int ndom[SCHED_LEVELS_MAX];
     int *domcap, *domseen;
     int *wcap; /* per-domain capacity seen by the search window (kept zeroed) */
@@ -429,6 +431,10 @@ static void node_changed(struct cy *cy, int i, int old_full)
         n->frag = sc_frag(&n->c, cy->sh, cy->nsh);
     if (n->pool >= 0 && cy->s->npools > 0 && !n->excluded)
         cy->pool_free[n->pool] += n->c.full_free - old_full;
+    if (n->c.ndev > 0) {
+        cy->inuse_free[n->c.type + 1][old_full] -= old_full != n->c.ndev;
+        cy->inuse_free[n->c.type + 1][n->c.full_free] += !sc_node_whole(&n->c);
+    }
 }
 
 static void node_apply(struct cy *cy, int i, const struct sc_req *r, uint32_t devs, int sign)
@@ -691,6 +697,27 @@ static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
     return R_OK;
 }
 
+/* The keep-whole rule applies (sc_keep_whole): one replica, no topology. */
+static int pc_keep_whole(const struct cy *cy, const struct place_ctx *pc)
+{
+    return sc_keep_whole(cy->cfg->policy, &pc->r,
+                         pc->jb->replicas == 1 && pc->L < 0 && pc->P < 0 && pc->S < 0);
+}
+
+/* Some node not whole, of a type r accepts, may have the devices r asks (a
+ * count, not a fit). */
+static int inuse_may_take(const struct cy *cy, const struct sc_req *r)
+{
+    for (int t = 0; t <= SC_MAX_GPU_TYPES; t++) {
+        if (t == 0 ? r->types != SC_ANY : !(r->types & ((uint64_t)1 << (t - 1))))
+            continue;
+        for (int k = r->gpus > 0 ? r->gpus : 0; k <= SCHED_MAX_DEVICES; k++)
+            if (cy->inuse_free[t][k] > 0)
+                return 1;
+    }
+    return 0;
+}
+
 static int node_cap(struct cy *cy, const struct place_ctx *pc, int i)
 {
     int cap = sc_fit_count(&cy->n[i].c, &pc->r, pc->want);
@@ -784,9 +811,12 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             return -1;
         memset(percount, 0, (size_t)(nc > 0 ? nc : 1) * sizeof(int));
     }
+    int keep = pc_keep_whole(cy, pc);
     for (int rep = 0; rep < want; rep++) {
         struct sc_cand best = {0};
+        struct sc_pick pick;
         int have = 0, bestx = -1;
+        sc_pick_init(&pick);
         for (int x = 0; x < nc; x++) {
             int i = cand[x];
             if (lvl >= 0 && dom_of(cy, i, lvl) != dom)
@@ -807,9 +837,16 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
             c.devs = node_pick(cy, i, &pc->r, rid, &c.delta);
             c.level = sc_fgd_level(c.delta, cy->cfg->fgd_score_levels);
             c.node = i;
-            c.in_use = cy->n[i].c.free_milli < cy->n[i].c.ndev * 1000;
+            c.whole = sc_node_whole(&cy->n[i].c);
+            c.kept = keep && c.whole && sc_whole_kept(&cy->n[i].c, &pc->r,
+                                              sc_shape_gpus_max(&cy->n[i].c, cy->sh, cy->nsh));
             c.free_after = cy->n[i].c.free_milli - req_milli(&pc->r);
             c.cpu_after = cy->n[i].c.cpu_free - pc->r.cpu;
+            c.slot = x;
+            if (keep) { /* one replica: no per-candidate replica counts to weigh */
+                sc_pick_offer(&pick, &c, cy->cfg->policy);
+                continue;
+            }
             int cmp = 0;
             if (have && percount && percount[x] != percount[bestx])
                 cmp = percount[x] < percount[bestx] ? -1 : 1;
@@ -820,6 +857,11 @@ static int select_nodes(struct cy *cy, const struct place_ctx *pc, const int *ca
                 bestx = x;
                 have = 1;
             }
+        }
+        if (keep && sc_pick_best(&pick)) {
+            best = *sc_pick_best(&pick);
+            bestx = best.slot;
+            have = 1;
         }
         if (!have)
             break;
@@ -859,6 +901,10 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
      * job scans everything (distinct domains are not counted on the way). */
     int early = !cy->nocache && pc->S < 0;
     int window = CY_WINDOW_NODES;
+    /* keep-whole: the window also waits for a node that is not whole (once
+     * it holds enough whole ones, only such nodes are added), unless none
+     * has the devices the request asks */
+    int keep = pc_keep_whole(cy, pc) && inuse_may_take(cy, &pc->r), part = 0;
     for (int x = start; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
         if (dyn_reason(cy, pc, i) != R_OK)
@@ -868,6 +914,10 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
             continue;
         if (first_fit < 0)
             first_fit = x;
+        int whole = sc_node_whole(&cy->n[i].c);
+        if (early && keep && whole && nc >= window && capsum >= pc->want)
+            continue;
+        part |= !whole;
         cand[nc] = i;
         candcap[nc] = c;
         nc++;
@@ -886,7 +936,7 @@ static int try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *
                 feasible_doms++;
             if (feasible_doms >= CY_WINDOW_DOMAINS && nc >= window)
                 break;
-        } else if (nc >= window && capsum >= pc->want) {
+        } else if (nc >= window && capsum >= pc->want && (!keep || part)) {
             break;
         }
     }
@@ -1729,8 +1779,7 @@ static int build(struct cy *cy)
             const struct sc_req *r = &cy->j[x].r;
             int f = -1;
             for (int y = 0; y < cy->nsh && f < 0; y++)
-                if (cy->sh[y].r.gpus == r->gpus && cy->sh[y].r.milli == r->milli &&
-                    cy->sh[y].r.types == r->types)
+                if (sc_same_class(&cy->sh[y].r, r))
                     f = y;
             if (f < 0) {
                 if (cy->nsh >= CY_MAX_DERIVED_SHAPES)
@@ -1754,11 +1803,14 @@ static int build(struct cy *cy)
         cy->sh[y].w /= wsum;
     sc_shapes_sort(cy->sh, cy->nsh);
     memset(cy->pool_free, 0, (size_t)(s->npools + 1) * sizeof(int64_t));
+    memset(cy->inuse_free, 0, sizeof(cy->inuse_free));
     for (int i = 0; i < cy->nn; i++) {
         cy->n[i].frag = cy->nsh > 0 ? sc_frag(&cy->n[i].c, cy->sh, cy->nsh) : 0;
         memset(cy->n[i].cache_rid, 0, sizeof(cy->n[i].cache_rid));
         if (cy->n[i].pool >= 0 && !cy->n[i].excluded)
             cy->pool_free[cy->n[i].pool] += cy->n[i].c.full_free;
+        if (cy->n[i].c.ndev > 0 && !sc_node_whole(&cy->n[i].c))
+            cy->inuse_free[cy->n[i].c.type + 1][cy->n[i].c.full_free]++;
     }
     return 0;
 }

@@ -48,6 +48,7 @@ struct sched_index {
     int nnodes;
     struct sc_node *n;
     double *frag;
+    int32_t *smax; /* by node: sc_shape_gpus_max under the current shapes */
     uint32_t *ver;
     uint8_t *excluded;
     int *toff, *tcnt;
@@ -105,6 +106,7 @@ void sched_index_free(struct sched_index *ix)
     free(ix->strs);
     free(ix->n);
     free(ix->frag);
+    free(ix->smax);
     free(ix->ver);
     free(ix->excluded);
     free(ix->toff);
@@ -160,6 +162,7 @@ struct sched_index *sched_index_new(const struct sched_config *cfg,
         ntaint += nodes[i].ntaints > 0 ? nodes[i].ntaints : 0;
     ix->n = calloc(nn, sizeof(*ix->n));
     ix->frag = calloc(nn, sizeof(*ix->frag));
+    ix->smax = calloc(nn, sizeof(*ix->smax));
     ix->ver = calloc(nn, sizeof(*ix->ver));
     ix->excluded = calloc(nn, 1);
     ix->toff = calloc(nn, sizeof(int));
@@ -167,7 +170,7 @@ struct sched_index *sched_index_new(const struct sched_config *cfg,
     ix->taints = calloc((size_t)ntaint + 1, sizeof(*ix->taints));
     ix->strs = calloc((size_t)ntaint * 2 + 1, sizeof(char *));
     ix->cache = calloc(nn * IX_WAYS, sizeof(*ix->cache));
-    if (!ix->n || !ix->frag || !ix->ver || !ix->excluded || !ix->toff || !ix->tcnt ||
+    if (!ix->n || !ix->frag || !ix->smax || !ix->ver || !ix->excluded || !ix->toff || !ix->tcnt ||
         !ix->taints || !ix->strs || !ix->cache)
         goto nomem;
     int t = 0;
@@ -310,6 +313,7 @@ int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *sha
     ix->ldirty = 0;
     for (int i = 0; i < ix->nnodes; i++) {
         ix->frag[i] = sc_frag(&ix->n[i], ix->sh, ix->nsh);
+        ix->smax[i] = sc_shape_gpus_max(&ix->n[i], ix->sh, ix->nsh);
         ix->ver[i]++;
     }
     return 0;
@@ -398,7 +402,9 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         return GQ_EINVAL;
     int rid = req_id(ix, &r);
     struct sc_cand best = {0}, c;
-    int have = 0;
+    struct sc_pick pick;
+    int have = 0, keep = sc_keep_whole(ix->pol, &r, 1); /* one task, no topology */
+    sc_pick_init(&pick);
     for (int i = 0; i < ix->nnodes; i++) {
         const struct sc_node *n = &ix->n[i];
         if (ix->excluded[i] || !sc_fit(n, &r))
@@ -426,9 +432,14 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
         }
     scored:
         c.node = i;
-        c.in_use = n->free_milli < n->ndev * 1000;
+        c.whole = sc_node_whole(n);
+        c.kept = sc_whole_kept(n, &r, ix->smax[i]);
         c.free_after = n->free_milli - (r.gpus > 0 ? (int64_t)r.gpus * 1000 : r.milli);
         c.cpu_after = n->cpu_free - r.cpu;
+        if (keep) {
+            sc_pick_offer(&pick, &c, ix->pol);
+            continue;
+        }
         int better;
         if (!have)
             better = 1;
@@ -444,6 +455,10 @@ int sched_place_one(struct sched_index *ix, const struct sched_request *req,
             if (ix->pol == SCHED_POLICY_FIRSTFIT)
                 break;
         }
+    }
+    if (keep && sc_pick_best(&pick)) {
+        best = *sc_pick_best(&pick);
+        have = 1;
     }
     if (!have)
         return GQ_ENOTFOUND;

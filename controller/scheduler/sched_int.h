@@ -66,6 +66,10 @@ int sc_fit(const struct sc_node *n, const struct sc_req *r);
 int sc_fit_count(const struct sc_node *n, const struct sc_req *r, int cap);
 /* Allocate (sign +1) or release (sign -1) one replica on devs. */
 void sc_apply(struct sc_node *n, const struct sc_req *r, uint32_t devs, int sign);
+/* Same GPU class: GPU demand (whole devices or share), accepted types and GPU
+ * memory. Shapes are told apart by class at least (the type is part of it: a
+ * typed task's fragmentation differs by node model). */
+int sc_same_class(const struct sc_req *a, const struct sc_req *b);
 /* Order shapes by GPU class so sc_frag evaluates each class's GPU part once. */
 void sc_shapes_sort(struct sc_shape *sh, int nsh);
 /* Expected fragmentation of the node's free GPU milli under the shapes (FGD). */
@@ -78,18 +82,59 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
                       const struct sc_shape *sh, int nsh, enum sched_policy pol,
                       double frag_before, double *delta);
 
+/* A whole node: it has GPUs and none of them is in use (work that takes no
+ * GPU may run there). */
+static inline int sc_node_whole(const struct sc_node *n)
+{
+    return n->ndev > 0 && n->full_free == n->ndev;
+}
+
 /* Compare two candidate placements by policy: returns <0 if a is better.
  * delta: FGD increase; free_after: GPU milli left; cpu_after: cpu left. */
 struct sc_cand {
     double delta;
     int32_t level; /* sc_fgd_level(delta) (GANGQ) */
-    int32_t in_use; /* the node already has GPU work (GANGQ keeps idle nodes whole) */
+    int32_t whole; /* sc_node_whole before the placement */
+    int32_t kept;  /* sc_whole_kept: the keep-whole rule protects the node */
     int64_t free_after;
     int64_t cpu_after;
     int32_t node;
+    int32_t slot;  /* the caller's own index of the candidate */
     uint32_t devs;
 };
+/* GANGQ: quantised FGD score, then a node not whole, then best fit. */
 int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_policy pol);
+/* The keep-whole rule holds under the gangq policy for a request of GPUs
+ * (whole or a share) made by a single replica without topology preference
+ * (simple: the caller's verdict on replicas and topology). A CPU-only request
+ * breaks no GPU; whether its cpu strands a node's GPUs is the FGD measure's
+ * business. The other policies are reference baselines and stay as published. */
+static inline int sc_keep_whole(enum sched_policy pol, const struct sc_req *r, int simple)
+{
+    return pol == SCHED_POLICY_GANGQ && simple && sc_is_gpu(r);
+}
+/* Choosing one candidate under the keep-whole rule: a kept node (see
+ * sc_whole_kept) may be chosen only when no candidate is a node in use; the
+ * others compete by sc_cand_cmp. Offer every candidate, then take the best. */
+struct sc_pick {
+    struct sc_cand all, unkept; /* best of all, best of those not kept */
+    int have_all, have_unkept, in_use;
+};
+void sc_pick_init(struct sc_pick *p);
+void sc_pick_offer(struct sc_pick *p, const struct sc_cand *c, enum sched_policy pol);
+/* NULL when nothing was offered. */
+const struct sc_cand *sc_pick_best(const struct sc_pick *p);
+/* The most whole GPUs (a share counts as one) that a shape which may run on n
+ * asks, among shapes that fit n's device count; 0 when none. Depends only on
+ * the node's type, GPU memory and device count, not on its usage. */
+int32_t sc_shape_gpus_max(const struct sc_node *n, const struct sc_shape *sh, int nsh);
+/* The keep-whole rule's verdict on node n for request r: n is whole and the
+ * shape distribution does not price breaking it, i.e. no shape that may run
+ * on n needs more GPUs than r would leave whole there (shape_gpus_max from
+ * sc_shape_gpus_max). The FGD measure is then blind to the break (an empty or
+ * small distribution), so the node is kept for work the distribution does not
+ * show yet (a gang, a larger job). */
+int sc_whole_kept(const struct sc_node *n, const struct sc_req *r, int32_t shape_gpus_max);
 /* GANGQ's quantised FGD score: floor(levels * sigmoid(-delta / 1000)), delta in
  * milli-GPU; like the FGD scheduler plugin's 0..100 score, at finer resolution. */
 int32_t sc_fgd_level(double delta, int levels);

@@ -127,7 +127,7 @@ static int32_t class_gpu_frag(const struct sc_node *n, const struct sc_req *r, i
     return any ? small : fm;
 }
 
-static int same_class(const struct sc_req *a, const struct sc_req *b)
+int sc_same_class(const struct sc_req *a, const struct sc_req *b)
 {
     return a->gpus == b->gpus && a->milli == b->milli && a->types == b->types &&
            a->min_mem_mib == b->min_mem_mib;
@@ -143,7 +143,7 @@ double sc_frag(const struct sc_node *n, const struct sc_shape *sh, int nsh)
     int32_t g = fm;
     for (int i = 0; i < nsh; i++) {
         const struct sc_req *r = &sh[i].r;
-        if (!cls || !same_class(cls, r)) {
+        if (!cls || !sc_same_class(cls, r)) {
             cls = r;
             g = class_gpu_frag(n, r, fm);
         }
@@ -259,6 +259,26 @@ uint32_t sc_pick_devs(const struct sc_node *n, const struct sc_req *r,
     return (uint32_t)1 << best;
 }
 
+int32_t sc_shape_gpus_max(const struct sc_node *n, const struct sc_shape *sh, int nsh)
+{
+    int32_t m = 0;
+    for (int i = 0; i < nsh; i++) {
+        const struct sc_req *r = &sh[i].r;
+        int32_t g = r->gpus > 0 ? r->gpus : (r->milli > 0 ? 1 : 0);
+        if (g > m && g <= n->ndev && sc_static_ok(n, r))
+            m = g;
+    }
+    return m;
+}
+
+int sc_whole_kept(const struct sc_node *n, const struct sc_req *r, int32_t shape_gpus_max)
+{
+    if (!sc_node_whole(n))
+        return 0;
+    int32_t left = n->ndev - (r->gpus > 0 ? r->gpus : 1);
+    return shape_gpus_max <= left;
+}
+
 int32_t sc_fgd_level(double delta, int levels)
 {
     if (levels <= 0)
@@ -276,11 +296,11 @@ int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_pol
     switch (pol) {
     case SCHED_POLICY_GANGQ:
         /* quantised FGD score first (higher is better); among equals a node
-         * already in use (idle nodes stay whole), then best fit */
+         * not whole (whole nodes stay whole for large gangs), then best fit */
         if (a->level != b->level)
             return a->level > b->level ? -1 : 1;
-        if (a->in_use != b->in_use)
-            return a->in_use > b->in_use ? -1 : 1;
+        if (a->whole != b->whole)
+            return a->whole < b->whole ? -1 : 1;
         __attribute__((fallthrough)); /* best-fit tie-breaks */
     case SCHED_POLICY_BESTFIT:
         if (a->free_after != b->free_after)
@@ -296,6 +316,38 @@ int sc_cand_cmp(const struct sc_cand *a, const struct sc_cand *b, enum sched_pol
         break;
     }
     return (a->node > b->node) - (a->node < b->node);
+}
+
+void sc_pick_init(struct sc_pick *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+/* The keep-whole rule (GANGQ; callers use it for sc_keep_whole requests): a
+ * single replica without topology preference never breaks a whole node that
+ * the shape distribution does not price (kept) while a node in use can take
+ * it. The FGD score only sees the shapes known so far; with none, or only
+ * small ones, breaking an empty node looks free while it is what a later gang
+ * or larger job needs. Among whole nodes, and among nodes in use, the score
+ * decides as usual. */
+void sc_pick_offer(struct sc_pick *p, const struct sc_cand *c, enum sched_policy pol)
+{
+    if (!p->have_all || sc_cand_cmp(c, &p->all, pol) < 0) {
+        p->all = *c;
+        p->have_all = 1;
+    }
+    if (!c->kept && (!p->have_unkept || sc_cand_cmp(c, &p->unkept, pol) < 0)) {
+        p->unkept = *c;
+        p->have_unkept = 1;
+    }
+    p->in_use |= !c->whole;
+}
+
+const struct sc_cand *sc_pick_best(const struct sc_pick *p)
+{
+    if (p->in_use)
+        return &p->unkept; /* a node in use is never kept: unkept is set */
+    return p->have_all ? &p->all : NULL;
 }
 
 /* ---- string interner ---- */

@@ -40,8 +40,10 @@ static void usage(FILE *f)
             "  --grace TIME  a preempted job's pods take TIME to stop, holding their GPUs (default 30 s)\n"
             "\n"
             "--openb replays the openb GPU trace (Weng et al., USENIX ATC 2023) one task at a time\n"
-            "under the FGD protocol: WORKLOAD is default, multigpu50, gpushare40 or a path to an\n"
-            "openb-format pod list; data is read from $GANGQ_TRACES or ../shared/traces/openb.\n"
+            "under the FGD protocol: WORKLOAD is one of the published workloads (default,\n"
+            "multigpu20/30/40/50, gpushare40/60/80, gpuspec10/20/25, cpu050/100/200; \"all\" for\n"
+            "the fourteen) or a path to an openb-format pod list; data is read from\n"
+            "$GANGQ_TRACES or ../shared/traces/openb.\n"
             "The core is given the trace's task-shape distribution (every shape with its\n"
             "frequency; --typical-pct P keeps only FGD's \"typical pods\" covering P %% of tasks).\n");
 }
@@ -220,6 +222,15 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
         join(table, sizeof(table), dir, "fgd_unallocated_at_arrived100.csv") ||
         gq_strlcpy(list, workloads, sizeof(list)) >= sizeof(list))
         return 1;
+    if (!strcmp(workloads, "all")) {
+        size_t at = 0;
+        for (int i = 0; i < SIM_OPENB_NWORKLOADS; i++) {
+            int w = snprintf(list + at, sizeof(list) - at, "%s%s", i ? "," : "", sim_openb_workloads[i]);
+            if (w < 0 || (size_t)w >= sizeof(list) - at)
+                return 1;
+            at += (size_t)w;
+        }
+    }
     if (!json) {
         printf("FGD replay (openb trace; Weng et al., \"Beware of Fragmentation: Scheduling GPU-Sharing\n"
                "Workloads with Fragmentation Gradient Descent\", USENIX ATC 2023)\n"

@@ -9,9 +9,12 @@
 
 #include "gq.h"
 
+/* FGD's typical-pod key (PodResource): cpu, per-GPU milli, GPU count and the
+ * accepted GPU models, so a typed task's shape keeps its type. */
 struct shape_key {
     int64_t cpu;
     int gpus, milli;
+    const char *spec; /* the pod's gpu_spec ("" = any model) */
 };
 
 static int cmp_shape(const void *a, const void *b)
@@ -21,7 +24,25 @@ static int cmp_shape(const void *a, const void *b)
         return x->gpus < y->gpus ? -1 : 1;
     if (x->milli != y->milli)
         return x->milli < y->milli ? -1 : 1;
-    return (x->cpu > y->cpu) - (x->cpu < y->cpu);
+    if (x->cpu != y->cpu)
+        return x->cpu < y->cpu ? -1 : 1;
+    return strcmp(x->spec, y->spec);
+}
+
+/* Split a gpu_spec ("A|B|C") into req->types, each copied into types[k]. */
+static void spec_types(const char *s, struct sched_request *req, char types[][24])
+{
+    while (*s && req->ntypes < SCHED_MAX_TYPES) {
+        const char *bar = strchr(s, '|');
+        size_t l = bar ? (size_t)(bar - s) : strlen(s);
+        if (l && l < 24) {
+            memcpy(types[req->ntypes], s, l);
+            types[req->ntypes][l] = '\0';
+            req->types[req->ntypes] = types[req->ntypes];
+            req->ntypes++;
+        }
+        s += l + (bar ? 1 : 0);
+    }
 }
 
 static void pod_request(const struct sim_openb_pod *p, struct sched_request *req, char types[][24])
@@ -33,20 +54,8 @@ static void pod_request(const struct sim_openb_pod *p, struct sched_request *req
         req->gpu_milli = p->gpu_milli;
     req->cpu_milli = p->cpu_milli;
     req->mem_bytes = p->mem_mib * 1048576;
-    if (types) {
-        const char *s = p->spec;
-        while (*s && req->ntypes < SCHED_MAX_TYPES) {
-            const char *bar = strchr(s, '|');
-            size_t l = bar ? (size_t)(bar - s) : strlen(s);
-            if (l && l < 24) {
-                memcpy(types[req->ntypes], s, l);
-                types[req->ntypes][l] = '\0';
-                req->types[req->ntypes] = types[req->ntypes];
-                req->ntypes++;
-            }
-            s += l + (bar ? 1 : 0);
-        }
-    }
+    if (req->gpus > 0 || req->gpu_milli > 0)
+        spec_types(p->spec, req, types); /* a CPU-only task's spec names no device */
 }
 
 /* The workload's shape distribution: distinct (gpus, gpu milli, cpu) with
@@ -69,14 +78,31 @@ static int cmp_weight_desc(const void *a, const void *b)
     if (shape_milli(x) != shape_milli(y))
         return shape_milli(x) > shape_milli(y) ? -1 : 1;
     int gx = x->req.gpus > 0 ? x->req.gpus : (x->req.gpu_milli > 0), gy = y->req.gpus > 0 ? y->req.gpus : (y->req.gpu_milli > 0);
-    return (gx < gy) - (gx > gy);
+    if (gx != gy)
+        return (gx < gy) - (gx > gy);
+    /* then the accepted models, so the order never depends on qsort */
+    if (x->req.ntypes != y->req.ntypes)
+        return x->req.ntypes < y->req.ntypes ? -1 : 1;
+    for (int i = 0; i < x->req.ntypes; i++) {
+        int c = strcmp(x->req.types[i], y->req.types[i]);
+        if (c)
+            return c;
+    }
+    return 0;
 }
 
-static int build_shapes(const struct sim_openb *o, double typical_pct, struct sched_shape **out, int *nout)
+/* The shapes' type names live in *types (one row of SCHED_MAX_TYPES names per
+ * shape, malloc'ed, freed by the caller after sched_index_set_shapes). */
+static int build_shapes(const struct sim_openb *o, double typical_pct, struct sched_shape **out,
+                        int *nout, char (**types)[SCHED_MAX_TYPES][24])
 {
     struct shape_key *k = malloc(o->npods * sizeof(*k));
     struct sched_shape *sh = NULL;
+    char(*tb)[SCHED_MAX_TYPES][24] = NULL;
     int n = 0;
+    *out = NULL;
+    *nout = 0;
+    *types = NULL;
     if (!k)
         return GQ_ENOMEM;
     for (size_t i = 0; i < o->npods; i++) {
@@ -84,11 +110,15 @@ static int build_shapes(const struct sim_openb *o, double typical_pct, struct sc
         k[i].cpu = p->cpu_milli;
         k[i].gpus = p->num_gpu > 0 && p->gpu_milli >= 1000 ? p->num_gpu : 0;
         k[i].milli = p->num_gpu > 0 && p->gpu_milli < 1000 ? p->gpu_milli : 0;
+        k[i].spec = p->num_gpu > 0 ? p->spec : ""; /* a CPU-only task uses no GPU model */
     }
     qsort(k, o->npods, sizeof(*k), cmp_shape);
     sh = calloc(o->npods, sizeof(*sh));
-    if (!sh) {
+    tb = calloc(o->npods, sizeof(*tb));
+    if (!sh || !tb) {
         free(k);
+        free(sh);
+        free(tb);
         return GQ_ENOMEM;
     }
     for (size_t i = 0; i < o->npods; i++) {
@@ -99,6 +129,7 @@ static int build_shapes(const struct sim_openb *o, double typical_pct, struct sc
         sh[n].req.gpus = k[i].gpus;
         sh[n].req.gpu_milli = k[i].milli;
         sh[n].req.cpu_milli = k[i].cpu;
+        spec_types(k[i].spec, &sh[n].req, tb[n]);
         sh[n].weight = 1.0;
         n++;
     }
@@ -106,7 +137,9 @@ static int build_shapes(const struct sim_openb *o, double typical_pct, struct sc
      * the experiments' typicalPodsConfig: CPU-only pods included, step 1): the
      * most frequent shapes, one at a time in decreasing count, until they
      * cover typical_pct % of the tasks; the weights are then renormalised over
-     * the kept shapes (sched_index_set_shapes does that). >= 100: every shape. */
+     * the kept shapes (sched_index_set_shapes does that). >= 100: every shape.
+     * The sort moves whole shapes; their type pointers go into tb rows that
+     * stay put, so they remain valid. */
     qsort(sh, (size_t)n, sizeof(*sh), cmp_weight_desc);
     if (typical_pct > 0 && typical_pct < 100) {
         double cum = 0, want = typical_pct / 100.0 * (double)o->npods;
@@ -120,6 +153,7 @@ static int build_shapes(const struct sim_openb *o, double typical_pct, struct sc
     free(k);
     *out = sh;
     *nout = n;
+    *types = tb;
     return GQ_OK;
 }
 
@@ -129,6 +163,7 @@ int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy p
     struct sched_config cfg;
     struct sched_node *nodes = NULL;
     struct sched_shape *shapes = NULL;
+    char(*shape_types)[SCHED_MAX_TYPES][24] = NULL;
     struct sched_index *ix = NULL;
     size_t *order = NULL, norder = 0, ninf = 0;
     int64_t *arr = NULL, *used = NULL;
@@ -159,7 +194,7 @@ int sim_fgd_replay(const struct sim_openb *o, uint64_t seed, enum sched_policy p
         rc = GQ_EINVAL;
         goto out;
     }
-    if ((rc = build_shapes(o, typical_pct, &shapes, &nshapes)) ||
+    if ((rc = build_shapes(o, typical_pct, &shapes, &nshapes, &shape_types)) ||
         (rc = sched_index_set_shapes(ix, shapes, nshapes, err, errlen)))
         goto out;
     if ((rc = sim_openb_workload_tune(o, seed, SIM_FGD_TUNE, &order, &norder, &ninf, &out->removed)))
@@ -214,6 +249,7 @@ out:
     sched_index_free(ix);
     free(nodes);
     free(shapes);
+    free(shape_types);
     free(order);
     free(arr);
     free(used);

@@ -59,6 +59,12 @@ uint64_t sim_rng_below(struct sim_rng *r, uint64_t n)
 
 /* ---- paths ---- */
 
+const char *const sim_openb_workloads[SIM_OPENB_NWORKLOADS] = {
+    "default",    "multigpu20", "multigpu30", "multigpu40", "multigpu50",
+    "gpushare40", "gpushare60", "gpushare80", "gpuspec10",  "gpuspec20",
+    "gpuspec25",  "cpu050",     "cpu100",     "cpu200",
+};
+
 static int is_dir(const char *p)
 {
     struct stat st;
@@ -100,9 +106,10 @@ int sim_openb_dir(char *out, size_t outlen)
 int sim_openb_resolve(const char *dir, const char *workload, char *path, size_t pathlen,
                       char *name_out, size_t namelen)
 {
-    int w;
-    if (!strcmp(workload, "default") || !strcmp(workload, "multigpu50") ||
-        !strcmp(workload, "gpushare40"))
+    int w, named = 0;
+    for (size_t i = 0; i < sizeof(sim_openb_workloads) / sizeof(sim_openb_workloads[0]); i++)
+        named |= !strcmp(workload, sim_openb_workloads[i]);
+    if (named)
         w = snprintf(path, pathlen, "%s/openb_pod_list_%s.csv", dir, workload);
     else
         w = snprintf(path, pathlen, "%s", workload);

@@ -57,7 +57,11 @@ uint64_t sim_rng_below(struct sim_rng *r, uint64_t n);
 /* Resolve the traces folder: $GANGQ_TRACES, else <exe-or-cwd>/../shared/traces/openb.
  * Writes the folder path into out. */
 int sim_openb_dir(char *out, size_t outlen);
-/* "default" | "multigpu50" | "gpushare40" -> <dir>/openb_pod_list_<w>.csv; any
+/* The published workloads, in the paper's table order. */
+#define SIM_OPENB_NWORKLOADS 14
+extern const char *const sim_openb_workloads[SIM_OPENB_NWORKLOADS];
+
+/* A name of sim_openb_workloads -> <dir>/openb_pod_list_<w>.csv; any
  * other string is taken as a path. name_out gets the workload's short name
  * (file stem, e.g. "openb_pod_list_default"). */
 int sim_openb_resolve(const char *dir, const char *workload, char *path, size_t pathlen,

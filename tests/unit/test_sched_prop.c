@@ -4,7 +4,10 @@
  * required topology and spread respected, node eligibility (ready, type,
  * memory, taints) respected, quota within nominal + borrowing limits, no
  * Inference preempted for a non-Inference job, victims preemptible and past
- * the minimum runtime, and the same snapshot giving the same decisions. */
+ * the minimum runtime, and the same snapshot giving the same decisions.
+ * A second property (test_keep_whole): a single-replica GPU request without
+ * topology preference breaks a whole node only when no node in use can take
+ * it or the shape distribution prices the break (sched_cycle and the index). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -583,6 +586,7 @@ static void claim_move(struct world *w, int to, int from)
 static void test_preemptor_claims(void **st)
 {
     (void)st;
+    fails = 0; /* each property counts its own violations */
     int cases = 2000, cycles = 10;
     const char *env = getenv("SCHED_PROP_CASES");
     int64_t v;
@@ -700,11 +704,258 @@ static void test_preemptor_claims(void **st)
     assert_int_equal(fails, 0);
 }
 
+
+/* ---- keep-whole property ----
+ * Random clusters and histories (empty included), then one probe: a
+ * single-replica GPU request without topology preference, alone in the queue.
+ * Under the gangq policy, through sched_cycle and through the one-task index:
+ * when the probe lands on a whole node (GPUs all free), no node in use could
+ * have taken it, unless the shape distribution prices breaking that node (a
+ * shape that may run there needs more GPUs than the probe leaves whole). */
+
+/* GPU milli in use per device of node i (foreign + placed jobs) */
+static void dev_use(const struct world *w, int i, int dev[SCHED_MAX_DEVICES], int64_t *cpu,
+                    int64_t *mem)
+{
+    const struct sched_node *n = &w->nodes[i];
+    *cpu = n->foreign_cpu_milli;
+    *mem = n->foreign_mem_bytes;
+    for (int d = 0; d < SCHED_MAX_DEVICES; d++)
+        dev[d] = n->foreign_gpu_milli[d];
+    for (int j = 0; j < w->nj; j++) {
+        const struct sched_job *jb = &w->jobs[j];
+        for (int p = 0; p < jb->nplaced; p++) {
+            if (jb->placement[p].node != i)
+                continue;
+            *cpu += jb->req.cpu_milli;
+            *mem += jb->req.mem_bytes;
+            for (int d = 0; d < SCHED_MAX_DEVICES; d++)
+                if (jb->placement[p].devs & (1u << d))
+                    dev[d] += jb->req.gpus > 0 ? 1000 : jb->req.gpu_milli;
+        }
+    }
+}
+
+static int node_whole(const struct world *w, int i)
+{
+    int dev[SCHED_MAX_DEVICES];
+    int64_t cpu, mem;
+    if (w->nodes[i].gpus <= 0)
+        return 0;
+    dev_use(w, i, dev, &cpu, &mem);
+    for (int d = 0; d < w->nodes[i].gpus; d++)
+        if (dev[d] != 0)
+            return 0;
+    return 1;
+}
+
+/* type and GPU memory allow r on node i */
+static int static_ok(const struct world *w, int i, const struct sched_request *r)
+{
+    const struct sched_node *n = &w->nodes[i];
+    if (n->gpus <= 0)
+        return 0;
+    if (r->ntypes > 0) {
+        int ok = 0;
+        for (int t = 0; t < r->ntypes; t++)
+            ok |= n->gpu_product && !strcmp(n->gpu_product, r->types[t]);
+        if (!ok)
+            return 0;
+    }
+    return !r->min_gpu_mem_gib || n->gpu_mem_mib >= r->min_gpu_mem_gib * 1024LL;
+}
+
+/* node i could take the probe now */
+static int can_take(const struct world *w, int i, const struct sched_job *jb)
+{
+    const struct sched_node *n = &w->nodes[i];
+    if (!n->ready || n->unschedulable || !tolerated(n, jb) || !static_ok(w, i, &jb->req))
+        return 0;
+    for (int t = 0; t < jb->nnode_selector; t++) {
+        const char *v = label(n, jb->node_selector[t].key);
+        if (!v || strcmp(v, jb->node_selector[t].value))
+            return 0;
+    }
+    int dev[SCHED_MAX_DEVICES];
+    int64_t cpu, mem;
+    dev_use(w, i, dev, &cpu, &mem);
+    if (n->cpu_milli - cpu < jb->req.cpu_milli || n->mem_bytes - mem < jb->req.mem_bytes)
+        return 0;
+    int free_dev = 0, share = 0;
+    for (int d = 0; d < n->gpus; d++) {
+        free_dev += dev[d] == 0;
+        share |= 1000 - dev[d] >= jb->req.gpu_milli;
+    }
+    return jb->req.gpus > 0 ? free_dev >= jb->req.gpus : share;
+}
+
+/* the shape distribution prices breaking whole node i for the probe; derive:
+ * no shapes given means shapes derived from the queue (the probe alone) */
+static int priced(const struct world *w, int i, const struct sched_job *probe,
+                  const struct sched_shape *sh, int nsh, int derive)
+{
+    const struct sched_node *n = &w->nodes[i];
+    int left = n->gpus - (probe->req.gpus > 0 ? probe->req.gpus : 1);
+    struct sched_shape own = {probe->req, 1};
+    if (nsh == 0 && derive) {
+        sh = &own;
+        nsh = 1;
+    }
+    for (int k = 0; k < nsh; k++) {
+        int g = sh[k].req.gpus > 0 ? sh[k].req.gpus : (sh[k].req.gpu_milli > 0);
+        if (sh[k].weight > 0 && g > left && g <= n->gpus && static_ok(w, i, &sh[k].req))
+            return 1;
+    }
+    return 0;
+}
+
+static void check_whole(const struct world *w, int node, const struct sched_job *probe,
+                        const struct sched_shape *sh, int nsh, int derive, const char *via,
+                        uint64_t seed, int cyc)
+{
+    if (!node_whole(w, node) || priced(w, node, probe, sh, nsh, derive))
+        return;
+    for (int i = 0; i < w->nn; i++)
+        CHECK(node_whole(w, i) || w->nodes[i].gpus == 0 || !can_take(w, i, probe),
+              "%s: probe broke whole node %d while node %d in use could take it", via, node, i);
+}
+
+static void test_keep_whole(void **st)
+{
+    (void)st;
+    fails = 0; /* each property counts its own violations */
+    int cases = 2000;
+    const char *env = getenv("SCHED_PROP_CASES");
+    int64_t v;
+    if (env && gq_parse_i64(env, (size_t)-1, &v) == 0 && v > 0)
+        cases = (int)v;
+    static struct world w;
+    int on_whole = 0, in_use = 0;
+    for (int c = 0; c < cases && fails < 20; c++) {
+        uint64_t seed = 500000 + (uint64_t)c;
+        int cyc = -1;
+        rs = seed;
+        make_world(&w);
+        w.cfg.policy = SCHED_POLICY_GANGQ;
+        w.cfg.preemption = 0;
+        w.np = 0;
+        for (int i = 0; i < w.nn; i++)
+            w.nodes[i].pool = -1;
+        /* history: none, or a few cycles of random work, some of it gone */
+        int hist = rn(4) ? 1 + rn(3) : 0;
+        if (hist)
+            add_jobs(&w, 4 + rn(16));
+        for (cyc = 0; cyc < hist; cyc++) {
+            struct sched_snapshot s;
+            snap_of(&w, &s);
+            struct sched_result *r = NULL;
+            char err[256];
+            int rc = sched_cycle(NULL, &s, &r, err, sizeof(err));
+            CHECK(rc == 0, "cycle failed: %s", err);
+            if (rc)
+                break;
+            check_and_apply(&w, r, seed, cyc);
+            sched_result_free(r);
+            add_jobs(&w, rn(4));
+        }
+        /* keep only what runs (a partly placed job keeps its placed part) */
+        int m = 0;
+        for (int j = 0; j < w.nj; j++) {
+            struct sched_job *jb = &w.jobs[j];
+            if (jb->state != SCHED_JOB_RUNNING || jb->nplaced == 0 || rn(4) == 0)
+                continue;
+            jb->replicas = jb->nplaced;
+            w.jobs[m] = *jb;
+            memcpy(w.place[m], w.place[j], sizeof(w.place[m]));
+            memcpy(w.ids[m], w.ids[j], sizeof(w.ids[m]));
+            w.jobs[m].id = w.ids[m];
+            w.jobs[m].placement = w.place[m];
+            m++;
+        }
+        w.nj = m;
+        /* the shape distribution: none (derived from the queue) or given */
+        static const char *const one_type[1] = {"A100"};
+        struct sched_shape sh[4];
+        int nsh = rn(2) ? 0 : 1 + rn(4);
+        memset(sh, 0, sizeof(sh));
+        for (int k = 0; k < nsh; k++) {
+            if (rn(4) == 0)
+                sh[k].req.gpu_milli = 100 * (1 + rn(9));
+            else
+                sh[k].req.gpus = 1 << rn(4);
+            sh[k].req.cpu_milli = 500 * (1 + rn(4));
+            if (rn(3) == 0) {
+                sh[k].req.types[0] = rn(2) ? one_type[0] : prods[rn(3)];
+                sh[k].req.ntypes = 1;
+            }
+            sh[k].weight = rn(5) ? 1 + rn(4) : 0;
+        }
+        /* the probe */
+        add_jobs(&w, 1);
+        struct sched_job *pb = &w.jobs[w.nj - 1];
+        pb->replicas = 1;
+        pb->team = -1;
+        pb->pool = -1;
+        pb->topo_required = pb->topo_preferred = pb->topo_spread = -1;
+        if (pb->req.gpus == 0 && pb->req.gpu_milli == 0)
+            pb->req.gpus = 1 << rn(3);
+        struct sched_snapshot s;
+        snap_of(&w, &s);
+        s.shapes = sh;
+        s.nshapes = nsh;
+        struct sched_result *r = NULL;
+        char err[256];
+        cyc = hist;
+        int rc = sched_cycle(NULL, &s, &r, err, sizeof(err));
+        CHECK(rc == 0, "probe cycle failed: %s", err);
+        if (rc)
+            continue;
+        for (int x = 0; x < r->n; x++) {
+            const struct sched_decision *d = &r->d[x];
+            if (d->kind != SCHED_ADMIT || d->job != w.nj - 1 || d->nrep != 1)
+                continue;
+            int nd = d->rep[0].node;
+            check_whole(&w, nd, pb, sh, nsh, 1, "sched_cycle", seed, cyc);
+            if (node_whole(&w, nd))
+                on_whole++;
+            else
+                in_use++;
+        }
+        sched_result_free(r);
+        /* the same cluster and history through the one-task index */
+        struct sched_index *ix = sched_index_new(&w.cfg, w.nodes, w.nn, err, sizeof(err));
+        CHECK(ix != NULL, "index: %s", err);
+        if (!ix)
+            continue;
+        for (int j = 0; j < w.nj - 1; j++)
+            for (int p = 0; p < w.jobs[j].nplaced; p++)
+                CHECK(sched_index_alloc(ix, &w.jobs[j].req, &w.jobs[j].placement[p]) == 0,
+                      "index: history does not fit");
+        /* the index has no queue: no shapes given means none at all */
+        CHECK(sched_index_set_shapes(ix, sh, nsh, err, sizeof(err)) == 0, "index shapes: %s", err);
+        /* the index knows no node selector: the probe without it */
+        struct sched_job free_pb = *pb;
+        free_pb.node_selector = NULL;
+        free_pb.nnode_selector = 0;
+        struct sched_replica rep;
+        rc = sched_place_one(ix, &pb->req, pb->tols, pb->ntols, &rep);
+        CHECK(rc == 0 || rc == GQ_ENOTFOUND, "index placement failed");
+        if (rc == 0)
+            check_whole(&w, rep.node, &free_pb, sh, nsh, 0, "index", seed, cyc);
+        sched_index_free(ix);
+    }
+    fprintf(stderr, "keep-whole property: %d cases, probe on a whole node %d, on a node in use %d\n",
+            cases, on_whole, in_use);
+    assert_true(on_whole > 0 && in_use > 0); /* both outcomes occur */
+    assert_int_equal(fails, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_properties),
         cmocka_unit_test(test_preemptor_claims),
+        cmocka_unit_test(test_keep_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
