@@ -87,7 +87,7 @@ bench: all
 	$(BUILD)/gangq bench sched
 	$(BUILD)/gangq bench store
 	$(BUILD)/gangq bench cache
-	$(BUILD)/gangq simulate --openb default,multigpu50,gpushare40 --seeds 42-51
+	$(BUILD)/gangq simulate --openb all --seeds 42-51
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_apply
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_cache_rss
 
