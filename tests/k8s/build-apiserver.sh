@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build kube-apiserver 1.20.2 from Debian's own source package, once, cached
-# outside the work tree (see shared/k8s/NOTES.md). Prints the binary's path.
+# outside the work tree (see tests/k8s/README.md). Prints the binary's path.
 set -euo pipefail
 VER="1.20.5+really1.20.2-1.1+deb12u1"
 CACHE="${GANGQ_CACHE:-$HOME/.cache/gangq}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fakelet — a fake kubelet for gangq's integration tests (plays KWOK's role: no real kubelet
-# runs in the test environment, see shared/k8s/NOTES.md). Talks to the API server with curl
+# runs in the test environment; see tests/k8s/README.md). Talks to the API server with curl
 # and the bearer token; finds them in GQ_SERVER/GQ_TOKEN/GQ_CA (from `. ENV_DIR/env`) or
 # in $KUBECONFIG.
 #
