@@ -198,6 +198,9 @@ struct ctl_jobin {
     int64_t arrival;                /* order among jobs of one enqueue_ms */
     int hold_only;                  /* running but waiting on a problem (Team deleted, ...):
                                      * keeps what it holds, gets no further replica */
+    /* keys of the jobs preempted for it since it was last admitted (borrowed;
+     * sched_job.preempted_victims): it never preempts them again while it waits */
+    const char *const *preempted_victims; int npreempted_victims;
 };
 
 struct ctl_snapin {

@@ -1507,6 +1507,7 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     struct gq_buf b;
     gq_buf_init(&b, 1u << 20);
     j->memo->gone_pod[0] = 0; /* names of this admission's pods are new */
+    ctl_memo_victims_clear(j->memo); /* the jobs preempted for it no longer wait for it */
     if (!partial) {
         ctl_placement_release(&j->pl);
         /* above any attempt whose pods may still exist (adopted, or a lost store) */
@@ -1555,6 +1556,8 @@ static int apply_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sche
         (rc = audit(r, "preempt", j, j->key, store_state_name(was), "Preempted", why)))
         return rc;
     r->c->m.preemptions++;
+    if (d->for_job >= 0 && (rc = ctl_memo_victim_add(r->jobs[s->job_in[d->for_job]].memo, j->key)))
+        return rc;
     if (strstr(why, by))
         event_add(r, j->obj, "Warning", "Preempted", "%s", why);
     else
@@ -1598,7 +1601,9 @@ static int run_sched(struct rc_ctx *r)
                                     j->row->admitted_ms, stopping ? &j->term : &j->pl,
                                     j->row->preempted_by, j->memo ? j->memo->reserved : NULL,
                                     stopping, stopping ? j->row->preempted_by : NULL,
-                                    j->row->arrival, j->invalid_reason != NULL};
+                                    j->row->arrival, j->invalid_reason != NULL,
+                                    j->memo ? (const char *const *)j->memo->victims : NULL,
+                                    j->memo ? j->memo->nvictims : 0};
         ins_job[n] = i;
         n++;
     }

@@ -79,6 +79,11 @@ struct ctl_memo {
     int64_t pods_cycle;
     /* Team memo: generation whose invalid edit was last reported (Event, audit) */
     int64_t invalid_reported_gen;
+    /* keys of the jobs preempted for this job since it was last admitted
+     * (owned), passed to the core as its preempted_victims. In memory only:
+     * a restart forgets it (the victims' stored preempted_by remains). */
+    char **victims;
+    int nvictims, capvictims;
 };
 
 struct ctl_memo_table {
@@ -161,6 +166,10 @@ void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err);
 int64_t ctl_now_ms(void);
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
+/* Record that key was preempted for m's job (once); GQ_ENOMEM. */
+int ctl_memo_victim_add(struct ctl_memo *m, const char *key);
+/* m's job was admitted: the jobs preempted for it no longer wait for it. */
+void ctl_memo_victims_clear(struct ctl_memo *m);
 void ctl_memo_table_release(struct ctl_memo_table *t);
 
 /* ctl_cycle.c */

@@ -263,7 +263,35 @@ static void memo_free(struct ctl_memo *m)
     ctl_placement_release(&m->pl_cache);
     free(m->pods);
     free(m->pf);
+    ctl_memo_victims_clear(m);
+    free(m->victims);
     free(m);
+}
+
+int ctl_memo_victim_add(struct ctl_memo *m, const char *key)
+{
+    for (int k = 0; k < m->nvictims; k++)
+        if (!strcmp(m->victims[k], key))
+            return GQ_OK;
+    if (m->nvictims == m->capvictims) {
+        int cap = m->capvictims ? 2 * m->capvictims : 4;
+        char **nv = realloc(m->victims, (size_t)cap * sizeof(*nv));
+        if (!nv)
+            return GQ_ENOMEM;
+        m->victims = nv;
+        m->capvictims = cap;
+    }
+    if (!(m->victims[m->nvictims] = strdup(key)))
+        return GQ_ENOMEM;
+    m->nvictims++;
+    return GQ_OK;
+}
+
+void ctl_memo_victims_clear(struct ctl_memo *m)
+{
+    for (int k = 0; k < m->nvictims; k++)
+        free(m->victims[k]);
+    m->nvictims = 0;
 }
 
 static int memo_grow(struct ctl_memo_table *t)

@@ -685,6 +685,9 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         j->enqueue_time = 0; /* its arrival rank: arrival_ranks() */
         /* the core holds what its preemptor claimed while that one waits */
         j->preempted_for = ji->preempted_by && ji->preempted_by[0] ? ji->preempted_by : NULL;
+        /* ... and never preempts for it again what it preempted already */
+        j->preempted_victims = ji->npreempted_victims > 0 ? ji->preempted_victims : NULL;
+        j->npreempted_victims = ji->npreempted_victims > 0 ? ji->npreempted_victims : 0;
         /* the reservation keeps its domain while nothing is strictly closer */
         j->reserved_domain = ji->reserved && ji->reserved[0] ? ji->reserved : NULL;
         j->state = SCHED_JOB_WAITING;

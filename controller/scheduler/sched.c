@@ -178,6 +178,7 @@ struct cy_job {
     const char *reserved; /* the domain (or nodes) its reservation holds, result-owned */
     int32_t reserved_n;   /* nodes reserved */
     const char *msg;   /* WAIT message */
+    int32_t pv_off, pv_n; /* its preempted_victims resolved (cy->pv), while it waits */
 };
 
 /* static eligibility class: types, min memory, pool, class, tolerations,
@@ -214,7 +215,7 @@ struct sched_result_mem {
     size_t nreps, capreps;
 };
 
-#define SLOT_COUNT 22
+#define SLOT_COUNT 23
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
@@ -224,7 +225,7 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART, SL_PV
 };
 
 struct cy {
@@ -262,6 +263,7 @@ struct cy {
     int nrq, caprq;
     uint32_t stamp; /* node marks for preemption relevance */
     int *running; /* running jobs holding capacity */
+    int *pv;      /* resolved preempted_victims of the jobs, cy_job.pv_off/pv_n index it */
     int nrunning;
     int nocache;
     int reservations;
@@ -664,6 +666,19 @@ struct place_ctx {
 };
 
 /* dynamic check on a statically eligible node; returns reason */
+/* jx was preempted for p while p waits (p's preempted_victims, or jx's
+ * preempted_for naming p): p never takes it again, and p's claim keeps it off. */
+static int preempted_for_waiting(const struct cy *cy, int p, int jx)
+{
+    if (cy->j[jx].pf == p)
+        return 1;
+    const struct cy_job *cp = &cy->j[p];
+    for (int k = 0; k < cp->pv_n; k++)
+        if (cy->pv[cp->pv_off + k] == jx)
+            return 1;
+    return 0;
+}
+
 /* A waiting preemptor's claim on a node keeps off it the jobs it preempted
  * and every job of lower or equal priority; a higher-priority job may still
  * take the node (the preemptor then finds its plan no longer fits). */
@@ -671,7 +686,8 @@ static int claim_blocks(const struct cy *cy, int claimant, int jx)
 {
     if (claimant < 0 || claimant == jx)
         return 0;
-    return cy->j[jx].pf == claimant || cy->s->jobs[jx].priority <= cy->s->jobs[claimant].priority;
+    return cy->s->jobs[jx].priority <= cy->s->jobs[claimant].priority ||
+           preempted_for_waiting(cy, claimant, jx);
 }
 
 static int dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
@@ -1696,6 +1712,11 @@ static int build(struct cy *cy)
             return bad(cy, "job %s: bad tolerations (%d)", jb->id, jb->ntols);
         if (jb->nnode_selector < 0 || (jb->nnode_selector > 0 && !jb->node_selector))
             return bad(cy, "job %s: bad node selector (%d)", jb->id, jb->nnode_selector);
+        if (jb->npreempted_victims < 0 || (jb->npreempted_victims > 0 && !jb->preempted_victims))
+            return bad(cy, "job %s: bad preempted_victims (%d)", jb->id, jb->npreempted_victims);
+        for (int k = 0; k < jb->npreempted_victims; k++)
+            if (!jb->preempted_victims[k])
+                return bad(cy, "job %s: preempted_victims entry %d is NULL", jb->id, k);
         for (int t = 0; t < jb->nnode_selector; t++)
             if (!jb->node_selector[t].key || !jb->node_selector[t].key[0])
                 return bad(cy, "job %s: node selector term %d has no key", jb->id, t);
@@ -1740,17 +1761,22 @@ static int build(struct cy *cy)
         }
     }
 
-    /* jobs preempted for a job that still waits: resolve the preemptor's id */
-    int npf = 0;
-    for (int x = 0; x < cy->nj; x++)
+    /* jobs preempted for a job that still waits: resolve the preemptor's id,
+     * and the victims a waiting preemptor names */
+    int npf = 0, npv = 0;
+    for (int x = 0; x < cy->nj; x++) {
         npf += s->jobs[x].preempted_for != NULL;
-    if (npf > 0) {
+        if (cy->j[x].want > 0)
+            npv += s->jobs[x].npreempted_victims;
+    }
+    if (npf > 0 || npv > 0) {
         int *at = slot(ctx, SL_IDS, (size_t)cy->nj * sizeof(int));
-        if (!at)
+        cy->pv = slot(ctx, SL_PV, (size_t)(npv > 0 ? npv : 1) * sizeof(int));
+        if (!at || !cy->pv)
             return GQ_ENOMEM;
         sc_strtab_reset(&ctx->ids);
         for (int x = 0; x < cy->nj; x++) {
-            if (cy->j[x].want <= 0)
+            if (cy->j[x].want <= 0 && npv == 0)
                 continue; /* only a job with replicas to place holds a claim */
             int before = ctx->ids.n;
             int id = sc_strtab_get(&ctx->ids, s->jobs[x].id, 1);
@@ -1768,6 +1794,19 @@ static int build(struct cy *cy)
             cy->j[x].pf = p;
             if (s->jobs[x].state == SCHED_JOB_WAITING)
                 cy->j[p].nvictims++;
+        }
+        int off = 0;
+        for (int x = 0; x < cy->nj; x++) {
+            if (cy->j[x].want <= 0)
+                continue; /* placed (or stopping): it preempts no more */
+            cy->j[x].pv_off = off;
+            for (int k = 0; k < s->jobs[x].npreempted_victims; k++) {
+                int id = sc_strtab_get(&ctx->ids, s->jobs[x].preempted_victims[k], 0);
+                int v = id >= 0 ? at[id] : -1;
+                if (v >= 0 && v != x)
+                    cy->pv[off++] = v;
+            }
+            cy->j[x].pv_n = off - cy->j[x].pv_off;
         }
     }
 
@@ -2047,7 +2086,7 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
             continue;
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
-        if (cV->pf == pc->jx)
+        if (preempted_for_waiting(cy, pc->jx, v))
             continue; /* already preempted once for this job: never twice */
         /* the minimum runtime stops batch and training from trading GPUs; it
          * never holds back an Inference preemptor. A probe (until != NULL)

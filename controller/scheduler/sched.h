@@ -230,6 +230,17 @@ struct sched_job {
      * that domain (or those nodes) until another is strictly closer to
      * fitting, so backfill does not fill the one being drained. Appended. */
     const char *reserved_domain;
+    /* Ids of the jobs preempted to make room for this one since it was last
+     * admitted (caller-owned array and strings; npreempted_victims 0 = none).
+     * The caller appends a victim on each PREEMPT decision naming this job and
+     * clears the list when this job is admitted or leaves. Honoured while this
+     * job has replicas to place: none of them is chosen as its victim again,
+     * whatever it was preempted for since (preempted_for keeps only the last
+     * preemptor), so no job is preempted twice for one waiting preemptor, even
+     * after the preemptor gave its claim up; and its claim keeps them off its
+     * claimed nodes whatever their priority. Ids not in the snapshot are
+     * ignored. Appended. */
+    const char *const *preempted_victims; int npreempted_victims;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these

@@ -104,6 +104,8 @@ struct rjob {
     uint32_t gen;
     long active_pos; /* index in active[] or -1 */
     long term_for;   /* terminating: trace index of its preemptor, else -1 */
+    const char **pv; /* keys of the jobs preempted for it since its last admission (sj.preempted_victims) */
+    int cappv;
     char reserved[64]; /* what its reservation held last cycle (sj.reserved_domain) */
     char key[SIM_NAME_MAX + 8];
 };
@@ -665,6 +667,7 @@ static int apply_admit(struct run *r, const struct sched_decision *d)
             r->team_gpus[j->sj.team] += (double)job_milli_per_replica(&j->sj) / 1000.0;
     }
     j->sj.nplaced = j->nrep;
+    j->sj.npreempted_victims = 0; /* admitted: the victims it took no longer wait for it */
     r->res->admits++;
     if (was_waiting) {
         stop_waiting(r, i);
@@ -734,6 +737,19 @@ static int apply_preempt(struct run *r, const struct sched_decision *d)
          (rc = st_audit(r, "gangq", "preempt", j, "Running", "Preempted", d->message ? d->message : ""))))
         return rc;
     j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
+    if (j->term_for >= 0) { /* the preemptor never takes it again while it waits */
+        struct rjob *p = &r->jobs[j->term_for];
+        if (p->sj.npreempted_victims == p->cappv) {
+            int cap = p->cappv ? 2 * p->cappv : 4;
+            const char **nv = realloc(p->pv, (size_t)cap * sizeof(*nv));
+            if (!nv)
+                return GQ_ENOMEM;
+            p->pv = nv;
+            p->cappv = cap;
+        }
+        p->pv[p->sj.npreempted_victims++] = j->key;
+        p->sj.preempted_victims = p->pv;
+    }
     if (r->grace <= 0)
         return stop_victim(r, i);
     /* its pods terminate for the grace period, holding their capacity */
@@ -1091,8 +1107,10 @@ done:
     store_close(r.st);
     sched_free(r.sched);
     if (r.jobs)
-        for (size_t i = 0; i < t->njobs; i++)
+        for (size_t i = 0; i < t->njobs; i++) {
             free(r.jobs[i].rep);
+            free(r.jobs[i].pv);
+        }
     free(r.jobs);
     free(r.active);
     free(r.snapjobs);

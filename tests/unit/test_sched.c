@@ -29,6 +29,7 @@ struct fx {
     struct sched_job jobs[MAXJ];
     struct sched_replica place[MAXJ][8];
     char ids[MAXJ][32];
+    const char *pv[MAXJ][8]; /* preempted_victims storage */
     int nj;
     int64_t now;
     struct sched_result *res;
@@ -1644,8 +1645,9 @@ static void test_preferred_topology(void **st)
 }
 
 /* Apply a cycle's decisions the way the controller does: an ADMIT runs the
- * job from now; a PREEMPT stops the victim at once (its pods are gone by the
- * next cycle) and records whom it was preempted for. pairs[v][p] counts the
+ * job from now and ends its list of victims; a PREEMPT stops the victim at
+ * once (its pods are gone by the next cycle), records whom it was preempted
+ * for and adds it to the preemptor's victims. pairs[v][p] counts the
  * preemptions of job v for job p. */
 static void apply_cycle(struct fx *f, int pairs[MAXJ][MAXJ])
 {
@@ -1653,6 +1655,8 @@ static void apply_cycle(struct fx *f, int pairs[MAXJ][MAXJ])
         const struct sched_decision *d = &f->res->d[i];
         struct sched_job *jb = &f->jobs[d->job];
         if (d->kind == SCHED_ADMIT) {
+            jb->npreempted_victims = 0;
+            jb->preempted_victims = NULL;
             jb->state = SCHED_JOB_RUNNING;
             for (int y = 0; y < d->nrep; y++)
                 f->place[d->job][jb->nplaced++] = d->rep[y];
@@ -1663,8 +1667,106 @@ static void apply_cycle(struct fx *f, int pairs[MAXJ][MAXJ])
             jb->nplaced = 0;
             jb->preempted_for = f->jobs[d->for_job].id;
             pairs[d->job][d->for_job]++;
+            struct sched_job *P = &f->jobs[d->for_job];
+            if (P->npreempted_victims < 8)
+                f->pv[d->for_job][P->npreempted_victims++] = jb->id;
+            P->preempted_victims = f->pv[d->for_job];
         }
     }
+}
+
+/* A job that finished: it holds nothing and wants nothing. */
+static void finish(struct fx *f, int j)
+{
+    f->jobs[j].state = SCHED_JOB_RUNNING;
+    f->jobs[j].nplaced = 0;
+}
+
+/* A preemptor that gave its claim up must not preempt its victim again while
+ * it waits, even after the victim was preempted for another job since (so
+ * that its preempted_for no longer names the first preemptor). p (8 GPUs)
+ * preempts v (4 GPUs) on n0; a higher-priority h takes half of n0, so p's
+ * claim is given up and v is re-admitted beside h; q preempts v, is admitted
+ * and finishes; v is re-admitted; h finishes. n0 now holds v and 4 free GPUs:
+ * p could fit by preempting v once more, but it preempted v already and
+ * still waits, so it waits. The same cycle without p's victim list does
+ * preempt v for p again (the rule's only memory is that list). */
+static void test_preemptor_gave_up_claim(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.min_runtime_s = 0;
+    f.cfg.max_reservations = 0; /* a blocked head's reservation would keep v off n0 */
+    add_node(&f, 8, "H100", 64000, NULL); /* n0 */
+    add_node(&f, 8, "H100", 64000, NULL); /* n1: x, not preemptible */
+    int x = add_job(&f, "o/x", 8, 1, SCHED_BATCH, 10);
+    f.jobs[x].preemptible = 0;
+    run_on(&f, x, 1, 0xFF);
+    int v = add_job(&f, "b/v", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, v, 0, 0x0F);
+    int p = add_job(&f, "a/p", 8, 1, SCHED_TRAINING, 50);
+    static int pairs[MAXJ][MAXJ];
+    memset(pairs, 0, sizeof(pairs));
+
+    assert_int_equal(cycle(&f), 0); /* c0: v preempted for p */
+    const struct sched_decision *d = dec(&f, v, SCHED_PREEMPT);
+    assert_non_null(d);
+    assert_int_equal(d->for_job, p);
+    apply_cycle(&f, pairs);
+    int h = add_job(&f, "h/h", 4, 1, SCHED_TRAINING, 100);
+
+    assert_int_equal(cycle(&f), 0); /* c1: h takes half of p's claimed n0 */
+    assert_non_null(dec(&f, h, SCHED_ADMIT));
+    assert_non_null(dec(&f, p, SCHED_WAIT));
+    d = dec(&f, v, SCHED_WAIT);
+    assert_non_null(d);
+    assert_non_null(strstr(d->message, "held for a preempting job"));
+    apply_cycle(&f, pairs);
+
+    assert_int_equal(cycle(&f), 0); /* c2: p no longer fits: claim given up, v runs */
+    assert_non_null(dec(&f, v, SCHED_ADMIT));
+    assert_non_null(dec(&f, p, SCHED_WAIT));
+    apply_cycle(&f, pairs);
+    int q = add_job(&f, "q/q", 4, 1, SCHED_TRAINING, 60);
+
+    assert_int_equal(cycle(&f), 0); /* c3: v preempted for q */
+    d = dec(&f, v, SCHED_PREEMPT);
+    assert_non_null(d);
+    assert_int_equal(d->for_job, q);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    apply_cycle(&f, pairs);
+    assert_string_equal(f.jobs[v].preempted_for, "q/q");
+
+    assert_int_equal(cycle(&f), 0); /* c4: q placed */
+    assert_non_null(dec(&f, q, SCHED_ADMIT));
+    apply_cycle(&f, pairs);
+    finish(&f, q);
+
+    assert_int_equal(cycle(&f), 0); /* c5: v re-admitted beside h */
+    assert_non_null(dec(&f, v, SCHED_ADMIT));
+    apply_cycle(&f, pairs);
+    finish(&f, h);
+
+    assert_int_equal(cycle(&f), 0); /* c6: p waits, v keeps running */
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    assert_non_null(dec(&f, p, SCHED_WAIT));
+    apply_cycle(&f, pairs);
+    for (int j = 0; j < f.nj; j++)
+        for (int k = 0; k < f.nj; k++)
+            assert_true(pairs[j][k] <= 1);
+
+    /* without the list (a caller that forgets it) p takes v a second time */
+    f.jobs[p].npreempted_victims = 0;
+    assert_int_equal(cycle(&f), 0);
+    d = dec(&f, v, SCHED_PREEMPT);
+    assert_non_null(d);
+    assert_int_equal(d->for_job, p);
+    /* a count without ids is refused */
+    f.jobs[p].npreempted_victims = 1;
+    f.jobs[p].preempted_victims = NULL;
+    assert_int_not_equal(cycle(&f), 0);
+    fx_done(&f);
 }
 
 /* A rack-required 2x8 gang of a borrowing team preempts a lower-priority
@@ -2016,6 +2118,7 @@ int main(void)
         cmocka_unit_test(test_admit_domain_shared),
         cmocka_unit_test(test_preferred_topology),
         cmocka_unit_test(test_preemptor_claim_livelock),
+        cmocka_unit_test(test_preemptor_gave_up_claim),
         cmocka_unit_test(test_protected_pool_last_resort),
         cmocka_unit_test(test_reservation_sticky),
         cmocka_unit_test(test_reclaim_per_type),

@@ -557,10 +557,35 @@ static void test_properties(void **st)
 
 /* Preemption histories: over random clusters and several cycles, victims
  * either keep terminating for a cycle (terminating_for) or stop at once and
- * wait with preempted_for naming their preemptor, as the controller and the
- * simulator pass them. Invariants: no job is preempted twice for the same
- * preemptor while that preemptor waits, and no node is ever over-committed. */
+ * wait with preempted_for naming their preemptor, and each preemptor carries
+ * the victims preempted for it since it was last admitted
+ * (preempted_victims), as the controller and the simulator pass them.
+ * Invariants: no job is preempted twice for the same preemptor while that
+ * preemptor waits, and no node is ever over-committed. */
+#define PV 64
 static char claim_pf[PJ][16]; /* preempted_for storage, moved with its job */
+static char claim_pv[PJ][PV][16]; /* preempted_victims storage, moved with its job */
+static const char *claim_pvp[PJ][PV];
+
+/* p's victims: pointers into claim_pv[p] */
+static void claim_pv_bind(struct world *w, int p)
+{
+    for (int k = 0; k < w->jobs[p].npreempted_victims; k++)
+        claim_pvp[p][k] = claim_pv[p][k];
+    w->jobs[p].preempted_victims = w->jobs[p].npreempted_victims ? claim_pvp[p] : NULL;
+}
+
+/* the caller's record of a PREEMPT: the victim joins its preemptor's list */
+static void claim_pv_add(struct world *w, int p, const char *vid)
+{
+    struct sched_job *jb = &w->jobs[p];
+    for (int k = 0; k < jb->npreempted_victims; k++)
+        if (!strcmp(claim_pv[p][k], vid))
+            return;
+    if (jb->npreempted_victims < PV)
+        gq_strlcpy(claim_pv[p][jb->npreempted_victims++], vid, sizeof(claim_pv[p][0]));
+    claim_pv_bind(w, p);
+}
 
 static void claim_move(struct world *w, int to, int from)
 {
@@ -576,7 +601,9 @@ static void claim_move(struct world *w, int to, int from)
     memcpy(w->place[to], w->place[from], sizeof(w->place[to]));
     memcpy(w->ids[to], w->ids[from], sizeof(w->ids[to]));
     memcpy(claim_pf[to], claim_pf[from], sizeof(claim_pf[to]));
+    memcpy(claim_pv[to], claim_pv[from], sizeof(claim_pv[to]));
     w->jobs[to].id = w->ids[to];
+    claim_pv_bind(w, to);
     if (w->jobs[to].preempted_for)
         w->jobs[to].preempted_for = claim_pf[to];
     if (w->jobs[to].nplaced)
@@ -633,6 +660,7 @@ static void test_preemptor_claims(void **st)
                         gq_strlcpy(pairs[npairs].p, pid, sizeof(pairs[npairs].p));
                         npairs++;
                     }
+                    claim_pv_add(&w, d->for_job, vid);
                     preempts++;
                 } else if (d->kind == SCHED_ADMIT) {
                     /* placed: its pairs end */
@@ -642,6 +670,8 @@ static void test_preemptor_claims(void **st)
                             pairs[k--] = pairs[--npairs];
                     admitted++;
                     struct sched_job *jb = &w.jobs[d->job];
+                    jb->npreempted_victims = 0; /* admitted: its list ends */
+                    jb->preempted_victims = NULL;
                     for (int p = 0; p < d->nrep && jb->nplaced < PR; p++)
                         w.place[d->job][jb->nplaced++] = d->rep[p];
                     jb->placement = w.place[d->job];
