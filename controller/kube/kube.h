@@ -135,8 +135,8 @@ struct kube_client_opts {
     size_t max_body;            /* response body cap; 0 = 64 MiB */
     double token_reload_s;      /* re-read token_file this often; 0 = 60 */
     size_t max_inflight;        /* plain (non-stream) requests in flight at once; more
-                                   wait in a FIFO (keeps clear of the API server's
-                                   max-(mutating-)requests-inflight 429s); 0 = 64 */
+                                   wait in their priority's FIFO (keeps clear of the API
+                                   server's max-(mutating-)requests-inflight 429s); 0 = 64 */
     const char *user_agent;     /* NULL = "gangq/<version>" */
     int allow_http_token;       /* send the bearer token to a server that is not
                                    https:// (a local proxy, tests); refused by
