@@ -562,6 +562,17 @@ static void stop_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
                    ks.queued[KUBE_PRIO_NORMAL] + ks.inflight[KUBE_PRIO_NORMAL],
                    ks.queued[KUBE_PRIO_LOW] + ks.inflight[KUBE_PRIO_LOW]);
         }
+        {
+            struct kube_client_stats ks;
+            kube_client_get_stats(c->client, &ks);
+            gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "shutdown: API requests sent by priority",
+                   " critical=%llu normal=%llu low=%llu exempt=%llu coalesced=%llu dropped_low=%llu",
+                   (unsigned long long)ks.started[KUBE_PRIO_CRITICAL],
+                   (unsigned long long)ks.started[KUBE_PRIO_NORMAL],
+                   (unsigned long long)ks.started[KUBE_PRIO_LOW],
+                   (unsigned long long)ks.started[KUBE_PRIO_EXEMPT], (unsigned long long)ks.coalesced,
+                   (unsigned long long)ks.dropped[KUBE_PRIO_LOW]);
+        }
         ev_timer_stop(loop, w);
         ev_break(loop, EVBREAK_ALL);
     }
