@@ -60,6 +60,7 @@ struct kube_req {
     int not_sent;   /* KUBE_NOT_SENT_*: ends from the kick timer, never sent */
     struct kube_ckey *ck; /* its coalesce key (NULL = none) */
     struct kube_req *qnext, *qprev;
+    struct kube_req *nsnext, *nsprev; /* on the not-sent list (not_sent set) */
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
@@ -103,7 +104,7 @@ struct kube_client {
     struct kube_lane lanes[KUBE_NPRIO]; /* KUBE_PRIO_EXEMPT's stays empty */
     struct kube_ckey **ckeys; /* coalesce keys in use (hash table) */
     size_t nckeys, nbckeys;
-    int has_not_sent;      /* requests to complete as not sent (kick timer) */
+    struct kube_req *nshead, *nstail; /* to complete as not sent (kick timer), in order */
     struct kube_client_stats st; /* totals; the gauges are filled in by get_stats */
     int in_curl;
     double token_read_at;
@@ -340,8 +341,30 @@ static void mark_not_sent(struct kube_client *c, struct kube_req *r, int why)
         c->st.dropped[r->prio]++;
     else
         c->st.coalesced++;
-    c->has_not_sent = 1;
+    r->nsnext = NULL;
+    r->nsprev = c->nstail;
+    if (c->nstail)
+        c->nstail->nsnext = r;
+    else
+        c->nshead = r;
+    c->nstail = r;
     schedule_kick(c);
+}
+
+static void ns_remove(struct kube_client *c, struct kube_req *r)
+{
+    if (!r->not_sent)
+        return;
+    if (r->nsprev)
+        r->nsprev->nsnext = r->nsnext;
+    else if (c->nshead == r)
+        c->nshead = r->nsnext;
+    if (r->nsnext)
+        r->nsnext->nsprev = r->nsprev;
+    else if (c->nstail == r)
+        c->nstail = r->nsprev;
+    r->nsprev = r->nsnext = NULL;
+    r->not_sent = 0;
 }
 
 /* May a request of this priority take a slot now? */
@@ -432,6 +455,7 @@ static void req_unlink(struct kube_req *r)
 {
     struct kube_client *c = r->c;
     lane_remove(c, r);
+    ns_remove(c, r);
     if (r->held) {
         r->held = 0;
         c->lanes[r->prio].held--;
@@ -559,6 +583,7 @@ static void finish_not_sent(struct kube_req *r)
     struct kube_client *c = r->c;
     struct kube_response resp;
     char msg[160];
+    int why = r->not_sent;
     req_unlink(r);
     if (!r->cb) {
         req_destroy(r);
@@ -568,9 +593,9 @@ static void finish_not_sent(struct kube_req *r)
     resp.rc = GQ_ELIMIT;
     resp.retry_after = -1;
     resp.body = "";
-    resp.not_sent = r->not_sent;
+    resp.not_sent = why;
     snprintf(msg, sizeof msg, "%s: not sent: %s", r->method,
-             r->not_sent == KUBE_NOT_SENT_DROPPED ? "dropped from the full low-priority queue"
+             why == KUBE_NOT_SENT_DROPPED ? "dropped from the full low-priority queue"
                                                   : "replaced by a newer write to the same object");
     resp.errmsg = msg;
     if (gq_log_on(c->opts.log_level, GQ_LOG_DEBUG))
@@ -623,14 +648,12 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
         r->add_failed = 0;
         finish(r, CURLE_OUT_OF_MEMORY);
     }
-    while (c->has_not_sent) {
-        c->has_not_sent = 0;
-        for (r = c->reqs; r && !(r->not_sent && !r->cancelled); r = r->next)
-            ;
-        if (r) {
-            c->has_not_sent = 1;
+    /* (a callback may cancel or displace others: take the head each time) */
+    while ((r = c->nshead) != NULL) {
+        if (r->cancelled)
+            ns_remove(c, r); /* freed by the kick its cancellation scheduled */
+        else
             finish_not_sent(r);
-        }
     }
     check_done(c);
 }
