@@ -6,6 +6,10 @@
  * only when all its requests succeeded (409 AlreadyExists on create and 404
  * on delete count as done), otherwise it stays pending and is retried by a
  * later reconcile.
+ *
+ * Lanes (kube.h "Request priorities"): pod creates and deletes and status
+ * patches that change status.state are critical; other status patches and
+ * Events are low (cosmetic: bounded, coalesced per object, dropped first).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +219,8 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
     }
     o->outstanding++;
     /* only the pod as we saw it: one that finished meanwhile (Succeeded) is kept */
-    if (kube_delete_rv(o->c->client, path, delete_grace(o->c, pod, grace), uid, rv, delete_cb, o)) {
+    if (kube_delete_rv_p(o->c->client, KUBE_PRIO_CRITICAL, path, delete_grace(o->c, pod, grace), uid, rv,
+                         delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
     }
@@ -480,7 +485,7 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
             continue;
         }
         o->outstanding++;
-        if (kube_create(c->client, coll, pod, create_cb, o)) {
+        if (kube_create_p(c->client, KUBE_PRIO_CRITICAL, coll, pod, create_cb, o)) {
             o->outstanding--;
             o->failed = 1;
         } else {
@@ -603,6 +608,9 @@ struct status_op {
     struct gq_ctl *c;
     char key[CTL_KEY_MAX + 8];
     char path[CTL_PATH_MAX];
+    uint64_t gen;      /* memo->status_gen when submitted */
+    int transition;    /* changes status.state: critical, holds status_inflight */
+    char state[32];    /* the patch's status.state ("" = none) */
 };
 
 static void reread_cb(const struct kube_response *resp, void *ud)
@@ -617,27 +625,51 @@ static void status_cb(const struct kube_response *resp, void *ud)
     struct status_op *s = ud;
     struct ctl_memo *m = ctl_memo_get(&s->c->memo, s->key, 0);
     if (m) {
-        m->status_inflight = 0;
-        if (resp->rc != GQ_OK) {
-            /* 409: the next reconcile recomputes from fresh state and writes
-             * again; 404: the object is gone. Never a blind retry. */
+        if (s->transition && m->status_inflight > 0)
+            m->status_inflight--;
+        if (resp->rc == GQ_OK) {
+            if (s->state[0])
+                gq_strlcpy(m->status_state, s->state, sizeof(m->status_state));
+        } else if (resp->not_sent == KUBE_NOT_SENT_SUPERSEDED) {
+            /* a newer status of the object replaced it before it was sent */
+        } else if (s->gen == m->status_gen) {
+            /* the latest write failed or was dropped (low lane full): the next
+             * reconcile computes the status again and writes it. 409: from
+             * fresh state; 404: the object is gone. Never a blind retry. */
             free(m->last_status);
             m->last_status = NULL;
-            if (resp->rc == GQ_ECONFLICT && kube_get(s->c->client, s->path, reread_cb, s->c))
-                ctl_mark_dirty(s->c);
-            if (resp->rc != GQ_ENOTFOUND)
-                LOGA(s->c, GQ_LOG_WARN, "status patch failed", " obj=%s status=%ld err=\"%s\"", s->key,
-                     resp->status, resp->errmsg);
         }
+        if (resp->rc == GQ_ECONFLICT && kube_get(s->c->client, s->path, reread_cb, s->c))
+            ctl_mark_dirty(s->c);
+        if (resp->rc != GQ_OK && resp->rc != GQ_ENOTFOUND && !resp->not_sent)
+            LOGA(s->c, GQ_LOG_WARN, "status patch failed", " obj=%s status=%ld err=\"%s\"", s->key,
+                 resp->status, resp->errmsg);
     }
     free(s);
+}
+
+/* The state the object has as far as we know: what the API server last
+ * accepted from us, else (no write yet, e.g. after a restart) the cached
+ * GPUJob's status.state; NULL when unknown. */
+static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key)
+{
+    char ns[API_NS_MAX], name[API_NAME_MAX];
+    const char *slash = strchr(memo_key, '/');
+    if (m->status_state[0])
+        return m->status_state;
+    if (!slash || (size_t)(slash - memo_key) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name))
+        return NULL;
+    memcpy(ns, memo_key, (size_t)(slash - memo_key));
+    ns[slash - memo_key] = 0;
+    gq_strlcpy(name, slash + 1, sizeof(name));
+    return ctl_obj_str(kube_informer_get(c->inf[INF_JOBS], ns, name), "status", "state");
 }
 
 void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
 {
     struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
     if (!m || m->status_inflight)
-        return;
+        return; /* a transition is being written: recomputed after it */
     char *json = cJSON_PrintUnformatted(patch);
     if (!json)
         return;
@@ -653,14 +685,34 @@ void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJ
     s->c = c;
     gq_strlcpy(s->key, memo_key, sizeof(s->key));
     gq_strlcpy(s->path, path, sizeof(s->path));
-    if (kube_patch_status(c->client, path, patch, status_cb, s)) {
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
+    if (cJSON_IsString(st) && st->valuestring) {
+        const char *known = known_state(c, m, memo_key);
+        gq_strlcpy(s->state, st->valuestring, sizeof(s->state));
+        s->transition = !known || strcmp(known, s->state) != 0;
+    }
+    s->gen = m->status_gen + 1;
+    if (kube_patch_status_p(c->client, s->transition ? KUBE_PRIO_CRITICAL : KUBE_PRIO_LOW, path, patch,
+                            status_cb, s)) {
         free(json);
         free(s);
         return;
     }
+    m->status_gen = s->gen;
     free(m->last_status);
     m->last_status = json;
-    m->status_inflight = 1;
+    if (s->transition)
+        m->status_inflight++;
+}
+
+void ctl_act_stop(struct gq_ctl *c)
+{
+    if (!c->client)
+        return;
+    size_t n = kube_client_drop_queued(c->client, KUBE_PRIO_LOW);
+    if (n)
+        LOGA(c, GQ_LOG_INFO, "shutdown: cosmetic writes dropped (status is written again by the next leader)",
+             " dropped=%zu", n);
 }
 
 void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const char *reason,
@@ -674,6 +726,6 @@ void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const c
                               ctl_obj_str(obj, "metadata", "resourceVersion")};
     if (!ref.name)
         return;
-    if (kube_event_create(c->client, &ref, type, reason, msg, c->identity, NULL, NULL))
+    if (kube_event_create_p(c->client, KUBE_PRIO_LOW, &ref, type, reason, msg, c->identity, NULL, NULL))
         LOGA(c, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
 }

@@ -35,8 +35,9 @@ struct ctl_podfacts {
 struct ctl_memo {
     char *key;
     struct ctl_memo *next;        /* hash chain */
-    char *last_status;            /* JSON last written successfully (or in flight) */
-    int status_inflight;
+    char *last_status;            /* JSON last written successfully, or submitted (a failed
+                                   * or dropped latest write clears it: written again) */
+    int status_inflight;          /* a state transition being written (recomputed after) */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
     int position;
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
@@ -84,6 +85,12 @@ struct ctl_memo {
      * a restart forgets it (the victims' stored preempted_by remains). */
     char **victims;
     int nvictims, capvictims;
+    /* status writes (ctl_act_status): status_gen numbers them (only the latest
+     * one's failure clears last_status); status_state is the status.state the
+     * API server last accepted from us ("" = none yet): a patch with another
+     * state is a transition, written in the critical lane */
+    uint64_t status_gen;
+    char status_state[32];
 };
 
 struct ctl_memo_table {
@@ -186,6 +193,9 @@ int ctl_intent_inflight(const struct gq_ctl *c, int64_t id);
 void ctl_act_flush_done(struct gq_ctl *c);
 /* Act on every pending intent not already in flight. */
 void ctl_act_intents(struct gq_ctl *c);
+/* Shutdown: drop the cosmetic writes still waiting (counted); transitions,
+ * pod creates and deletes keep draining within the shutdown wait. */
+void ctl_act_stop(struct gq_ctl *c);
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
  * the memo's cleanup counter when key is non-NULL. */
 void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);

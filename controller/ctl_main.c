@@ -581,9 +581,26 @@ static void stop_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct gq_ctl *c = w->data;
     size_t pend = kube_client_pending(c->client);
     if (pend == 0 || ev_now(loop) >= c->stop_deadline) {
-        if (pend)
+        if (pend) {
+            struct kube_client_stats ks;
+            kube_client_get_stats(c->client, &ks);
             gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", "shutdown: giving up on writes in flight",
-                   " pending=%zu", pend);
+                   " pending=%zu critical=%zu normal=%zu low=%zu", pend,
+                   ks.queued[KUBE_PRIO_CRITICAL] + ks.inflight[KUBE_PRIO_CRITICAL],
+                   ks.queued[KUBE_PRIO_NORMAL] + ks.inflight[KUBE_PRIO_NORMAL],
+                   ks.queued[KUBE_PRIO_LOW] + ks.inflight[KUBE_PRIO_LOW]);
+        }
+        {
+            struct kube_client_stats ks;
+            kube_client_get_stats(c->client, &ks);
+            gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "shutdown: API requests sent by priority",
+                   " critical=%llu normal=%llu low=%llu exempt=%llu coalesced=%llu dropped_low=%llu",
+                   (unsigned long long)ks.started[KUBE_PRIO_CRITICAL],
+                   (unsigned long long)ks.started[KUBE_PRIO_NORMAL],
+                   (unsigned long long)ks.started[KUBE_PRIO_LOW],
+                   (unsigned long long)ks.started[KUBE_PRIO_EXEMPT], (unsigned long long)ks.coalesced,
+                   (unsigned long long)ks.dropped[KUBE_PRIO_LOW]);
+        }
         ev_timer_stop(loop, w);
         ev_break(loop, EVBREAK_ALL);
     }
@@ -614,6 +631,7 @@ static void begin_stop(struct gq_ctl *c)
         kube_informer_stop(c->inf[i]);
     if (c->leader)
         kube_leader_stop(c->leader);
+    ctl_act_stop(c);
     c->stop_deadline = ev_now(loop) + c->cfg.shutdown_wait_s;
     ev_timer_set(&c->stop_timer, 0.02, 0.05);
     ev_timer_start(loop, &c->stop_timer);
@@ -664,11 +682,47 @@ static void metrics_refresh(struct gq_ctl *c)
     }
 }
 
+/* The kube client's lanes: requests waiting and in flight now, sent, dropped
+ * and coalesced in total. Registering again returns the same series. */
+static void metrics_lanes(struct gq_ctl *c)
+{
+    struct kube_client_stats ks;
+    struct gq_metric *h;
+    if (!c->metrics || !c->client)
+        return;
+    kube_client_get_stats(c->client, &ks);
+    for (int p = 0; p < KUBE_NPRIO; p++) {
+        const char *lb[] = {"priority", kube_prio_name((enum kube_prio)p), NULL};
+        h = NULL;
+        if (!gq_metrics_gauge(c->metrics, "gangq_kube_requests_queued",
+                              "API requests waiting for an in-flight slot, by priority", lb, &h, NULL, 0))
+            gq_metrics_set(h, (double)ks.queued[p]);
+        h = NULL;
+        if (!gq_metrics_gauge(c->metrics, "gangq_kube_requests_inflight", "API requests in flight, by priority",
+                              lb, &h, NULL, 0))
+            gq_metrics_set(h, (double)ks.inflight[p]);
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_started_total", "API requests sent, by priority",
+                                lb, &h, NULL, 0))
+            counter_to(h, (double)ks.started[p]);
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_dropped_total",
+                                "API requests dropped unsent (low-priority queue full, shutdown), by priority",
+                                lb, &h, NULL, 0))
+            counter_to(h, (double)ks.dropped[p]);
+    }
+    h = NULL;
+    if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_coalesced_total",
+                            "Status writes replaced unsent by a newer one for the same object", NULL, &h, NULL, 0))
+        counter_to(h, (double)ks.coalesced);
+}
+
 static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
 {
     (void)req;
     struct gq_ctl *c = ud;
     metrics_refresh(c);
+    metrics_lanes(c);
     gq_strlcpy(resp->content_type, GQ_METRICS_CONTENT_TYPE, sizeof(resp->content_type));
     return gq_metrics_render(c->metrics, resp->body);
 }

@@ -135,12 +135,19 @@ struct kube_client_opts {
     size_t max_body;            /* response body cap; 0 = 64 MiB */
     double token_reload_s;      /* re-read token_file this often; 0 = 60 */
     size_t max_inflight;        /* plain (non-stream) requests in flight at once; more
-                                   wait in a FIFO (keeps clear of the API server's
-                                   max-(mutating-)requests-inflight 429s); 0 = 64 */
+                                   wait in their priority's FIFO (keeps clear of the API
+                                   server's max-(mutating-)requests-inflight 429s); 0 = 64 */
     const char *user_agent;     /* NULL = "gangq/<version>" */
     int allow_http_token;       /* send the bearer token to a server that is not
                                    https:// (a local proxy, tests); refused by
                                    default: kube_client_new fails with GQ_EINVAL */
+    /* Lanes (see "Request priorities" below). */
+    size_t reserved_critical;   /* in-flight slots only KUBE_PRIO_CRITICAL may use;
+                                   0 = max_inflight / 4 (at most max_inflight - 1) */
+    size_t max_inflight_low;    /* KUBE_PRIO_LOW requests in flight at once;
+                                   0 = max_inflight / 4 (at least 1) */
+    size_t max_queued_low;      /* KUBE_PRIO_LOW requests waiting; beyond, the oldest
+                                   is dropped; 0 = 4096 */
 };
 
 struct kube_client;
@@ -177,6 +184,8 @@ struct kube_response {
     size_t len;
     double retry_after;   /* seconds from Retry-After, or -1 when absent */
     const char *errmsg;   /* one sentence; "" on success */
+    int not_sent;         /* KUBE_NOT_SENT_*: the request ended without being sent
+                             (rc GQ_ELIMIT, status 0); 0 otherwise */
 };
 typedef void (*kube_response_cb)(const struct kube_response *resp, void *userdata);
 
@@ -564,5 +573,83 @@ int kube_informer_skipped_foreach(const struct kube_informer *inf,
 void kube_prune_common(cJSON *obj);
 void kube_prune_pod(cJSON *obj);
 void kube_prune_node(cJSON *obj);
+
+/* -------------------------------------------------------- request priorities */
+
+/*
+ * Plain requests wait for an in-flight slot in the FIFO of their priority.
+ * Free slots go to the critical lane first; normal and low requests together
+ * never hold the last reserved_critical slots, and low ones at most
+ * max_inflight_low, so no amount of lower-priority work can delay a critical
+ * request by more than the requests already ahead of it in its own lane.
+ * Exempt requests (the Lease) and streams never wait and hold no slot.
+ *
+ * A request with a coalesce key (by convention the object's path) is
+ * serialised with the others of that key: at most one is on the wire and one
+ * waits. A newer one replaces the waiting one (which then ends not sent,
+ * KUBE_NOT_SENT_SUPERSEDED, and is counted as coalesced), takes its place in
+ * line and the higher of the two priorities; it never touches the one already
+ * in flight. Writes that carry a whole state (a status) coalesce safely; a
+ * request whose effect depends on its predecessor must not use a key.
+ *
+ * The low lane holds at most max_queued_low waiting requests: a new one
+ * beyond that drops the oldest (KUBE_NOT_SENT_DROPPED, counted). The owner
+ * learns it from the callback and writes again later.
+ *
+ * Requests that end without being sent get their callback from the loop,
+ * never from inside the call that displaced them.
+ */
+enum kube_prio {
+    KUBE_PRIO_CRITICAL = 0, /* pod create/delete, state transitions */
+    KUBE_PRIO_NORMAL = 1,   /* the default (kube_request and the plain writers) */
+    KUBE_PRIO_LOW = 2,      /* cosmetic status writes, Events: bounded, dropped first */
+    KUBE_PRIO_EXEMPT = 3,   /* never queued (leader-election Lease) */
+};
+#define KUBE_NPRIO 4
+/* "critical", "normal", "low", "exempt" (metric label values). */
+const char *kube_prio_name(enum kube_prio p);
+
+enum kube_not_sent {
+    KUBE_NOT_SENT_DROPPED = 1,    /* dropped: the low lane was full, or kube_client_drop_queued */
+    KUBE_NOT_SENT_SUPERSEDED = 2, /* replaced by a newer request with the same coalesce key */
+};
+
+struct kube_req_opts {
+    enum kube_prio prio;
+    const char *coalesce_key; /* NULL = none; copied; not for EXEMPT */
+};
+
+/* kube_request_h with a priority and coalesce key (ro NULL = NORMAL, no key).
+ * GQ_EINVAL for a priority out of range or a key on an EXEMPT request. */
+int kube_request_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
+                    const char *path, const char *content_type, const char *body,
+                    kube_response_cb cb, void *userdata, struct kube_req **out);
+
+struct kube_client_stats {
+    size_t queued[KUBE_NPRIO];     /* waiting now (in line, or behind their key's write) */
+    size_t inflight[KUBE_NPRIO];   /* on the wire now (EXEMPT: requests started) */
+    uint64_t started[KUBE_NPRIO];  /* total sent */
+    uint64_t dropped[KUBE_NPRIO];  /* total ended not sent: dropped */
+    uint64_t coalesced;            /* total ended not sent: replaced by a newer one */
+};
+void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *st);
+
+/* Drop every request of this lane that waits (shutdown: cosmetic writes are
+ * not worth the wait); each ends KUBE_NOT_SENT_DROPPED from the loop.
+ * Requests in flight are kept. Returns how many. EXEMPT: none. */
+size_t kube_client_drop_queued(struct kube_client *c, enum kube_prio prio);
+
+/* The writers with a priority. kube_patch_status_p coalesces by the status
+ * path (only a status patch's latest version matters). */
+int kube_create_p(struct kube_client *c, enum kube_prio prio, const char *collection_path,
+                  const cJSON *obj, kube_response_cb cb, void *ud);
+int kube_delete_rv_p(struct kube_client *c, enum kube_prio prio, const char *path,
+                     long grace_seconds, const char *uid, const char *rv, kube_response_cb cb,
+                     void *ud);
+int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
+                        const cJSON *patch, kube_response_cb cb, void *ud);
+int kube_event_create_p(struct kube_client *c, enum kube_prio prio, const struct kube_objref *ref,
+                        const char *type, const char *reason, const char *message,
+                        const char *instance, kube_response_cb cb, void *ud);
 
 #endif

@@ -11,6 +11,18 @@
  * queued and cancellations only flagged; the `kick` timer (0 s) applies them
  * right after. A finished request is unlinked before its callback runs and
  * freed after it returns (cancel from inside the callback only flags it).
+ *
+ * Lanes: a plain request waits in the FIFO of its priority (critical, normal,
+ * low) for an in-flight slot; slots go to the critical lane first, the
+ * normal and low lanes never hold the last reserved_critical slots, and the
+ * low lane at most max_inflight_low. Exempt requests (Lease) skip all of it.
+ * A request with a coalesce key (an object's status path) is serialised per
+ * key: at most one in flight ("active") and one waiting ("pending", in its
+ * lane, or held off the lanes while the active one runs); a newer request
+ * replaces the pending one, which then ends without being sent
+ * (not_sent = SUPERSEDED). The low lane is bounded: when full, its oldest
+ * request ends not sent (DROPPED). Requests that end without being sent are
+ * completed from the kick timer, never inside the call that displaced them.
  */
 #include "kube.h"
 #include "kube_int.h"
@@ -41,15 +53,35 @@ struct kube_req {
     int stream;
     int added;      /* handed to curl_multi */
     int add_failed;
-    int queued;     /* waiting for an in-flight slot (plain requests only) */
+    int queued;     /* in its lane's FIFO, waiting for an in-flight slot */
     int counted;    /* holds one of the max_inflight slots */
-    struct kube_req *qnext;
+    int prio;       /* enum kube_prio */
+    int held;       /* pending behind its key's active request (in no lane) */
+    int not_sent;   /* KUBE_NOT_SENT_*: ends from the kick timer, never sent */
+    struct kube_ckey *ck; /* its coalesce key (NULL = none) */
+    struct kube_req *qnext, *qprev;
+    struct kube_req *nsnext, *nsprev; /* on the not-sent list (not_sent set) */
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
     char method[16];
     char errbuf[CURL_ERROR_SIZE];
     struct kube_req *prev, *next;
+};
+
+/* Requests for one object, serialised: active is in flight, pending waits. */
+struct kube_ckey {
+    char *key;
+    struct kube_ckey *next; /* hash chain */
+    struct kube_req *active;
+    struct kube_req *pending;
+};
+
+struct kube_lane {
+    struct kube_req *head, *tail; /* FIFO of requests waiting for a slot */
+    size_t n;                     /* in the FIFO */
+    size_t held;                  /* held behind their key's active request */
+    size_t inflight;              /* holding a slot */
 };
 
 struct kube_sock {
@@ -69,7 +101,11 @@ struct kube_client {
     struct kube_req *reqs; /* every live request (queued, running) */
     size_t nreqs;
     size_t inflight;       /* plain requests holding a slot */
-    struct kube_req *qhead, *qtail; /* FIFO of plain requests waiting for a slot */
+    struct kube_lane lanes[KUBE_NPRIO]; /* KUBE_PRIO_EXEMPT's stays empty */
+    struct kube_ckey **ckeys; /* coalesce keys in use (hash table) */
+    size_t nckeys, nbckeys;
+    struct kube_req *nshead, *nstail; /* to complete as not sent (kick timer), in order */
+    struct kube_client_stats st; /* totals; the gauges are filled in by get_stats */
     int in_curl;
     double token_read_at;
 };
@@ -165,49 +201,289 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 
 static void schedule_kick(struct kube_client *c);
 
-/* Hand free slots to queued requests; the kick timer adds them to curl. */
-static void promote(struct kube_client *c)
+/* ------------------------------------------------------------- lanes */
+
+static uint64_t hash_key(const char *s)
 {
-    while (c->qhead && c->inflight < c->opts.max_inflight) {
-        struct kube_req *q = c->qhead;
-        c->qhead = q->qnext;
-        if (!c->qhead)
-            c->qtail = NULL;
-        q->qnext = NULL;
-        q->queued = 0;
-        q->counted = 1;
-        c->inflight++;
-        schedule_kick(c);
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static struct kube_ckey *ckey_find(struct kube_client *c, const char *key)
+{
+    if (!c->nbckeys)
+        return NULL;
+    for (struct kube_ckey *k = c->ckeys[hash_key(key) % c->nbckeys]; k; k = k->next)
+        if (!strcmp(k->key, key))
+            return k;
+    return NULL;
+}
+
+static struct kube_ckey *ckey_get(struct kube_client *c, const char *key)
+{
+    struct kube_ckey *k = ckey_find(c, key);
+    if (k)
+        return k;
+    if (c->nckeys + 1 > c->nbckeys) {
+        size_t nb = c->nbckeys ? c->nbckeys * 2 : 64;
+        struct kube_ckey **b = calloc(nb, sizeof *b);
+        if (!b)
+            return NULL;
+        for (size_t i = 0; i < c->nbckeys; i++) {
+            struct kube_ckey *e, *next;
+            for (e = c->ckeys[i]; e; e = next) {
+                size_t h = hash_key(e->key) % nb;
+                next = e->next;
+                e->next = b[h];
+                b[h] = e;
+            }
+        }
+        free(c->ckeys);
+        c->ckeys = b;
+        c->nbckeys = nb;
+    }
+    k = calloc(1, sizeof *k);
+    if (!k || !(k->key = strdup(key))) {
+        free(k);
+        return NULL;
+    }
+    size_t h = hash_key(key) % c->nbckeys;
+    k->next = c->ckeys[h];
+    c->ckeys[h] = k;
+    c->nckeys++;
+    return k;
+}
+
+/* Free k when no request refers to it any more. */
+static void ckey_release(struct kube_client *c, struct kube_ckey *k)
+{
+    if (!k || k->active || k->pending)
+        return;
+    struct kube_ckey **pp = &c->ckeys[hash_key(k->key) % c->nbckeys];
+    while (*pp && *pp != k)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = k->next;
+    c->nckeys--;
+    free(k->key);
+    free(k);
+}
+
+static void lane_push(struct kube_client *c, struct kube_req *r)
+{
+    struct kube_lane *l = &c->lanes[r->prio];
+    r->qnext = NULL;
+    r->qprev = l->tail;
+    if (l->tail)
+        l->tail->qnext = r;
+    else
+        l->head = r;
+    l->tail = r;
+    l->n++;
+    r->queued = 1;
+}
+
+/* Put r where old is in old's lane (same priority), old out. */
+static void lane_swap(struct kube_client *c, struct kube_req *old, struct kube_req *r)
+{
+    struct kube_lane *l = &c->lanes[old->prio];
+    r->qprev = old->qprev;
+    r->qnext = old->qnext;
+    if (r->qprev)
+        r->qprev->qnext = r;
+    else
+        l->head = r;
+    if (r->qnext)
+        r->qnext->qprev = r;
+    else
+        l->tail = r;
+    r->queued = 1;
+    old->qprev = old->qnext = NULL;
+    old->queued = 0;
+}
+
+static void lane_remove(struct kube_client *c, struct kube_req *r)
+{
+    struct kube_lane *l = &c->lanes[r->prio];
+    if (!r->queued)
+        return;
+    if (r->qprev)
+        r->qprev->qnext = r->qnext;
+    else
+        l->head = r->qnext;
+    if (r->qnext)
+        r->qnext->qprev = r->qprev;
+    else
+        l->tail = r->qprev;
+    r->qprev = r->qnext = NULL;
+    r->queued = 0;
+    l->n--;
+}
+
+/* Take r out of every queue and key; it ends, not sent, from the kick timer. */
+static void mark_not_sent(struct kube_client *c, struct kube_req *r, int why)
+{
+    lane_remove(c, r);
+    if (r->held) {
+        r->held = 0;
+        c->lanes[r->prio].held--;
+    }
+    if (r->ck) {
+        if (r->ck->pending == r)
+            r->ck->pending = NULL;
+        ckey_release(c, r->ck);
+        r->ck = NULL;
+    }
+    r->not_sent = why;
+    if (why == KUBE_NOT_SENT_DROPPED)
+        c->st.dropped[r->prio]++;
+    else
+        c->st.coalesced++;
+    r->nsnext = NULL;
+    r->nsprev = c->nstail;
+    if (c->nstail)
+        c->nstail->nsnext = r;
+    else
+        c->nshead = r;
+    c->nstail = r;
+    schedule_kick(c);
+}
+
+static void ns_remove(struct kube_client *c, struct kube_req *r)
+{
+    if (!r->not_sent)
+        return;
+    if (r->nsprev)
+        r->nsprev->nsnext = r->nsnext;
+    else if (c->nshead == r)
+        c->nshead = r->nsnext;
+    if (r->nsnext)
+        r->nsnext->nsprev = r->nsprev;
+    else if (c->nstail == r)
+        c->nstail = r->nsprev;
+    r->nsprev = r->nsnext = NULL;
+    r->not_sent = 0;
+}
+
+/* May a request of this priority take a slot now? */
+static int can_start(const struct kube_client *c, int prio)
+{
+    size_t n = c->opts.max_inflight;
+    if (c->inflight >= n)
+        return 0;
+    if (prio == KUBE_PRIO_CRITICAL)
+        return 1;
+    if (c->inflight - c->lanes[KUBE_PRIO_CRITICAL].inflight >= n - c->opts.reserved_critical)
+        return 0;
+    return prio != KUBE_PRIO_LOW || c->lanes[KUBE_PRIO_LOW].inflight < c->opts.max_inflight_low;
+}
+
+static void take_slot(struct kube_client *c, struct kube_req *r)
+{
+    r->counted = 1;
+    c->inflight++;
+    c->lanes[r->prio].inflight++;
+    c->st.started[r->prio]++;
+    if (r->ck) {
+        r->ck->active = r;
+        if (r->ck->pending == r)
+            r->ck->pending = NULL;
     }
 }
 
-static void dequeue(struct kube_client *c, struct kube_req *r)
+/* Hand free slots to queued requests, critical lane first; the kick timer
+ * adds them to curl. */
+static void promote(struct kube_client *c)
 {
-    struct kube_req **pp = &c->qhead, *prev = NULL;
-    while (*pp && *pp != r) {
-        prev = *pp;
-        pp = &(*pp)->qnext;
+    for (int p = KUBE_PRIO_CRITICAL; p <= KUBE_PRIO_LOW; p++) {
+        struct kube_lane *l = &c->lanes[p];
+        while (l->head && can_start(c, p)) {
+            struct kube_req *q = l->head;
+            lane_remove(c, q);
+            take_slot(c, q);
+            schedule_kick(c);
+        }
     }
-    if (*pp) {
-        *pp = r->qnext;
-        if (c->qtail == r)
-            c->qtail = prev;
+}
+
+/* The low lane is bounded: its oldest waiting request makes room. */
+static void lane_bound(struct kube_client *c)
+{
+    struct kube_lane *l = &c->lanes[KUBE_PRIO_LOW];
+    while (l->n > c->opts.max_queued_low && l->head)
+        mark_not_sent(c, l->head, KUBE_NOT_SENT_DROPPED);
+}
+
+/* Put a new plain request in line (r->prio set; r->ck set when keyed). */
+static void enqueue(struct kube_client *c, struct kube_req *r)
+{
+    struct kube_ckey *k = r->ck;
+    if (k && k->pending) {
+        /* a newer write for the same object replaces the one not yet sent;
+         * it keeps the older one's place and the higher of both priorities */
+        struct kube_req *old = k->pending;
+        if (old->prio < r->prio)
+            r->prio = old->prio;
+        k->pending = r;
+        if (old->held) {
+            r->held = 1;
+            c->lanes[r->prio].held++;
+        } else if (old->queued && old->prio == r->prio) {
+            lane_swap(c, old, r);
+        } else {
+            lane_push(c, r);
+        }
+        mark_not_sent(c, old, KUBE_NOT_SENT_SUPERSEDED);
+        return;
     }
-    r->qnext = NULL;
-    r->queued = 0;
+    if (k)
+        k->pending = r;
+    if (k && k->active) {
+        r->held = 1; /* one write per object on the wire, in order */
+        c->lanes[r->prio].held++;
+        return;
+    }
+    lane_push(c, r);
+    if (r->prio == KUBE_PRIO_LOW)
+        lane_bound(c);
 }
 
 /* Take r off the client's lists; frees its slot for the next queued one. */
 static void req_unlink(struct kube_req *r)
 {
     struct kube_client *c = r->c;
-    if (r->queued)
-        dequeue(c, r);
+    lane_remove(c, r);
+    ns_remove(c, r);
+    if (r->held) {
+        r->held = 0;
+        c->lanes[r->prio].held--;
+    }
+    if (r->ck) {
+        struct kube_ckey *k = r->ck;
+        r->ck = NULL;
+        if (k->pending == r)
+            k->pending = NULL;
+        if (k->active == r) {
+            k->active = NULL;
+            if (k->pending && k->pending->held) {
+                struct kube_req *q = k->pending;
+                q->held = 0;
+                c->lanes[q->prio].held--;
+                lane_push(c, q);
+                if (q->prio == KUBE_PRIO_LOW)
+                    lane_bound(c);
+            }
+        }
+        ckey_release(c, k);
+    }
     if (r->counted) {
         r->counted = 0;
         c->inflight--;
-        promote(c);
+        c->lanes[r->prio].inflight--;
     }
+    promote(c);
     if (r->prev)
         r->prev->next = r->next;
     else if (c->reqs == r)
@@ -300,6 +576,35 @@ static void finish(struct kube_req *r, CURLcode res)
     req_destroy(r);
 }
 
+/* A request displaced before it was sent (superseded, or dropped from the
+ * low lane): its callback gets rc GQ_ELIMIT, status 0 and not_sent set. */
+static void finish_not_sent(struct kube_req *r)
+{
+    struct kube_client *c = r->c;
+    struct kube_response resp;
+    char msg[160];
+    int why = r->not_sent;
+    req_unlink(r);
+    if (!r->cb) {
+        req_destroy(r);
+        return;
+    }
+    memset(&resp, 0, sizeof resp);
+    resp.rc = GQ_ELIMIT;
+    resp.retry_after = -1;
+    resp.body = "";
+    resp.not_sent = why;
+    snprintf(msg, sizeof msg, "%s: not sent: %s", r->method,
+             why == KUBE_NOT_SENT_DROPPED ? "dropped from the full low-priority queue"
+                                                  : "replaced by a newer write to the same object");
+    resp.errmsg = msg;
+    if (gq_log_on(c->opts.log_level, GQ_LOG_DEBUG))
+        gq_log(c->opts.log_level, GQ_LOG_DEBUG, KUBE_LOG_MOD, msg, NULL);
+    r->in_cb = 1;
+    r->cb(&resp, r->ud);
+    req_destroy(r);
+}
+
 static void check_done(struct kube_client *c)
 {
     CURLMsg *m;
@@ -327,7 +632,7 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
                 curl_multi_remove_handle(c->multi, r->easy);
             req_unlink(r);
             req_destroy(r);
-        } else if (!r->added && !r->queued) {
+        } else if (!r->added && !r->queued && !r->held && !r->not_sent) {
             if (curl_multi_add_handle(c->multi, r->easy) == CURLM_OK)
                 r->added = 1;
             else
@@ -342,6 +647,13 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             break;
         r->add_failed = 0;
         finish(r, CURLE_OUT_OF_MEMORY);
+    }
+    /* (a callback may cancel or displace others: take the head each time) */
+    while ((r = c->nshead) != NULL) {
+        if (r->cancelled)
+            ns_remove(c, r); /* freed by the kick its cancellation scheduled */
+        else
+            finish_not_sent(r);
     }
     check_done(c);
 }
@@ -445,6 +757,14 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
         c->opts.max_body = DEFAULT_MAX_BODY;
     if (c->opts.max_inflight == 0)
         c->opts.max_inflight = 64;
+    if (c->opts.reserved_critical == 0)
+        c->opts.reserved_critical = c->opts.max_inflight / 4;
+    if (c->opts.reserved_critical >= c->opts.max_inflight)
+        c->opts.reserved_critical = c->opts.max_inflight - 1;
+    if (c->opts.max_inflight_low == 0)
+        c->opts.max_inflight_low = c->opts.max_inflight / 4 ? c->opts.max_inflight / 4 : 1;
+    if (c->opts.max_queued_low == 0)
+        c->opts.max_queued_low = 4096;
     if (c->opts.token_reload_s <= 0)
         c->opts.token_reload_s = 60;
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
@@ -490,6 +810,15 @@ void kube_client_free(struct kube_client *c)
         req_destroy(r);
     }
     c->reqs = NULL;
+    for (size_t i = 0; i < c->nbckeys; i++) {
+        struct kube_ckey *k, *knext;
+        for (k = c->ckeys[i]; k; k = knext) {
+            knext = k->next;
+            free(k->key);
+            free(k);
+        }
+    }
+    free(c->ckeys);
     ev_timer_stop(c->loop, &c->timer);
     ev_timer_stop(c->loop, &c->kick);
     /* cleanup calls socket_cb(REMOVE) for sockets still open, freeing them */
@@ -676,15 +1005,19 @@ out:
     return rc;
 }
 
-static int start(struct kube_client *c, const char *method, const char *path,
-                 const char *content_type, const char *body, int stream, kube_data_cb on_data,
-                 kube_response_cb cb, void *ud, struct kube_req **out)
+static int start(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
+                 const char *path, const char *content_type, const char *body, int stream,
+                 kube_data_cb on_data, kube_response_cb cb, void *ud, struct kube_req **out)
 {
     struct kube_req *r;
-    int rc;
+    int rc, prio = ro ? (int)ro->prio : KUBE_PRIO_NORMAL;
+    const char *key = ro && ro->coalesce_key && *ro->coalesce_key ? ro->coalesce_key : NULL;
     if (out)
         *out = NULL;
     if (!path || path[0] != '/' || !method || strlen(method) >= sizeof r->method)
+        return GQ_EINVAL;
+    if (prio < KUBE_PRIO_CRITICAL || prio >= KUBE_NPRIO ||
+        (key && (stream || prio == KUBE_PRIO_EXEMPT)))
         return GQ_EINVAL;
     r = calloc(1, sizeof *r);
     if (!r)
@@ -694,6 +1027,7 @@ static int start(struct kube_client *c, const char *method, const char *path,
     r->on_data = on_data;
     r->ud = ud;
     r->stream = stream;
+    r->prio = stream ? KUBE_PRIO_EXEMPT : prio;
     r->retry_after = -1;
     gq_strlcpy(r->method, method, sizeof r->method);
     gq_buf_init(&r->resp, stream ? (size_t)1 << 20 : c->opts.max_body);
@@ -707,24 +1041,21 @@ static int start(struct kube_client *c, const char *method, const char *path,
         req_destroy(r);
         return rc;
     }
+    if (key && !(r->ck = ckey_get(c, key))) {
+        req_destroy(r);
+        return GQ_ENOMEM;
+    }
     /* link */
     r->next = c->reqs;
     if (c->reqs)
         c->reqs->prev = r;
     c->reqs = r;
     c->nreqs++;
-    if (!stream && c->inflight >= c->opts.max_inflight) {
-        r->queued = 1;
-        if (c->qtail)
-            c->qtail->qnext = r;
-        else
-            c->qhead = r;
-        c->qtail = r;
+    if (r->prio != KUBE_PRIO_EXEMPT) {
+        enqueue(c, r);
+        promote(c); /* r goes now if its lane is empty and a slot is free */
     } else {
-        if (!stream) {
-            r->counted = 1;
-            c->inflight++;
-        }
+        c->st.started[KUBE_PRIO_EXEMPT]++;
         if (c->in_curl) {
             schedule_kick(c);
         } else if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
@@ -746,20 +1077,27 @@ static int start(struct kube_client *c, const char *method, const char *path,
 int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, kube_response_cb cb, void *userdata)
 {
-    return start(c, method, path, content_type, body, 0, NULL, cb, userdata, NULL);
+    return start(c, NULL, method, path, content_type, body, 0, NULL, cb, userdata, NULL);
 }
 
 int kube_request_h(struct kube_client *c, const char *method, const char *path,
                    const char *content_type, const char *body, kube_response_cb cb,
                    void *userdata, struct kube_req **out)
 {
-    return start(c, method, path, content_type, body, 0, NULL, cb, userdata, out);
+    return start(c, NULL, method, path, content_type, body, 0, NULL, cb, userdata, out);
+}
+
+int kube_request_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
+                    const char *path, const char *content_type, const char *body,
+                    kube_response_cb cb, void *userdata, struct kube_req **out)
+{
+    return start(c, ro, method, path, content_type, body, 0, NULL, cb, userdata, out);
 }
 
 int kube_stream(struct kube_client *c, const char *path, kube_data_cb on_data,
                 kube_response_cb on_done, void *userdata, struct kube_req **out)
 {
-    return start(c, "GET", path, NULL, NULL, 1, on_data, on_done, userdata, out);
+    return start(c, NULL, "GET", path, NULL, NULL, 1, on_data, on_done, userdata, out);
 }
 
 void kube_req_cancel(struct kube_req *r)
@@ -784,8 +1122,38 @@ void kube_req_cancel(struct kube_req *r)
 size_t kube_client_queued(const struct kube_client *c)
 {
     size_t n = 0;
-    for (const struct kube_req *q = c->qhead; q; q = q->qnext)
+    for (int p = 0; p < KUBE_NPRIO; p++)
+        n += c->lanes[p].n + c->lanes[p].held;
+    return n;
+}
+
+void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *st)
+{
+    *st = c->st;
+    for (int p = 0; p < KUBE_NPRIO; p++) {
+        st->queued[p] = c->lanes[p].n + c->lanes[p].held;
+        st->inflight[p] = c->lanes[p].inflight;
+    }
+    st->inflight[KUBE_PRIO_EXEMPT] = 0;
+    for (const struct kube_req *r = c->reqs; r; r = r->next)
+        if (r->prio == KUBE_PRIO_EXEMPT && r->added)
+            st->inflight[KUBE_PRIO_EXEMPT]++;
+}
+
+size_t kube_client_drop_queued(struct kube_client *c, enum kube_prio prio)
+{
+    size_t n = 0;
+    if ((int)prio < KUBE_PRIO_CRITICAL || prio >= KUBE_PRIO_EXEMPT)
+        return 0;
+    while (c->lanes[prio].head) {
+        mark_not_sent(c, c->lanes[prio].head, KUBE_NOT_SENT_DROPPED);
         n++;
+    }
+    for (struct kube_req *r = c->reqs; r; r = r->next)
+        if (r->held && r->prio == (int)prio) {
+            mark_not_sent(c, r, KUBE_NOT_SENT_DROPPED);
+            n++;
+        }
     return n;
 }
 

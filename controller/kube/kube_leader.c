@@ -173,6 +173,9 @@ fail:
     return NULL;
 }
 
+/* Lease reads and writes never wait behind other requests (no in-flight slot). */
+static const struct kube_req_opts lease_opts = {KUBE_PRIO_EXEMPT, NULL};
+
 static void write_cb(const struct kube_response *resp, void *ud);
 
 static void write_lease(struct kube_leader *l, const cJSON *base)
@@ -187,10 +190,11 @@ static void write_lease(struct kube_leader *l, const cJSON *base)
     if (!body)
         return;
     if (base)
-        rc = kube_request_h(l->c, "PUT", l->path, "application/json", body, write_cb, l, &l->req);
+        rc = kube_request_ex(l->c, &lease_opts, "PUT", l->path, "application/json", body,
+                             write_cb, l, &l->req);
     else
-        rc = kube_request_h(l->c, "POST", l->coll, "application/json", body, write_cb, l,
-                            &l->req);
+        rc = kube_request_ex(l->c, &lease_opts, "POST", l->coll, "application/json", body,
+                             write_cb, l, &l->req);
     cJSON_free(body);
     if (rc)
         gq_log(lvl(l), GQ_LOG_WARN, KUBE_LOG_MOD, "lease write not sent", "err=%s",
@@ -292,7 +296,8 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             goto out;
     }
     if (!l->req) {
-        int rc = kube_request_h(l->c, "GET", l->path, NULL, NULL, get_cb, l, &l->req);
+        int rc = kube_request_ex(l->c, &lease_opts, "GET", l->path, NULL, NULL, get_cb, l,
+                                 &l->req);
         if (rc)
             gq_log(lvl(l), GQ_LOG_WARN, KUBE_LOG_MOD, "lease read not sent", "err=%s",
                    gq_strerror(rc));
@@ -378,7 +383,8 @@ void kube_leader_stop(struct kube_leader *l)
         cJSON *rel = build_lease(l, l->lease, 1);
         char *body = rel ? cJSON_PrintUnformatted(rel) : NULL;
         if (body)
-            kube_request(l->c, "PUT", l->path, "application/json", body, NULL, NULL);
+            kube_request_ex(l->c, &lease_opts, "PUT", l->path, "application/json", body, NULL,
+                            NULL, NULL);
         cJSON_free(body);
         cJSON_Delete(rel);
     }

@@ -8,8 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static int send_json(struct kube_client *c, const char *method, const char *path,
-                     const char *ctype, const cJSON *obj, kube_response_cb cb, void *ud)
+static const struct kube_req_opts normal_opts = {KUBE_PRIO_NORMAL, NULL};
+
+static int send_json_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
+                        const char *path, const char *ctype, const cJSON *obj,
+                        kube_response_cb cb, void *ud)
 {
     char *body;
     int rc;
@@ -18,15 +21,39 @@ static int send_json(struct kube_client *c, const char *method, const char *path
     body = cJSON_PrintUnformatted(obj);
     if (!body)
         return GQ_ENOMEM;
-    rc = kube_request(c, method, path, ctype, body, cb, ud);
+    rc = kube_request_ex(c, ro, method, path, ctype, body, cb, ud, NULL);
     cJSON_free(body);
     return rc;
+}
+
+static int send_json(struct kube_client *c, const char *method, const char *path,
+                     const char *ctype, const cJSON *obj, kube_response_cb cb, void *ud)
+{
+    return send_json_ex(c, &normal_opts, method, path, ctype, obj, cb, ud);
+}
+
+const char *kube_prio_name(enum kube_prio p)
+{
+    switch (p) {
+    case KUBE_PRIO_CRITICAL: return "critical";
+    case KUBE_PRIO_NORMAL: return "normal";
+    case KUBE_PRIO_LOW: return "low";
+    case KUBE_PRIO_EXEMPT: return "exempt";
+    }
+    return "unknown";
 }
 
 int kube_create(struct kube_client *c, const char *collection_path, const cJSON *obj,
                 kube_response_cb cb, void *ud)
 {
-    return send_json(c, "POST", collection_path, "application/json", obj, cb, ud);
+    return kube_create_p(c, KUBE_PRIO_NORMAL, collection_path, obj, cb, ud);
+}
+
+int kube_create_p(struct kube_client *c, enum kube_prio prio, const char *collection_path,
+                  const cJSON *obj, kube_response_cb cb, void *ud)
+{
+    struct kube_req_opts ro = {prio, NULL};
+    return send_json_ex(c, &ro, "POST", collection_path, "application/json", obj, cb, ud);
 }
 
 int kube_replace(struct kube_client *c, const char *path, const cJSON *obj, kube_response_cb cb,
@@ -49,16 +76,33 @@ int kube_patch_json(struct kube_client *c, const char *path, const cJSON *ops,
     return send_json(c, "PATCH", path, "application/json-patch+json", ops, cb, ud);
 }
 
+/* path + "/status" (unless it ends so already) into p. */
+static int status_path(const char *path, char *p, size_t plen)
+{
+    size_t n = strlen(path);
+    const char *suffix = n >= 7 && strcmp(path + n - 7, "/status") == 0 ? "" : "/status";
+    if ((size_t)snprintf(p, plen, "%s%s", path, suffix) >= plen)
+        return GQ_ELIMIT;
+    return GQ_OK;
+}
+
 int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patch,
                       kube_response_cb cb, void *ud)
 {
     char p[2048];
-    size_t n = strlen(path);
-    if (n >= 7 && strcmp(path + n - 7, "/status") == 0)
-        return kube_patch_merge(c, path, patch, cb, ud);
-    if ((size_t)snprintf(p, sizeof p, "%s/status", path) >= sizeof p)
-        return GQ_ELIMIT;
-    return kube_patch_merge(c, p, patch, cb, ud);
+    int rc = status_path(path, p, sizeof p);
+    return rc ? rc : kube_patch_merge(c, p, patch, cb, ud);
+}
+
+int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
+                        const cJSON *patch, kube_response_cb cb, void *ud)
+{
+    char p[2048];
+    int rc = status_path(path, p, sizeof p);
+    struct kube_req_opts ro = {prio, p};
+    if (rc)
+        return rc;
+    return send_json_ex(c, &ro, "PATCH", p, "application/merge-patch+json", patch, cb, ud);
 }
 
 int kube_delete(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
@@ -70,6 +114,14 @@ int kube_delete(struct kube_client *c, const char *path, long grace_seconds, con
 int kube_delete_rv(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
                    const char *rv, kube_response_cb cb, void *ud)
 {
+    return kube_delete_rv_p(c, KUBE_PRIO_NORMAL, path, grace_seconds, uid, rv, cb, ud);
+}
+
+int kube_delete_rv_p(struct kube_client *c, enum kube_prio prio, const char *path,
+                     long grace_seconds, const char *uid, const char *rv, kube_response_cb cb,
+                     void *ud)
+{
+    struct kube_req_opts ro = {prio, NULL};
     cJSON *opts = cJSON_CreateObject();
     int rc = GQ_ENOMEM;
     if (!opts)
@@ -87,7 +139,7 @@ int kube_delete_rv(struct kube_client *c, const char *path, long grace_seconds, 
             (rv && *rv && !cJSON_AddStringToObject(pre, "resourceVersion", rv)))
             goto out;
     }
-    rc = send_json(c, "DELETE", path, "application/json", opts, cb, ud);
+    rc = send_json_ex(c, &ro, "DELETE", path, "application/json", opts, cb, ud);
 out:
     cJSON_Delete(opts);
     return rc;
@@ -175,6 +227,14 @@ int kube_event_create(struct kube_client *c, const struct kube_objref *ref, cons
                       const char *reason, const char *message, const char *instance,
                       kube_response_cb cb, void *ud)
 {
+    return kube_event_create_p(c, KUBE_PRIO_NORMAL, ref, type, reason, message, instance, cb,
+                               ud);
+}
+
+int kube_event_create_p(struct kube_client *c, enum kube_prio prio, const struct kube_objref *ref,
+                        const char *type, const char *reason, const char *message,
+                        const char *instance, kube_response_cb cb, void *ud)
+{
     char path[512];
     struct timespec ts;
     cJSON *ev;
@@ -188,7 +248,7 @@ int kube_event_create(struct kube_client *c, const struct kube_objref *ref, cons
                    ref->namespace_ && *ref->namespace_ ? ref->namespace_ : "default", "events",
                    NULL, NULL);
     if (rc == 0)
-        rc = kube_create(c, path, ev, cb, ud);
+        rc = kube_create_p(c, prio, path, ev, cb, ud);
     cJSON_Delete(ev);
     return rc;
 }

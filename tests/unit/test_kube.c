@@ -2087,6 +2087,424 @@ static void test_prune_pod(void **st)
     cJSON_Delete(p);
 }
 
+/* ------------------------------------------------------ request priorities */
+
+static struct step lane_steps[320];
+
+static void lane_steps_init(int hold_ms)
+{
+    for (size_t i = 0; i < sizeof lane_steps / sizeof lane_steps[0]; i++) {
+        memset(&lane_steps[i], 0, sizeof lane_steps[i]);
+        lane_steps[i].status = 200;
+        lane_steps[i].chunks[0] = "{}";
+        lane_steps[i].hold_ms = hold_ms;
+    }
+}
+
+static struct kube_client *lane_client(struct ev_loop *loop, const struct server *srv,
+                                       size_t max_inflight, size_t max_inflight_low,
+                                       size_t max_queued_low)
+{
+    struct kube_config cfg;
+    struct kube_client_opts o = {0};
+    struct kube_client *c;
+    char url[64], err[200];
+    kube_config_init(&cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv->port);
+    cfg.server = url;
+    o.log_level = GQ_LOG_ERROR + 1;
+    o.request_timeout_ms = 20000;
+    o.max_inflight = max_inflight;
+    o.max_inflight_low = max_inflight_low;
+    o.max_queued_low = max_queued_low;
+    c = kube_client_new(loop, &cfg, &o, err, sizeof err);
+    assert_non_null(c);
+    return c;
+}
+
+/* Every logged request line (in accept order) that contains `what`: how
+ * many, and the accept index and time of the first and last. */
+struct seen {
+    int n;
+    int first, last;
+    double t_first, t_last;
+    char last_line[512];
+};
+
+static void server_scan(const struct server *srv, const char *what, struct seen *s)
+{
+    FILE *f = fopen(srv->log, "r");
+    char line[4096];
+    int maxk = -1;
+    memset(s, 0, sizeof *s);
+    s->first = s->last = -1;
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        int k, off = 0;
+        double t;
+        if (sscanf(line, "%d %lf %n", &k, &t, &off) < 2 || !strstr(line + off, what))
+            continue;
+        s->n++;
+        if (s->first < 0 || k < s->first) {
+            s->first = k;
+            s->t_first = t;
+        }
+        if (k > maxk) {
+            maxk = k;
+            s->last = k;
+            s->t_last = t;
+            gq_strlcpy(s->last_line, line + off, sizeof s->last_line);
+        }
+    }
+    fclose(f);
+}
+
+struct lane_res {
+    int done, rc, not_sent;
+    int order; /* completion order (1-based) */
+};
+static int lane_done_seq;
+
+static void lane_cb(const struct kube_response *r, void *ud)
+{
+    struct lane_res *res = ud;
+    res->done = 1;
+    res->rc = r->rc;
+    res->not_sent = r->not_sent;
+    res->order = ++lane_done_seq;
+}
+
+struct lane_wait {
+    struct lane_res *v;
+    int n;
+};
+static int lane_all_done(void *ud)
+{
+    struct lane_wait *w = ud;
+    for (int i = 0; i < w->n; i++)
+        if (!w->v[i].done)
+            return 0;
+    return 1;
+}
+
+static cJSON *status_patch(int n)
+{
+    cJSON *p = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(p, "status");
+    assert_non_null(s);
+    assert_non_null(cJSON_AddNumberToObject(s, "n", n));
+    return p;
+}
+
+/* 200 cosmetic status patches wait in the low lane; a pod create submitted
+ * after them is sent at once, and finishes long before they do. */
+static void test_lanes_critical_first(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    static struct lane_res low[200];
+    struct lane_res crit = {0};
+    struct lane_wait w = {low, 200};
+    struct seen sp, sl;
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p1\"}}");
+    char path[128];
+    (void)st;
+    memset(low, 0, sizeof low);
+    lane_done_seq = 0;
+    lane_steps_init(20);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 8, 2, 0);
+    for (int i = 0; i < 200; i++) {
+        cJSON *p = status_patch(i);
+        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j%d", i);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &low[i]), 0);
+        cJSON_Delete(p);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.inflight[KUBE_PRIO_LOW], 2); /* the low lane's own budget */
+    assert_int_equal(ks.queued[KUBE_PRIO_LOW], 198);
+    assert_int_equal(kube_create_p(c, KUBE_PRIO_CRITICAL, "/api/v1/namespaces/ns/pods", pod, lane_cb,
+                                   &crit),
+                     0);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.inflight[KUBE_PRIO_CRITICAL], 1); /* no wait behind the 198 */
+    run_until(loop, NULL, lane_all_done, &w, 30);
+    assert_true(crit.done);
+    assert_int_equal(crit.rc, 0);
+    for (int i = 0; i < 200; i++) {
+        assert_true(low[i].done);
+        assert_int_equal(low[i].rc, 0);
+    }
+    /* the create completed among the first, not after the 200 */
+    assert_true(crit.order <= 20);
+    server_scan(&srv, "POST /api/v1/namespaces/ns/pods|", &sp);
+    server_scan(&srv, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/", &sl);
+    assert_int_equal(sp.n, 1);
+    assert_int_equal(sl.n, 200);
+    assert_true(sp.first <= 3);      /* arrived among the first connections */
+    assert_true(sl.last > sp.first + 150);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.started[KUBE_PRIO_LOW], 200);
+    assert_int_equal(ks.started[KUBE_PRIO_CRITICAL], 1);
+    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 0);
+    assert_int_equal(kube_client_pending(c), 0);
+    cJSON_Delete(pod);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* 50 status patches of one object: one goes out, the rest replace each other
+ * while it is on the wire; the second (last) request carries the latest. The
+ * same in the lane: a waiting patch is replaced in its place. */
+static void test_lanes_coalesce(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    struct lane_res r[50], y[10], x = {0};
+    struct lane_wait w = {r, 50}, wy = {y, 10};
+    struct seen s;
+    const char *obj = "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j";
+    (void)st;
+    memset(r, 0, sizeof r);
+    memset(y, 0, sizeof y);
+    lane_done_seq = 0;
+    lane_steps_init(100);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 8, 1, 0);
+    for (int i = 0; i < 50; i++) {
+        cJSON *p = status_patch(i);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, obj, p, lane_cb, &r[i]), 0);
+        cJSON_Delete(p);
+    }
+    for (int i = 0; i < 50; i++)
+        assert_false(r[i].done); /* never called back from inside the submission */
+    run_until(loop, NULL, lane_all_done, &w, 10);
+    for (int i = 0; i < 50; i++) {
+        assert_true(r[i].done);
+        if (i == 0 || i == 49) {
+            assert_int_equal(r[i].rc, 0);
+            assert_int_equal(r[i].not_sent, 0);
+        } else {
+            assert_int_equal(r[i].rc, GQ_ELIMIT);
+            assert_int_equal(r[i].not_sent, KUBE_NOT_SENT_SUPERSEDED);
+        }
+    }
+    assert_true(r[49].order > r[0].order); /* in order: one write per object on the wire */
+    server_scan(&srv, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j/status|", &s);
+    assert_int_equal(s.n, 2);
+    assert_non_null(strstr(s.last_line, "{\"status\":{\"n\":49}}"));
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.coalesced, 48);
+
+    /* in the lane: x holds the one low slot; y's patches wait and replace
+     * each other in place */
+    {
+        cJSON *p = status_patch(-1);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/x",
+                                             p, lane_cb, &x),
+                         0);
+        cJSON_Delete(p);
+    }
+    for (int i = 0; i < 10; i++) {
+        cJSON *p = status_patch(100 + i);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/y",
+                                             p, lane_cb, &y[i]),
+                         0);
+        cJSON_Delete(p);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.queued[KUBE_PRIO_LOW], 1);
+    run_until(loop, NULL, lane_all_done, &wy, 10);
+    assert_true(y[9].done);
+    assert_int_equal(y[9].rc, 0);
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(y[i].not_sent, KUBE_NOT_SENT_SUPERSEDED);
+    server_scan(&srv, "gpujobs/y/status|", &s);
+    assert_int_equal(s.n, 1);
+    assert_non_null(strstr(s.last_line, "{\"status\":{\"n\":109}}"));
+    run_until(loop, &x.done, NULL, NULL, 5);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.coalesced, 48 + 9);
+    assert_int_equal(kube_client_pending(c), 0);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* The low lane holds at most max_queued_low waiting requests: beyond, the
+ * oldest is dropped (its callback says so, from the loop) and counted;
+ * kube_client_drop_queued empties the lane (shutdown). */
+static void test_lanes_low_bounded(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    struct lane_res r[12], e[4];
+    struct lane_wait w = {r, 12}, we = {e, 4};
+    struct kube_objref ref = {"gangq.io/v1alpha1", "GPUJob", "ns", "j", "uid-1", "1"};
+    struct seen s;
+    char path[128];
+    (void)st;
+    memset(r, 0, sizeof r);
+    memset(e, 0, sizeof e);
+    lane_steps_init(50);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 8, 1, 5);
+    for (int i = 0; i < 12; i++) {
+        cJSON *p = status_patch(i);
+        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b%d", i);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &r[i]), 0);
+        cJSON_Delete(p);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.inflight[KUBE_PRIO_LOW], 1);
+    assert_int_equal(ks.queued[KUBE_PRIO_LOW], 5);
+    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 6);
+    for (int i = 0; i < 12; i++)
+        assert_false(r[i].done);
+    run_until(loop, NULL, lane_all_done, &w, 10);
+    for (int i = 0; i < 12; i++) {
+        assert_true(r[i].done);
+        if (i >= 1 && i <= 6) { /* the oldest waiting ones */
+            assert_int_equal(r[i].rc, GQ_ELIMIT);
+            assert_int_equal(r[i].not_sent, KUBE_NOT_SENT_DROPPED);
+        } else {
+            assert_int_equal(r[i].rc, 0);
+        }
+    }
+    server_scan(&srv, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b", &s);
+    assert_int_equal(s.n, 6);
+    server_scan(&srv, "gpujobs/b3/status|", &s);
+    assert_int_equal(s.n, 0);
+
+    /* Events in the low lane, then dropped at shutdown (the one in flight stays) */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(kube_event_create_p(c, KUBE_PRIO_LOW, &ref, "Normal", "Waiting", "m", "ctl-0",
+                                             lane_cb, &e[i]),
+                         0);
+    assert_int_equal(kube_client_drop_queued(c, KUBE_PRIO_LOW), 3);
+    assert_int_equal(kube_client_drop_queued(c, KUBE_PRIO_EXEMPT), 0);
+    run_until(loop, NULL, lane_all_done, &we, 10);
+    assert_int_equal(e[0].rc, 0);
+    for (int i = 1; i < 4; i++)
+        assert_int_equal(e[i].not_sent, KUBE_NOT_SENT_DROPPED);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 9);
+    assert_int_equal(ks.started[KUBE_PRIO_LOW], 7);
+    assert_int_equal(kube_client_pending(c), 0);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* Lower lanes never take the critical lane's reserved slots; a critical
+ * request waits only behind critical ones, an exempt one (Lease) behind
+ * nothing; a status patch that carries a transition (critical) replaces a
+ * waiting cosmetic one and keeps the higher priority. */
+static void test_lanes_critical_not_starved(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    struct lane_res n[10], cr[6], ex = {0}, lo = {0}, tr = {0};
+    struct lane_wait wn = {n, 10}, wc = {cr, 6};
+    struct kube_req_opts exempt = {KUBE_PRIO_EXEMPT, NULL};
+    struct seen s0, sc, sx;
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
+    char path[64];
+    (void)st;
+    memset(n, 0, sizeof n);
+    memset(cr, 0, sizeof cr);
+    lane_steps_init(400);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 4, 0, 0); /* 4 slots: 1 reserved for critical */
+    for (int i = 0; i < 10; i++) {
+        snprintf(path, sizeof path, "/normal/%d", i);
+        assert_int_equal(kube_request_h(c, "GET", path, NULL, NULL, lane_cb, &n[i], NULL), 0);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.inflight[KUBE_PRIO_NORMAL], 3);
+    assert_int_equal(ks.queued[KUBE_PRIO_NORMAL], 7);
+    run_until(loop, NULL, NULL, NULL, 0.15); /* the normal ones are on the wire */
+    assert_int_equal(kube_create_p(c, KUBE_PRIO_CRITICAL, "/api/v1/namespaces/ns/pods", pod, lane_cb, &cr[0]),
+                     0);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.inflight[KUBE_PRIO_CRITICAL], 1);
+    /* critical ones beyond the free slot wait only for slots, ahead of the 7 */
+    for (int i = 1; i < 6; i++)
+        assert_int_equal(kube_create_p(c, KUBE_PRIO_CRITICAL, "/api/v1/namespaces/ns/pods", pod, lane_cb,
+                                       &cr[i]),
+                         0);
+    /* the Lease: no slot, no wait */
+    assert_int_equal(kube_request_ex(c, &exempt, "PUT", "/lease", "application/json", "{}", lane_cb, &ex,
+                                     NULL),
+                     0);
+    assert_int_equal(kube_request_ex(c, &(struct kube_req_opts){KUBE_PRIO_EXEMPT, "/k"}, "PUT", "/lease",
+                                     NULL, "{}", lane_cb, &ex, NULL),
+                     GQ_EINVAL);
+    run_until(loop, NULL, lane_all_done, &wc, 10);
+    run_until(loop, NULL, lane_all_done, &wn, 10);
+    run_until(loop, &ex.done, NULL, NULL, 5);
+    server_scan(&srv, "GET /normal/", &s0);
+    server_scan(&srv, "POST /api/v1/namespaces/ns/pods|", &sc);
+    server_scan(&srv, "PUT /lease|", &sx);
+    assert_int_equal(sc.n, 6);
+    assert_int_equal(s0.n, 10);
+    assert_int_equal(sx.n, 1);
+    /* the first critical and the Lease went out while the first three normal
+     * ones were held (connections 3 and 4; a FIFO would have sent them after
+     * the 10 normal ones) */
+    assert_true(sc.first <= 4);
+    assert_true(sx.first <= 4);
+    /* all six critical before the last normal one: they never wait behind it */
+    assert_true(sc.last < s0.last);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(cr[i].rc, 0);
+
+    /* transition over a waiting cosmetic write of the same object */
+    {
+        struct lane_res hold[3];
+        struct lane_wait wh = {hold, 3};
+        const char *obj = "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/t";
+        cJSON *p1 = status_patch(1), *p2 = status_patch(2);
+        memset(hold, 0, sizeof hold);
+        for (int i = 0; i < 3; i++) { /* fill the normal+low budget */
+            snprintf(path, sizeof path, "/busy/%d", i);
+            assert_int_equal(kube_request_h(c, "GET", path, NULL, NULL, lane_cb, &hold[i], NULL), 0);
+        }
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, obj, p1, lane_cb, &lo), 0);
+        kube_client_get_stats(c, &ks);
+        assert_int_equal(ks.queued[KUBE_PRIO_LOW], 1);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_CRITICAL, obj, p2, lane_cb, &tr), 0);
+        kube_client_get_stats(c, &ks);
+        assert_int_equal(ks.queued[KUBE_PRIO_LOW], 0);
+        assert_int_equal(ks.inflight[KUBE_PRIO_CRITICAL], 1);
+        run_until(loop, &tr.done, NULL, NULL, 5);
+        assert_int_equal(tr.rc, 0);
+        assert_true(lo.done);
+        assert_int_equal(lo.not_sent, KUBE_NOT_SENT_SUPERSEDED);
+        assert_false(hold[0].done && hold[1].done && hold[2].done);
+        run_until(loop, NULL, lane_all_done, &wh, 5);
+        server_scan(&srv, "gpujobs/t/status|", &sc);
+        assert_int_equal(sc.n, 1);
+        assert_non_null(strstr(sc.last_line, "{\"status\":{\"n\":2}}"));
+        cJSON_Delete(p1);
+        cJSON_Delete(p2);
+    }
+    assert_int_equal(kube_client_pending(c), 0);
+    cJSON_Delete(pod);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2115,6 +2533,10 @@ int main(void)
         cmocka_unit_test(test_informer_hostile),
         cmocka_unit_test(test_informer_list_shrink),
         cmocka_unit_test(test_prune_pod),
+        cmocka_unit_test(test_lanes_critical_first),
+        cmocka_unit_test(test_lanes_coalesce),
+        cmocka_unit_test(test_lanes_low_bounded),
+        cmocka_unit_test(test_lanes_critical_not_starved),
     };
     int rc;
     signal(SIGPIPE, SIG_IGN);
