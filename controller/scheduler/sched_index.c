@@ -255,6 +255,32 @@ static int to_sc_req(struct sched_index *ix, const struct sched_request *r, stru
     return 0;
 }
 
+/* Scarcity (GANGQ): a shape that may run on only part of the cluster (GPU
+ * types, GPU memory) has its weight scaled by total GPU capacity / the
+ * capacity of the nodes it may use, so its fragmentation counts as the share
+ * of *its* capacity lost, not of the cluster's. FGD weighs a typed shape by
+ * popularity alone: its "cannot run here" term then pulls flexible tasks onto
+ * whichever model the fewest typed tasks name, however small that model's
+ * capacity (on openb's gpuspec25, the 312 G3 GPUs that G3-only tasks need
+ * filled up with untyped 8-GPU tasks while G2 had room). Scaled, a small model
+ * that typed tasks need weighs in proportion to how much of it they need.
+ * Shapes that may use every node keep their weight (the weights then no
+ * longer sum to 1). */
+static void scarcity_weights(const struct sched_index *ix, struct sc_shape *sh, int nsh)
+{
+    double all = (double)ix->total_milli;
+    for (int i = 0; i < nsh; i++) {
+        if (!sc_is_gpu(&sh[i].r))
+            continue; /* a CPU-only shape may use any node */
+        double acc = 0;
+        for (int j = 0; j < ix->nnodes; j++)
+            if (ix->n[j].ndev > 0 && sc_static_ok(&ix->n[j], &sh[i].r))
+                acc += (double)ix->n[j].ndev * 1000.0;
+        if (acc > 0 && acc < all)
+            sh[i].w *= all / acc;
+    }
+}
+
 int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *shapes,
                            int nshapes, char *err, size_t errlen)
 {
@@ -295,6 +321,8 @@ int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *sha
     }
     for (int i = 0; i < k; i++)
         sh[i].w /= sum;
+    if (ix->pol == SCHED_POLICY_GANGQ)
+        scarcity_weights(ix, sh, k);
     sc_shapes_sort(sh, k);
     int nlearn = 0;
     for (int i = 0; i < k; i++) {

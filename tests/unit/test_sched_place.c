@@ -349,6 +349,53 @@ static void test_typed_shape_index(void **state)
     sched_index_free(ix);
 }
 
+/* Scarcity (gangq): node 0 is the only A100 node (2 of 8 GPUs), nodes 1-3
+ * are T4. Typical tasks: 1-GPU untyped (weight 1), 1-GPU A100-only (1),
+ * 1-GPU T4-only (2). FGD's popularity weights make an untyped 1-GPU task
+ * take the A100 node (there it lowers the frequent T4-only shape's "cannot
+ * run here" loss by more); weighted by the capacity each typed shape may use
+ * (A100-only: 8/2, T4-only: 8/6), the A100 capacity the A100-only tasks need
+ * counts for more and the task goes to a T4 node. The emulated FGD plugin
+ * keeps the popularity weights. */
+static int scarcity_probe(enum sched_policy pol)
+{
+    struct cluster c;
+    cluster_init(&c, 4, 2);
+    c.cfg.policy = pol;
+    for (int i = 1; i < 4; i++)
+        c.nodes[i].gpu_product = "T4";
+    char err[256];
+    struct sched_index *ix = sched_index_new(&c.cfg, c.nodes, c.nn, err, sizeof(err));
+    assert_non_null(ix);
+    struct sched_shape sh[3];
+    memset(sh, 0, sizeof(sh));
+    for (int i = 0; i < 3; i++)
+        sh[i].req.gpus = 1;
+    sh[0].weight = 1;
+    sh[1].req.types[0] = "A100";
+    sh[1].req.ntypes = 1;
+    sh[1].weight = 1;
+    sh[2].req.types[0] = "T4";
+    sh[2].req.ntypes = 1;
+    sh[2].weight = 2;
+    assert_int_equal(sched_index_set_shapes(ix, sh, 3, err, sizeof(err)), 0);
+    struct sched_request r;
+    struct sched_replica rep;
+    memset(&r, 0, sizeof(r));
+    r.gpus = 1;
+    r.cpu_milli = 1000;
+    assert_int_equal(sched_place_one(ix, &r, NULL, 0, &rep), 0);
+    sched_index_free(ix);
+    return rep.node;
+}
+
+static void test_index_scarcity(void **state)
+{
+    (void)state;
+    assert_int_not_equal(scarcity_probe(SCHED_POLICY_GANGQ), 0);
+    assert_int_equal(scarcity_probe(SCHED_POLICY_FGD), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_cpu_only_not_steered),
         cmocka_unit_test(test_typed_shape_cycle),
         cmocka_unit_test(test_typed_shape_index),
+        cmocka_unit_test(test_index_scarcity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
