@@ -244,7 +244,8 @@ struct sched_job {
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these
- * relative weights. Absent: derived from the waiting queue. */
+ * relative weights. A shape of weight 0 or less is ignored. Absent (none of
+ * weight > 0): sched_cycle derives them from the waiting queue. */
 struct sched_shape {
     struct sched_request req;
     double weight;
@@ -331,8 +332,9 @@ struct sched_index *sched_index_new(const struct sched_config *cfg,
                                     const struct sched_node *nodes, int nnodes,
                                     char *err, size_t errlen);
 void sched_index_free(struct sched_index *ix);
-/* Shape distribution for FGD scoring (copied). Without one, FGD terms are 0
- * and the policy degrades to its tie-breaks. */
+/* Shape distribution for FGD scoring (copied; shapes of weight 0 or less are
+ * ignored). Without one, FGD terms are 0 and the policy degrades to its
+ * tie-breaks. */
 int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *shapes,
                            int nshapes, char *err, size_t errlen);
 /* Choose a node (and devices) for one replica by the configured policy and

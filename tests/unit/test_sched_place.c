@@ -394,6 +394,102 @@ static void test_index_scarcity(void **state)
     (void)state;
     assert_int_not_equal(scarcity_probe(SCHED_POLICY_GANGQ), 0);
     assert_int_equal(scarcity_probe(SCHED_POLICY_FGD), 0);
+/* Shapes of weight 0 are no shapes. Node 0 (4 GPUs) has one GPU partly in
+ * use, node 1 (2 GPUs) is whole; a 2-GPU probe, alone in the queue, with the
+ * shapes of each row. Given shapes of weight 0 only count as none: sched_cycle
+ * derives its shapes from the queue (the probe itself, which prices breaking
+ * node 1, so FGD's exact fit there stands) and the index, which has no
+ * queue, has none (the rule keeps node 1 whole). A shape of weight 0 beside
+ * one of weight > 0 prices nothing. */
+struct shape_row {
+    int32_t gpus[2];
+    const char *type[2];
+    double weight[2];
+    int nsh;
+    int cycle_node, index_node;
+};
+
+static const struct shape_row shape_rows[] = {
+    {{0, 0}, {NULL, NULL}, {0, 0}, 0, 1, 0},       /* none: derived / blind */
+    {{2, 0}, {"T4", NULL}, {0, 0}, 1, 1, 0},       /* weight 0 only: as none */
+    {{2, 2}, {NULL, NULL}, {0, 0}, 2, 1, 0},       /* all weight 0: as none */
+    {{2, 0}, {"T4", NULL}, {1, 0}, 1, 0, 0},       /* cannot run on A100 */
+    {{2, 0}, {NULL, NULL}, {1, 0}, 1, 1, 1},       /* prices the break */
+    {{2, 2}, {NULL, "T4"}, {0, 1}, 2, 0, 0},       /* the pricing one has weight 0 */
+};
+
+static void shape_row_cluster(struct cluster *c)
+{
+    cluster_init(c, 2, 4);
+    c->nodes[0].foreign_gpu_milli[1] = 750;
+    c->nodes[1].gpus = 2;
+}
+
+static void test_zero_weight_shapes(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof(shape_rows) / sizeof(shape_rows[0]); t++) {
+        const struct shape_row *row = &shape_rows[t];
+        struct sched_shape sh[2];
+        memset(sh, 0, sizeof(sh));
+        for (int k = 0; k < row->nsh; k++) {
+            sh[k].req.gpus = row->gpus[k];
+            if (row->type[k]) {
+                sh[k].req.types[0] = row->type[k];
+                sh[k].req.ntypes = 1;
+            }
+            sh[k].req.cpu_milli = 1000;
+            sh[k].weight = row->weight[k];
+        }
+        /* through sched_cycle */
+        struct cluster c;
+        shape_row_cluster(&c);
+        struct sched_job *jb = &c.jobs[0];
+        c.ids[0][0] = 'p';
+        jb->id = c.ids[0];
+        jb->team = -1;
+        jb->cls = SCHED_BATCH;
+        jb->gang = 1;
+        jb->replicas = 1;
+        jb->req.gpus = 2;
+        jb->req.cpu_milli = 1000;
+        jb->req.mem_bytes = GIB;
+        jb->topo_required = jb->topo_preferred = jb->topo_spread = -1;
+        jb->pool = -1;
+        jb->terminating_for = -1;
+        c.nj = 1;
+        struct sched_snapshot s;
+        memset(&s, 0, sizeof(s));
+        s.config = &c.cfg;
+        s.now = 100;
+        s.nodes = c.nodes;
+        s.nnodes = c.nn;
+        s.jobs = c.jobs;
+        s.njobs = c.nj;
+        s.shapes = sh;
+        s.nshapes = row->nsh;
+        struct sched_result *r = NULL;
+        char err[256];
+        assert_int_equal(sched_cycle(NULL, &s, &r, err, sizeof(err)), 0);
+        int node = -1;
+        for (int x = 0; x < r->n; x++)
+            if (r->d[x].kind == SCHED_ADMIT && r->d[x].job == 0)
+                node = r->d[x].rep[0].node;
+        sched_result_free(r);
+        if (node != row->cycle_node)
+            fail_msg("row %zu: sched_cycle placed the probe on node %d, want %d", t, node,
+                     row->cycle_node);
+        /* through the index */
+        struct sched_index *ix = sched_index_new(&c.cfg, c.nodes, c.nn, err, sizeof(err));
+        assert_non_null(ix);
+        assert_int_equal(sched_index_set_shapes(ix, sh, row->nsh, err, sizeof(err)), 0);
+        struct sched_replica rep;
+        assert_int_equal(sched_place_one(ix, &jb->req, NULL, 0, &rep), 0);
+        sched_index_free(ix);
+        if (rep.node != row->index_node)
+            fail_msg("row %zu: the index placed the probe on node %d, want %d", t, rep.node,
+                     row->index_node);
+    }
 }
 
 int main(void)
@@ -408,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_typed_shape_cycle),
         cmocka_unit_test(test_typed_shape_index),
         cmocka_unit_test(test_index_scarcity),
+        cmocka_unit_test(test_zero_weight_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

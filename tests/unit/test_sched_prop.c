@@ -819,15 +819,19 @@ static int can_take(const struct world *w, int i, const struct sched_job *jb)
     return jb->req.gpus > 0 ? free_dev >= jb->req.gpus : share;
 }
 
-/* the shape distribution prices breaking whole node i for the probe; derive:
- * no shapes given means shapes derived from the queue (the probe alone) */
+/* the shape distribution prices breaking whole node i for the probe. A shape
+ * of weight 0 is no shape; derive: none of weight > 0 given means shapes
+ * derived from the queue (the probe alone), as sched_cycle does */
 static int priced(const struct world *w, int i, const struct sched_job *probe,
                   const struct sched_shape *sh, int nsh, int derive)
 {
     const struct sched_node *n = &w->nodes[i];
     int left = n->gpus - (probe->req.gpus > 0 ? probe->req.gpus : 1);
     struct sched_shape own = {probe->req, 1};
-    if (nsh == 0 && derive) {
+    int given = 0;
+    for (int k = 0; k < nsh; k++)
+        given |= sh[k].weight > 0;
+    if (!given && derive) {
         sh = &own;
         nsh = 1;
     }
