@@ -1661,6 +1661,8 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
                            (int)j->job->spec.effective_priority, (int)api_gpujob_gpus(j->job),
                            v->invalid_reason ? v->invalid_reason : "-");
     if (!rc)
+        rc = gq_buf_printf(b, "%s|", v->wait_reason ? v->wait_reason : "-");
+    if (!rc)
         rc = gq_buf_printf(b, "%s|%zu:%s|%zu:%s|%zu:%s|", j->pl.domain, strlen(v->message ? v->message : ""),
                            v->message ? v->message : "", strlen(v->preempted_by ? v->preempted_by : ""),
                            v->preempted_by ? v->preempted_by : "",
@@ -1680,14 +1682,20 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         return; /* in flight: ctl_act_status would drop it; recomputed next cycle */
     const char *msg = j->row->message;
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
-    if (j->invalid_reason && !j->failed_invalid)
+    const struct ctl_waitpub *pub = &j->memo->pub;
+    if (waiting && pub->set && pub->msg[0])
+        msg = pub->msg; /* what ctl_wait_publish let through (waiting_events) */
+    else if (j->invalid_reason && !j->failed_invalid)
         msg = j->invalid_msg;
     else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
         msg = j->memo->wait_msg;
-    struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
+    const char *reason = NULL;
+    if (waiting)
+        reason = ctl_wait_class_name(pub->set ? pub->cls : CTL_WAIT_NONE);
+    struct ctl_jobview v = {j->state, msg, waiting ? pub->position : 0, j->row->preemptions,
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
-                            j->row->retries, j->row->enqueue_ms, j->row->arrival};
+                            j->row->retries, j->row->enqueue_ms, j->row->arrival, reason};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
@@ -1789,8 +1797,22 @@ static void team_pool_status(struct rc_ctx *r)
                 st.used += job_gpus_placed(j);
             } else if (j->state == STORE_QUEUED || j->state == STORE_PREEMPTED) {
                 st.pending++;
+                /* the head of its queue as last published (waiting_publish) */
+                int pos = j->memo ? j->memo->pub.position : 0;
+                if (pos > 0 && pos <= API_MAX_PENDING_HEAD && !st.pending_head[pos - 1].position) {
+                    struct api_team_pending *e = &st.pending_head[pos - 1];
+                    gq_strlcpy(e->name, j->job->meta.name, sizeof(e->name));
+                    gq_strlcpy(e->namespace, j->job->meta.namespace, sizeof(e->namespace));
+                    e->position = pos;
+                    e->gpus = api_gpujob_gpus(j->job);
+                }
             }
         }
+        /* in position order, without gaps (a published head member may have
+         * left the queue since) */
+        for (int q = 0; q < API_MAX_PENDING_HEAD; q++)
+            if (st.pending_head[q].position)
+                st.pending_head[st.npending_head++] = st.pending_head[q];
         st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
         st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
         if (!name[0])
@@ -1890,6 +1912,43 @@ static void team_pool_status(struct rc_ctx *r)
                             pl->meta.name, NULL))
             ctl_act_status(r->c, key, path, p);
         cJSON_Delete(p);
+    }
+}
+
+/* ------------------------------------------------------------ waiting jobs */
+
+/* What the statuses of waiting jobs show (API writes follow decisions, not
+ * queue moves): each job's explanation goes through ctl_wait_publish (its
+ * status is rewritten when its state or wait class changes, the detailed
+ * text at most every --wait-message-interval), with one Waiting Event per
+ * class per wait; positions are published for the first --position-head jobs
+ * of each Team queue at most every --position-interval (the others show
+ * none), from a reconcile that scheduled. */
+static void waiting_publish(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    int64_t pos_iv = (int64_t)(c->cfg.position_interval_s * 1000.0);
+    int64_t msg_iv = (int64_t)(c->cfg.wait_message_interval_s * 1000.0);
+    int epoch = r->sched_ran && (!c->pos_pub_ms || r->now - c->pos_pub_ms >= pos_iv);
+    if (epoch)
+        c->pos_pub_ms = r->now;
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        struct ctl_memo *m = j->memo;
+        if (!m || !j->row)
+            continue;
+        int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
+        const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
+        const char *msg = inv ? j->invalid_msg : m->wait_msg[0] ? m->wait_msg : j->row->message;
+        /* an Event speaks for the core's explanation or a problem, not a
+         * stored message awaiting the next schedule */
+        if (ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
+            (inv || m->wait_msg[0]))
+            ctl_act_event(c, j->obj, inv ? "Warning" : "Normal", "Waiting", msg);
+        if (waiting && epoch)
+            m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
+        if (!waiting && !holds(j->state))
+            m->wait_msg[0] = 0;
     }
 }
 
@@ -2090,21 +2149,7 @@ void ctl_reconcile(struct gq_ctl *c)
     /* committed: act */
     for (int i = 0; i < r->nev; i++)
         ctl_act_event(c, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
-    for (int i = 0; i < r->njobs; i++) {
-        struct cj *j = &r->jobs[i];
-        struct ctl_memo *m = j->memo;
-        if (!m || !j->row)
-            continue;
-        int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
-        if (waiting && m->wait_msg[0] && strcmp(m->wait_msg, m->wait_event_msg) &&
-            (!m->wait_event_ms || r->now - m->wait_event_ms >= CTL_WAIT_EVENT_MS)) {
-            ctl_act_event(c, j->obj, "Normal", "Waiting", m->wait_msg);
-            m->wait_event_ms = r->now;
-            gq_strlcpy(m->wait_event_msg, m->wait_msg, sizeof(m->wait_event_msg));
-        }
-        if (!waiting && !holds(j->state))
-            m->wait_msg[0] = 0;
-    }
+    waiting_publish(r);
     ctl_act_intents(c);
     cleanup_strays(r);
     for (int i = 0; i < r->njobs; i++)

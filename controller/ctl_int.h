@@ -38,10 +38,9 @@ struct ctl_memo {
     char *last_status;            /* JSON last written successfully (or in flight) */
     int status_inflight;
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
-    int position;
+    int position;                 /* exact WAIT position of the last schedule (0 = none) */
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
-    int64_t wait_event_ms;        /* last Waiting event sent */
-    char wait_event_msg[SCHED_MSG_MAX];
+    struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
     /* A pod of this job the API server said is gone: a delete event
      * (ctl_pod_deleted) or a GET answering 404 (ctl_act_confirm_pod). A
@@ -130,6 +129,7 @@ struct gq_ctl {
     int64_t reconciles;
     int64_t last_usage_ms;
     int64_t last_prune_ms;
+    int64_t pos_pub_ms;   /* positions and Teams' pendingHead last published */
     int64_t *inflight_intents; /* intent ids being acted on (sorted) */
     size_t ninflight, capinflight;
     /* intents acted on, not yet marked done in the store: still in

@@ -34,6 +34,9 @@ void ctl_config_default(struct ctl_config *c)
     c->debounce_s = 0.05;
     c->shutdown_wait_s = 5;
     c->max_grace_period_s = 30;
+    c->position_head = 10;
+    c->position_interval_s = 5;
+    c->wait_message_interval_s = 60;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -121,6 +124,14 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
         c->max_retries = (int)i;
         return 0;
     }
+    if (!strcmp(key, "position-head")) {
+        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0 || i > API_MAX_PENDING_HEAD) {
+            gq_errf(err, errlen, "--position-head: expected 0..%d, got \"%s\"", API_MAX_PENDING_HEAD, val);
+            return GQ_EINVAL;
+        }
+        c->position_head = (int)i;
+        return 0;
+    }
     if (!strcmp(key, "level")) {
         const char *eq = strchr(val, '=');
         if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= API_LEVEL_MAX ||
@@ -150,7 +161,9 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
                 {"usage-half-life", &c->usage_half_life_s, 0},
                 {"cycle-interval", &c->cycle_interval_s, 0.05},
                 {"max-grace-period", &c->max_grace_period_s, 0},
-                {"pod-watch-delay", &c->pod_watch_delay_s, 0}};
+                {"pod-watch-delay", &c->pod_watch_delay_s, 0},
+                {"position-interval", &c->position_interval_s, 0},
+                {"wait-message-interval", &c->wait_message_interval_s, 0}};
     for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
         if (!strcmp(key, durs[k].k)) {
             if (gq_parse_duration(val, &d) || d < durs[k].lo) {
@@ -899,6 +912,12 @@ static void usage(FILE *f)
             "  --max-retries N          failed-gang requeues before Failed (3)\n"
             "  --usage-half-life DUR    fair-share usage decay (24h)\n"
             "  --cycle-interval DUR     periodic resync (2s)\n"
+            "  --position-head N        status.position and Team status.pendingHead for the first N\n"
+            "                           waiting jobs of each Team (10; others carry no position)\n"
+            "  --position-interval DUR  positions and pendingHead refreshed at most this often (5s)\n"
+            "  --wait-message-interval DUR\n"
+            "                           a waiting job's status.message is rewritten at once when its\n"
+            "                           state or wait reason changes, else at most this often (60s)\n"
             "  --max-grace-period DUR   cap on the termination grace of gangq's pods (30s)\n"
             "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
             "  --insecure-allow-http-token=BOOL\n"
