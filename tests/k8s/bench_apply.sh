@@ -84,9 +84,9 @@ pass "controller CPU ${cpu_ms} ms over the run: ${per_us} us per admission (pod 
 w1="$GQ_TEST_TMP/writes1"
 gq_writes >"$w1"
 # per "resource verb": writes during the run (after minus before)
-wdelta=$(awk 'NR == FNR { b[$2 " " $3] = $1; next } { d = $1 - b[$2 " " $3]; if (d > 0) print d, $2, $3 }' "$w0" "$w1")
+wdelta=$(awk 'FILENAME == ARGV[1] { b[$2 " " $3] = $1; next } { d = $1 - b[$2 " " $3]; if (d > 0) print d, $2, $3 }' "$w0" "$w1")
 writes=$(printf '%s\n' "$wdelta" | awk '{ s += $1 } END { print s + 0 }')
 pass "controller API writes during the run: $writes, $(awk -v w="$writes" -v n="$N" 'BEGIN { printf "%.2f", w / n }') per admission (budget: pods + 2 = 3)"
-pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | awk '{ printf "%s%s %s %s", NR > 1 ? ", " : "", $1, $2, $3 }')"
+pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $2, $3 }')"
 echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes}"
 gq_ctl_stop
