@@ -97,6 +97,7 @@ struct rc_ctx {
     int nev, capev;
     int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
+    int pub_epoch;                /* positions, pendingHead and counters are published now */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -1776,6 +1777,27 @@ static void team_valid_condition(const struct rteam *ti, const struct api_team *
     gq_strlcpy(c->last_transition_time, now, sizeof(c->last_transition_time));
 }
 
+/* Team and pool statuses hold counters that move with every admission:
+ * written at once when nothing was written yet or what is urgent changed (a
+ * Team's Valid condition and generation in force), else with the positions
+ * (r->pub_epoch), at most every --position-interval. The memo's status_sig
+ * holds the urgent text last written. */
+static void counted_status(struct rc_ctx *r, const char *key, const char *path, cJSON *patch,
+                           const char *urgent)
+{
+    struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
+    if (!m || m->status_inflight)
+        return; /* in flight: computed again next reconcile */
+    if (!r->pub_epoch && m->last_status && m->status_sig && !strcmp(m->status_sig, urgent))
+        return;
+    ctl_act_status(r->c, key, path, patch);
+    char *u = strdup(urgent);
+    if (u) {
+        free(m->status_sig);
+        m->status_sig = u;
+    }
+}
+
 static void team_pool_status(struct rc_ctx *r)
 {
     char key[API_NAME_MAX + 8], path[CTL_PATH_MAX], now[API_TIME_MAX];
@@ -1856,8 +1878,11 @@ static void team_pool_status(struct rc_ctx *r)
             m->invalid_reported_gen = 0;
         }
         cJSON *p = api_team_status_encode(&st);
+        char urgent[API_MSG_MAX + 256];
+        snprintf(urgent, sizeof(urgent), "%lld|%s|%s|%s", (long long)st.observed_generation,
+                 st.conditions[0].status, st.conditions[0].reason, st.conditions[0].message);
         if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams", name, NULL))
-            ctl_act_status(r->c, key, path, p);
+            counted_status(r, key, path, p, urgent);
         cJSON_Delete(p);
     }
     for (int pi = 0; pi < r->npools; pi++) {
@@ -1910,7 +1935,7 @@ static void team_pool_status(struct rc_ctx *r)
             m->seen_cycle = r->c->reconciles;
         if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "gpupools",
                             pl->meta.name, NULL))
-            ctl_act_status(r->c, key, path, p);
+            counted_status(r, key, path, p, "");
         cJSON_Delete(p);
     }
 }
@@ -1932,6 +1957,7 @@ static void waiting_publish(struct rc_ctx *r)
     int epoch = r->sched_ran && (!c->pos_pub_ms || r->now - c->pos_pub_ms >= pos_iv);
     if (epoch)
         c->pos_pub_ms = r->now;
+    r->pub_epoch = epoch;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
         struct ctl_memo *m = j->memo;
@@ -1950,6 +1976,63 @@ static void waiting_publish(struct rc_ctx *r)
         if (!waiting && !holds(j->state))
             m->wait_msg[0] = 0;
     }
+}
+
+struct qrow {
+    const struct ctl_memo *m;
+    const char *team;
+};
+
+static int qrow_cmp(const void *a, const void *b)
+{
+    const struct qrow *x = a, *y = b;
+    int c = strcmp(x->team, y->team);
+    return c ? c : (x->m->position > y->m->position) - (x->m->position < y->m->position);
+}
+
+int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *out)
+{
+    size_t n = 0;
+    struct qrow *rows = calloc(c->memo.n + 1, sizeof(*rows));
+    cJSON *root = cJSON_CreateObject(), *arr = root ? cJSON_AddArrayToObject(root, "jobs") : NULL;
+    int rc = GQ_ENOMEM;
+    if (!rows || !arr)
+        goto out;
+    for (size_t b = 0; b < c->memo.nb; b++)
+        for (const struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
+            int waiting = m->pub.set && (m->pub.state == STORE_QUEUED || m->pub.state == STORE_PREEMPTED);
+            if (!waiting || m->position <= 0 || !m->job_valid || n >= c->memo.n)
+                continue;
+            if (team && team[0] && strcmp(team, m->job.spec.team))
+                continue;
+            rows[n++] = (struct qrow){m, m->job.spec.team};
+        }
+    qsort(rows, n, sizeof(*rows), qrow_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const struct ctl_memo *m = rows[i].m;
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            goto out;
+        }
+        if (!cJSON_AddStringToObject(o, "team", rows[i].team) ||
+            !cJSON_AddStringToObject(o, "namespace", m->job.meta.namespace) ||
+            !cJSON_AddStringToObject(o, "name", m->job.meta.name) ||
+            !cJSON_AddNumberToObject(o, "position", m->position) ||
+            !cJSON_AddStringToObject(o, "state", store_state_name(m->pub.state)) ||
+            !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->pub.cls)) ||
+            !cJSON_AddStringToObject(o, "message", m->wait_msg))
+            goto out;
+    }
+    char *txt = cJSON_PrintUnformatted(root);
+    if (!txt)
+        goto out;
+    rc = gq_buf_puts(out, txt) || gq_buf_puts(out, "\n") ? GQ_ENOMEM : 0;
+    free(txt);
+out:
+    cJSON_Delete(root);
+    free(rows);
+    return rc;
 }
 
 /* ------------------------------------------------------------ reconcile */

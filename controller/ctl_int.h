@@ -167,6 +167,11 @@ void ctl_memo_table_release(struct ctl_memo_table *t);
 void ctl_reconcile(struct gq_ctl *c);
 /* Team "quota-edit" audit for an informer MODIFIED of a Team. */
 void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
+/* Every waiting job with its exact queue position from the last schedule
+ * (not the bounded-rate one its status shows), as JSON {"jobs":[{team,
+ * namespace, name, position, state, waitReason, message}]} ordered by team
+ * and position; team non-empty keeps that Team's. GQ_ENOMEM. */
+int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *out);
 /* An informer DELETED of a pod: a gangq pod's name is recorded as gone on its job's memo. */
 void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 

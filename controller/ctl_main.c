@@ -658,6 +658,14 @@ static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp,
     return gq_metrics_render(c->metrics, resp->body);
 }
 
+/* /queue[?team=NAME]: exact queue positions (ctl_queue_render) */
+static int h_queue(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
+{
+    const char *team = !strncmp(req->query, "team=", 5) ? req->query + 5 : "";
+    gq_strlcpy(resp->content_type, "application/json", sizeof(resp->content_type));
+    return ctl_queue_render(ud, team, resp->body);
+}
+
 static int h_healthz(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
 {
     (void)req;
@@ -722,7 +730,8 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         return rc;
     if ((rc = gq_httpd_route(c->httpd, "/metrics", h_metrics, c)) ||
         (rc = gq_httpd_route(c->httpd, "/healthz", h_healthz, c)) ||
-        (rc = gq_httpd_route(c->httpd, "/readyz", h_readyz, c)))
+        (rc = gq_httpd_route(c->httpd, "/readyz", h_readyz, c)) ||
+        (rc = gq_httpd_route(c->httpd, "/queue", h_queue, c)))
         return rc;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "http server listening", " listen=%s port=%d", c->cfg.listen,
            gq_httpd_port(c->httpd));
@@ -898,7 +907,8 @@ static void usage(FILE *f)
             "  --kubeconfig PATH        kubeconfig (default: in-cluster config)\n"
             "  --db PATH                SQLite store (created if absent)\n"
             "  --config FILE            YAML file with the same keys as the flags (flags win)\n"
-            "  --listen ADDR:PORT       /metrics /healthz /readyz (in-cluster default :8080)\n"
+            "  --listen ADDR:PORT       /metrics /healthz /readyz, /queue[?team=T] (exact queue\n"
+            "                           positions as JSON) (in-cluster default :8080)\n"
             "  --log-level L            debug|info|warn|error (info)\n"
             "  --leader-elect=BOOL      Lease leader election (true)\n"
             "  --lease-namespace NS     Lease namespace (config namespace, else default)\n"

@@ -19,7 +19,9 @@ metadata: {name: wr}
 spec: {namespaces: [$ns]}
 YAML
 gq_fakelet_loop --interval 0.3 --auto-run
-gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s
+gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0
+wait_for 20 "http server" grep -q "http server listening" "$GQ_TEST_TMP/controller.log"
+port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
 
 job() { # NAME
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$ns"
@@ -76,6 +78,13 @@ assert_eq "1 2 3 4 5" "$(head_positions)" "Team pendingHead positions after the 
 wait_jsonpath 20 1 -n "$ns" gpujob "$(printf 'j%02d' $((moves + 1)))" -o jsonpath='{.status.position}'
 wait_jsonpath 20 5 -n "$ns" gpujob "$(printf 'j%02d' $((moves + HEAD)))" -o jsonpath='{.status.position}'
 pass "head refreshed: $(head_names) at $(head_positions)"
+# Exact positions on demand: the controller's /queue lists every waiting job in order.
+q=$(curl -sf "http://127.0.0.1:$port/queue?team=wr") || fail "/queue did not answer"
+assert_eq "$(seq -s ' ' 1 $((30 - moves)))" "$(jq -r '[.jobs[].position | tostring] | join(" ")' <<<"$q")" "/queue positions"
+assert_eq "$(printf 'j%02d' $((moves + 1))) $tail" "$(jq -r '[.jobs[0].name, .jobs[-1].name] | join(" ")' <<<"$q")" "/queue order"
+assert_eq "$((30 - moves))" "$(jq -r --arg t "$tail" '.jobs[] | select(.name == $t) | .position' <<<"$q")" "$tail's exact position"
+assert_eq 0 "$(curl -sf "http://127.0.0.1:$port/queue?team=nosuch" | jq '.jobs | length')" "/queue of another team"
+pass "/queue: $tail at exact position $((30 - moves)) (its status shows none)"
 
 sleep 2
 p1=$(patches "$tail")
