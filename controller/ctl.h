@@ -327,6 +327,13 @@ struct ctl_waitpub {
  * bit is set), else 0. */
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
                      const char *invalid_reason, int64_t now_ms, int64_t interval_ms);
+/* Seed p, when nothing was published yet (a restarted controller), from the
+ * object's current status st: when st shows the same waiting state and the
+ * class cls, its message and position count as published at now_ms and the
+ * class as evented, so an unchanged wait is neither rewritten nor evented
+ * again. Returns 1 when seeded, else 0 (p unchanged). */
+int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, int state, int cls,
+                   int64_t now_ms);
 /* The position a job at exact queue position pos shows: pos when within the
  * first head (1-based), else 0 (none). */
 int ctl_position_shown(int pos, int head);

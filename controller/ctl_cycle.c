@@ -1724,6 +1724,19 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     free(nodes);
     if (!patch)
         goto out;
+    if (!j->memo->last_status && !e.n && !e.dropped) {
+        /* first status since start: the object may already show it (after a
+         * restart); then it is what was last written */
+        cJSON *cur = api_gpujob_status_encode(&prev);
+        char *a = cur ? cJSON_PrintUnformatted(cur) : NULL, *b = a ? cJSON_PrintUnformatted(patch) : NULL;
+        if (a && b && !strcmp(a, b)) {
+            j->memo->last_status = a;
+            a = NULL;
+        }
+        free(a);
+        free(b);
+        cJSON_Delete(cur);
+    }
     char path[CTL_PATH_MAX];
     if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
                    j->job->meta.name, NULL))
@@ -1966,6 +1979,15 @@ static void waiting_publish(struct rc_ctx *r)
         int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
         const char *msg = inv ? j->invalid_msg : m->wait_msg[0] ? m->wait_msg : j->row->message;
+        if (!m->pub.set && waiting && j->obj) {
+            /* first sight since start: what the object already shows of an
+             * unchanged wait is not written again */
+            struct api_gpujob_status st;
+            struct api_errors e;
+            api_errors_init(&e);
+            if (!api_gpujob_status_decode(j->obj, &st, &e))
+                ctl_wait_adopt(&m->pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
+        }
         /* an Event speaks for the core's explanation or a problem, not a
          * stored message awaiting the next schedule */
         if (ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&

@@ -929,6 +929,26 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
     return 1;
 }
 
+int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, int state, int cls,
+                   int64_t now_ms)
+{
+    enum api_state want = state == STORE_QUEUED      ? API_STATE_QUEUED
+                          : state == STORE_PREEMPTED ? API_STATE_PREEMPTED
+                                                     : API_STATE_NONE;
+    if (p->set || want == API_STATE_NONE || cls == CTL_WAIT_NONE || st->state != want ||
+        strcmp(st->wait_reason, ctl_wait_class_name(cls)) || !st->message[0])
+        return 0;
+    memset(p, 0, sizeof(*p));
+    p->set = 1;
+    p->state = state;
+    p->cls = cls;
+    gq_strlcpy(p->msg, st->message, sizeof(p->msg));
+    p->msg_ms = now_ms;
+    p->evented = 1u << (unsigned)cls;
+    p->position = st->position > 0 ? st->position : 0;
+    return 1;
+}
+
 int ctl_position_shown(int pos, int head)
 {
     return pos > 0 && pos <= head ? pos : 0;

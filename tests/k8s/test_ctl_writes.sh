@@ -5,7 +5,8 @@
 # changes (counted in the API server's audit log): its position stays null (it is beyond
 # --position-head), its message keeps the first explanation of its reason. The head of the
 # queue is shown with positions, refreshed at a bounded rate, on the waiting jobs and in the
-# Team's status.pendingHead. Each job gets at most one Waiting Event per reason.
+# Team's status.pendingHead. Each job gets at most one Waiting Event per reason. A restarted
+# controller does not rewrite (or event again) a wait the object already shows.
 . "$(dirname "$0")/lib.sh"
 
 ns=wr
@@ -110,3 +111,22 @@ for i in $(seq -w 1 30); do
   total=$((total + n))
 done
 pass "Waiting Events: $tail $ev, all 30 waiting jobs $total"
+
+# A restart: the waiting jobs' statuses already show their waits; none is written again.
+gq_ctl_stop
+before=$(jq -c 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and (.userAgent // "" | startswith("gangq")))' \
+  "$GQ_ENV_DIR/audit.log" | wc -l)
+echo "--- restart" >>"$GQ_TEST_TMP/controller.log"
+gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0
+wait_for 20 "http server after the restart" bash -c "sed -n '/^--- restart/,\$p' '$GQ_TEST_TMP/controller.log' | grep -q 'http server listening'"
+port=$(sed -n '/^--- restart/,$p' "$GQ_TEST_TMP/controller.log" | grep -o 'http server listening.*port=[0-9]*' | grep -o '[0-9]*$')
+wait_for 20 "/readyz after the restart" curl -sf "http://127.0.0.1:$port/readyz"
+wait_for 20 "the queue scheduled again" bash -c "curl -sf 'http://127.0.0.1:$port/queue' | jq -e '.jobs | length > 0' >/dev/null"
+sleep 4 # a few reconciles (2 s resync)
+after=$(jq -c 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and (.userAgent // "" | startswith("gangq")))' \
+  "$GQ_ENV_DIR/audit.log" | wc -l)
+assert_eq "$p1" "$(patches "$tail")" "$tail not rewritten after a restart"
+assert_eq "$ev" "$(waiting_events "$tail")" "no new Waiting Event for $tail after a restart"
+# the running job (its admission) may be written again; the 21 waiting ones are not
+[ $((after - before)) -le 2 ] || fail "$((after - before)) GPUJob status PATCHes after a restart, want at most 2"
+pass "restart: $((after - before)) GPUJob status PATCHes, none for the waiting jobs' unchanged waits"

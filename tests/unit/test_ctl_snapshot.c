@@ -875,6 +875,71 @@ static void test_wait_publish(void **state)
     api_gpujob_release(&job);
 }
 
+/* A restarted controller adopts what a waiting job's status already shows:
+ * the status it computes is byte-identical to the object's (no PATCH), and
+ * no second Event is sent for the same wait. */
+static void test_wait_adopt(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
+               "\"gpu\":{\"count\":4},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t T = 1767225600000LL;
+    const char *nodes[1];
+    /* what the previous run wrote */
+    struct ctl_waitpub p;
+    memset(&p, 0, sizeof(p));
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000);
+    p.position = 4;
+    struct ctl_jobview v = {STORE_QUEUED, p.msg, p.position, 0, "", "", 0, 0, NULL, NULL, 1, 0, T - 5000, 9,
+                            ctl_wait_class_name(p.cls)};
+    struct api_gpujob_status written, back, again;
+    ctl_status_compute(&job, NULL, &v, T, nodes, 1, &written);
+    cJSON *w = api_gpujob_status_encode(&written);
+    char *wtxt = cJSON_PrintUnformatted(w);
+    struct api_errors e;
+    api_errors_init(&e);
+    assert_int_equal(api_gpujob_status_decode(w, &back, &e), 0);
+
+    /* the new run: the queue moved meanwhile (other figures), same class */
+    struct ctl_waitpub q;
+    memset(&q, 0, sizeof(q));
+    const char *now_msg = "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs";
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, ctl_wait_classify(now_msg, NULL), T + 30000), 1);
+    assert_int_equal(ctl_wait_publish(&q, STORE_QUEUED, 1, now_msg, NULL, T + 30000, 60000), 0); /* no Event */
+    assert_string_equal(q.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
+    assert_int_equal(q.position, 4);
+    v.message = q.msg;
+    v.position = q.position;
+    ctl_status_compute(&job, &back, &v, T + 30000, nodes, 1, &again);
+    cJSON *a = api_gpujob_status_encode(&again), *bb = api_gpujob_status_encode(&back);
+    char *atxt = cJSON_PrintUnformatted(a), *btxt = cJSON_PrintUnformatted(bb);
+    assert_string_equal(atxt, wtxt); /* the same status ... */
+    assert_string_equal(btxt, wtxt); /* ... as the object's, re-encoded: no PATCH */
+
+    /* another class, another state or nothing shown: not adopted */
+    memset(&q, 0, sizeof(q));
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, CTL_WAIT_QUOTA, T), 0);
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_PREEMPTED, CTL_WAIT_NODES, T), 0);
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_ADMITTED, CTL_WAIT_NODES, T), 0);
+    assert_false(q.set);
+    back.wait_reason[0] = 0;
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, CTL_WAIT_NODES, T), 0);
+
+    free(wtxt);
+    free(atxt);
+    free(btxt);
+    cJSON_Delete(w);
+    cJSON_Delete(a);
+    cJSON_Delete(bb);
+    api_gpujob_release(&job);
+}
+
 /* ------------------------------------------------------------ config */
 
 static void test_config(void **state)
@@ -962,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
+        cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
