@@ -1685,7 +1685,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
     const struct ctl_waitpub *pub = &j->memo->pub;
     if (waiting && pub->set && pub->msg[0])
-        msg = pub->msg; /* what ctl_wait_publish let through (waiting_events) */
+        msg = pub->msg; /* what ctl_wait_publish let through (waiting_publish) */
     else if (j->invalid_reason && !j->failed_invalid)
         msg = j->invalid_msg;
     else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
