@@ -252,6 +252,10 @@ struct api_gpujob_status {
     int32_t retries;
     char enqueue_time[API_TIME_MAX];
     int64_t arrival;
+    /* Why a waiting job waits, as a stable class ("Nodes", "Quota",
+     * "Preempting", "MinRuntime", "Reserving", "PartialAdmission", "Invalid",
+     * "Waiting"); "" = not waiting (encoded null). */
+    char wait_reason[32];
 };
 
 void api_gpujob_init(struct api_gpujob *job);
@@ -302,6 +306,16 @@ struct api_team {
     struct api_pod_policy pod_policy;
 };
 
+/* One entry of a Team's status.pendingHead (the head of its queue). */
+struct api_team_pending {
+    char name[API_NAME_MAX];
+    char namespace[API_NS_MAX];
+    int32_t position;
+    int32_t gpus;
+};
+
+#define API_MAX_PENDING_HEAD 64
+
 struct api_team_status {
     int32_t quota;    /* nominal GPUs, all types */
     int32_t used;     /* GPUs held by admitted jobs */
@@ -311,6 +325,9 @@ struct api_team_status {
     int64_t observed_generation; /* generation of the spec in force (0 = none) */
     int nconditions;             /* "Valid": False when the latest edit is invalid */
     struct api_condition conditions[API_MAX_CONDITIONS];
+    /* the first waiting jobs in queue order (encode only; decode leaves 0) */
+    int npending_head;
+    struct api_team_pending pending_head[API_MAX_PENDING_HEAD];
 };
 
 int api_team_decode(const cJSON *obj, struct api_team *out, struct api_errors *errs);

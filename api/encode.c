@@ -120,6 +120,7 @@ cJSON *api_gpujob_status_encode(const struct api_gpujob_status *s)
     ok &= add_num(st, "retries", s->retries);
     ok &= add_str_or_null(st, "enqueueTime", s->enqueue_time);
     ok &= add_num_or_null(st, "arrival", s->arrival);
+    ok &= add_str_or_null(st, "waitReason", s->wait_reason);
     if (!ok) {
         cJSON_Delete(st);
         return NULL;
@@ -140,6 +141,21 @@ cJSON *api_team_status_encode(const struct api_team_status *s)
     ok &= add_num(st, "running", s->running);
     ok &= add_num_or_null(st, "observedGeneration", s->observed_generation);
     ok &= add_conditions(st, s->conditions, s->nconditions);
+    cJSON *ph = cJSON_AddArrayToObject(st, "pendingHead");
+    ok &= ph != NULL;
+    for (int i = 0; ph && i < s->npending_head && i < API_MAX_PENDING_HEAD; i++) {
+        const struct api_team_pending *e = &s->pending_head[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(ph, o)) {
+            cJSON_Delete(o);
+            ok = 0;
+            break;
+        }
+        ok &= cJSON_AddStringToObject(o, "name", e->name) != NULL;
+        ok &= cJSON_AddStringToObject(o, "namespace", e->namespace) != NULL;
+        ok &= add_num(o, "position", e->position);
+        ok &= add_num(o, "gpus", e->gpus);
+    }
     if (!ok) {
         cJSON_Delete(st);
         return NULL;
@@ -277,6 +293,7 @@ int api_gpujob_status_decode(const cJSON *obj, struct api_gpujob_status *out,
     if ((v = cJSON_GetObjectItemCaseSensitive(st, "retries")) && !cJSON_IsNull(v))
         api_get_int(errs, "status.retries", v, 0, INT32_MAX, &out->retries);
     opt_str(errs, st, "enqueueTime", "status.enqueueTime", out->enqueue_time, sizeof out->enqueue_time);
+    opt_str(errs, st, "waitReason", "status.waitReason", out->wait_reason, sizeof out->wait_reason);
     get_i64(errs, st, "arrival", "status.arrival", &out->arrival);
 out:
     return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;

@@ -69,7 +69,6 @@
                                    * no longer keeps the job stopping (it stays foreign usage) */
 #define CTL_MISSING_GRACE_MS 5000 /* a created pod absent from the cache this long is asked
                                    * for with a GET (only a 404 or a delete event = gone) */
-#define CTL_WAIT_EVENT_MS 60000   /* Waiting events: at most one per job per minute */
 #define CTL_STRAY_RETRY_MS 2000   /* a job's stray pods are deleted at most this often */
 
 /* ------------------------------------------------------------ config */
@@ -98,6 +97,15 @@ struct ctl_config {
     double max_grace_period_s;     /* cap on gangq pods' termination grace; default 30 */
     double pod_watch_delay_s;      /* test hook: pod watch events applied this late (a lagging
                                     * watch, kube_informer_opts.event_delay_s); default 0 */
+    /* API writes follow decisions, not queue moves: a waiting job's
+     * status.position is published only for the first position_head jobs of
+     * each Team queue (others null), refreshed at most every
+     * position_interval_s (with the Team's status.pendingHead); its
+     * status.message is written at once when its state or wait reason class
+     * changes, else refreshed at most every wait_message_interval_s */
+    int position_head;             /* default 10; 0 = no positions published */
+    double position_interval_s;    /* default 5 */
+    double wait_message_interval_s; /* default 60 */
 };
 
 void ctl_config_default(struct ctl_config *c);
@@ -262,6 +270,7 @@ struct ctl_jobview {
     int64_t retries;
     int64_t enqueue_ms;
     int64_t arrival;
+    const char *wait_reason;      /* waiting: ctl_wait_class_name of its class; else NULL */
 };
 
 /* Compute the status to write from prev (the object's current status, for
@@ -273,6 +282,64 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
                         int nodes_cap, struct api_gpujob_status *out);
 /* RFC 3339 seconds, UTC. */
 void ctl_time_format(int64_t ms, char *out, size_t len);
+
+/* ------------------------------------------------------------ waiting jobs */
+
+/* Why a job waits, as a stable class: the explanation's text carries
+ * figures that move with the queue (nodes fit, quota used, times), its class
+ * does not. The status of a waiting job is rewritten when its state or class
+ * changes; a Waiting Event is sent once per class per wait. */
+enum ctl_wait_class {
+    CTL_WAIT_NONE = 0,     /* no explanation yet */
+    CTL_WAIT_NODES,        /* no node set fits the gang ("N/M nodes fit ...") */
+    CTL_WAIT_QUOTA,        /* the Team's quota (and what it may borrow) is used */
+    CTL_WAIT_PREEMPTING,   /* waiting for the jobs it preempted to stop */
+    CTL_WAIT_MIN_RUNTIME,  /* its victims are protected by the minimum runtime */
+    CTL_WAIT_RESERVING,    /* holds a reservation of nodes or a domain */
+    CTL_WAIT_PARTIAL,      /* some replicas admitted, the rest wait */
+    CTL_WAIT_INVALID,      /* held by a problem (unknown Team or pool, refused spec) */
+    CTL_WAIT_OTHER,
+    CTL_WAIT_NCLASSES
+};
+
+/* Class of a WAIT explanation msg (NULL or "" = CTL_WAIT_NONE); any
+ * invalid_reason makes it CTL_WAIT_INVALID. When several parts are present
+ * the most specific wins: invalid, preempting, partial, minimum runtime,
+ * quota, reserving, nodes. */
+int ctl_wait_classify(const char *msg, const char *invalid_reason);
+/* "Nodes", "Quota", ...: the status.waitReason text ("" for CTL_WAIT_NONE). */
+const char *ctl_wait_class_name(int cls);
+
+/* What of a waiting job's explanation its status shows (per job, kept
+ * across reconciles; zero = nothing published yet). */
+struct ctl_waitpub {
+    int set;                      /* state/cls below were published */
+    int state;                    /* store state published for */
+    int cls;                      /* enum ctl_wait_class published */
+    char msg[SCHED_MSG_MAX];      /* the explanation published */
+    int64_t msg_ms;               /* when msg was published */
+    unsigned evented;             /* bit per class: a Waiting Event was sent in this wait */
+    int position;                 /* published position (0 = none) */
+};
+
+/* Publish this reconcile's explanation msg of a job in state (waiting: Queued
+ * or Preempted). A job not waiting clears everything. A waiting job's msg is
+ * published at once when nothing was, its state or its class changed, else
+ * only when interval_ms has passed since the last publication. Returns 1
+ * when a Waiting Event is due (the class was not evented in this wait; the
+ * bit is set), else 0. */
+int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
+                     const char *invalid_reason, int64_t now_ms, int64_t interval_ms);
+/* Seed p, when nothing was published yet (a restarted controller), from the
+ * object's current status st: when st shows the same waiting state and the
+ * class cls, its message and position count as published at now_ms and the
+ * class as evented, so an unchanged wait is neither rewritten nor evented
+ * again. Returns 1 when seeded, else 0 (p unchanged). */
+int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, int state, int cls,
+                   int64_t now_ms);
+/* The position a job at exact queue position pos shows: pos when within the
+ * first head (1-based), else 0 (none). */
+int ctl_position_shown(int pos, int head);
 
 /* ------------------------------------------------------------ controller */
 

@@ -97,6 +97,7 @@ struct rc_ctx {
     int nev, capev;
     int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
+    int pub_epoch;                /* positions, pendingHead and counters are published now */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -1666,6 +1667,8 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
                            (int)j->job->spec.effective_priority, (int)api_gpujob_gpus(j->job),
                            v->invalid_reason ? v->invalid_reason : "-");
     if (!rc)
+        rc = gq_buf_printf(b, "%s|", v->wait_reason ? v->wait_reason : "-");
+    if (!rc)
         rc = gq_buf_printf(b, "%s|%zu:%s|%zu:%s|%zu:%s|", j->pl.domain, strlen(v->message ? v->message : ""),
                            v->message ? v->message : "", strlen(v->preempted_by ? v->preempted_by : ""),
                            v->preempted_by ? v->preempted_by : "",
@@ -1685,14 +1688,20 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         return; /* in flight: ctl_act_status would drop it; recomputed next cycle */
     const char *msg = j->row->message;
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
-    if (j->invalid_reason && !j->failed_invalid)
+    const struct ctl_waitpub *pub = &j->memo->pub;
+    if (waiting && pub->set && pub->msg[0])
+        msg = pub->msg; /* what ctl_wait_publish let through (waiting_publish) */
+    else if (j->invalid_reason && !j->failed_invalid)
         msg = j->invalid_msg;
     else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
         msg = j->memo->wait_msg;
-    struct ctl_jobview v = {j->state, msg, waiting ? j->memo->position : 0, j->row->preemptions,
+    const char *reason = NULL;
+    if (waiting)
+        reason = ctl_wait_class_name(pub->set ? pub->cls : CTL_WAIT_NONE);
+    struct ctl_jobview v = {j->state, msg, waiting ? pub->position : 0, j->row->preemptions,
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
-                            j->row->retries, j->row->enqueue_ms, j->row->arrival};
+                            j->row->retries, j->row->enqueue_ms, j->row->arrival, reason};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
@@ -1720,6 +1729,19 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     free(nodes);
     if (!patch)
         goto out;
+    if (!j->memo->last_status && !e.n && !e.dropped) {
+        /* first status since start: the object may already show it (after a
+         * restart); then it is what was last written */
+        cJSON *cur = api_gpujob_status_encode(&prev);
+        char *a = cur ? cJSON_PrintUnformatted(cur) : NULL, *b = a ? cJSON_PrintUnformatted(patch) : NULL;
+        if (a && b && !strcmp(a, b)) {
+            j->memo->last_status = a;
+            a = NULL;
+        }
+        free(a);
+        free(b);
+        cJSON_Delete(cur);
+    }
     char path[CTL_PATH_MAX];
     if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
                    j->job->meta.name, NULL))
@@ -1773,6 +1795,27 @@ static void team_valid_condition(const struct rteam *ti, const struct api_team *
     gq_strlcpy(c->last_transition_time, now, sizeof(c->last_transition_time));
 }
 
+/* Team and pool statuses hold counters that move with every admission:
+ * written at once when nothing was written yet or what is urgent changed (a
+ * Team's Valid condition and generation in force), else with the positions
+ * (r->pub_epoch), at most every --position-interval. The memo's status_sig
+ * holds the urgent text last written. */
+static void counted_status(struct rc_ctx *r, const char *key, const char *path, cJSON *patch,
+                           const char *urgent)
+{
+    struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
+    if (!m || m->status_inflight)
+        return; /* in flight: computed again next reconcile */
+    if (!r->pub_epoch && m->last_status && m->status_sig && !strcmp(m->status_sig, urgent))
+        return;
+    ctl_act_status(r->c, key, path, patch);
+    char *u = strdup(urgent);
+    if (u) {
+        free(m->status_sig);
+        m->status_sig = u;
+    }
+}
+
 static void team_pool_status(struct rc_ctx *r)
 {
     char key[API_NAME_MAX + 8], path[CTL_PATH_MAX], now[API_TIME_MAX];
@@ -1794,8 +1837,22 @@ static void team_pool_status(struct rc_ctx *r)
                 st.used += job_gpus_placed(j);
             } else if (j->state == STORE_QUEUED || j->state == STORE_PREEMPTED) {
                 st.pending++;
+                /* the head of its queue as last published (waiting_publish) */
+                int pos = j->memo ? j->memo->pub.position : 0;
+                if (pos > 0 && pos <= API_MAX_PENDING_HEAD && !st.pending_head[pos - 1].position) {
+                    struct api_team_pending *e = &st.pending_head[pos - 1];
+                    gq_strlcpy(e->name, j->job->meta.name, sizeof(e->name));
+                    gq_strlcpy(e->namespace, j->job->meta.namespace, sizeof(e->namespace));
+                    e->position = pos;
+                    e->gpus = api_gpujob_gpus(j->job);
+                }
             }
         }
+        /* in position order, without gaps (a published head member may have
+         * left the queue since) */
+        for (int q = 0; q < API_MAX_PENDING_HEAD; q++)
+            if (st.pending_head[q].position)
+                st.pending_head[st.npending_head++] = st.pending_head[q];
         st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
         st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
         if (!name[0])
@@ -1839,8 +1896,11 @@ static void team_pool_status(struct rc_ctx *r)
             m->invalid_reported_gen = 0;
         }
         cJSON *p = api_team_status_encode(&st);
+        char urgent[API_MSG_MAX + 256];
+        snprintf(urgent, sizeof(urgent), "%lld|%s|%s|%s", (long long)st.observed_generation,
+                 st.conditions[0].status, st.conditions[0].reason, st.conditions[0].message);
         if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "teams", name, NULL))
-            ctl_act_status(r->c, key, path, p);
+            counted_status(r, key, path, p, urgent);
         cJSON_Delete(p);
     }
     for (int pi = 0; pi < r->npools; pi++) {
@@ -1893,9 +1953,113 @@ static void team_pool_status(struct rc_ctx *r)
             m->seen_cycle = r->c->reconciles;
         if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "gpupools",
                             pl->meta.name, NULL))
-            ctl_act_status(r->c, key, path, p);
+            counted_status(r, key, path, p, "");
         cJSON_Delete(p);
     }
+}
+
+/* ------------------------------------------------------------ waiting jobs */
+
+/* What the statuses of waiting jobs show (API writes follow decisions, not
+ * queue moves): each job's explanation goes through ctl_wait_publish (its
+ * status is rewritten when its state or wait class changes, the detailed
+ * text at most every --wait-message-interval), with one Waiting Event per
+ * class per wait; positions are published for the first --position-head jobs
+ * of each Team queue at most every --position-interval (the others show
+ * none), from a reconcile that scheduled. */
+static void waiting_publish(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    int64_t pos_iv = (int64_t)(c->cfg.position_interval_s * 1000.0);
+    int64_t msg_iv = (int64_t)(c->cfg.wait_message_interval_s * 1000.0);
+    int epoch = r->sched_ran && (!c->pos_pub_ms || r->now - c->pos_pub_ms >= pos_iv);
+    if (epoch)
+        c->pos_pub_ms = r->now;
+    r->pub_epoch = epoch;
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        struct ctl_memo *m = j->memo;
+        if (!m || !j->row)
+            continue;
+        int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
+        const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
+        const char *msg = inv ? j->invalid_msg : m->wait_msg[0] ? m->wait_msg : j->row->message;
+        if (!m->pub.set && waiting && j->obj) {
+            /* first sight since start: what the object already shows of an
+             * unchanged wait is not written again */
+            struct api_gpujob_status st;
+            struct api_errors e;
+            api_errors_init(&e);
+            if (!api_gpujob_status_decode(j->obj, &st, &e))
+                ctl_wait_adopt(&m->pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
+        }
+        /* an Event speaks for the core's explanation or a problem, not a
+         * stored message awaiting the next schedule */
+        if (ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
+            (inv || m->wait_msg[0]))
+            ctl_act_event(c, j->obj, inv ? "Warning" : "Normal", "Waiting", msg);
+        if (waiting && epoch)
+            m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
+        if (!waiting && !holds(j->state))
+            m->wait_msg[0] = 0;
+    }
+}
+
+struct qrow {
+    const struct ctl_memo *m;
+    const char *team;
+};
+
+static int qrow_cmp(const void *a, const void *b)
+{
+    const struct qrow *x = a, *y = b;
+    int c = strcmp(x->team, y->team);
+    return c ? c : (x->m->position > y->m->position) - (x->m->position < y->m->position);
+}
+
+int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *out)
+{
+    size_t n = 0;
+    struct qrow *rows = calloc(c->memo.n + 1, sizeof(*rows));
+    cJSON *root = cJSON_CreateObject(), *arr = root ? cJSON_AddArrayToObject(root, "jobs") : NULL;
+    int rc = GQ_ENOMEM;
+    if (!rows || !arr)
+        goto out;
+    for (size_t b = 0; b < c->memo.nb; b++)
+        for (const struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
+            int waiting = m->pub.set && (m->pub.state == STORE_QUEUED || m->pub.state == STORE_PREEMPTED);
+            if (!waiting || m->position <= 0 || !m->job_valid || n >= c->memo.n)
+                continue;
+            if (team && team[0] && strcmp(team, m->job.spec.team))
+                continue;
+            rows[n++] = (struct qrow){m, m->job.spec.team};
+        }
+    qsort(rows, n, sizeof(*rows), qrow_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const struct ctl_memo *m = rows[i].m;
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            goto out;
+        }
+        if (!cJSON_AddStringToObject(o, "team", rows[i].team) ||
+            !cJSON_AddStringToObject(o, "namespace", m->job.meta.namespace) ||
+            !cJSON_AddStringToObject(o, "name", m->job.meta.name) ||
+            !cJSON_AddNumberToObject(o, "position", m->position) ||
+            !cJSON_AddStringToObject(o, "state", store_state_name(m->pub.state)) ||
+            !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->pub.cls)) ||
+            !cJSON_AddStringToObject(o, "message", m->wait_msg))
+            goto out;
+    }
+    char *txt = cJSON_PrintUnformatted(root);
+    if (!txt)
+        goto out;
+    rc = gq_buf_puts(out, txt) || gq_buf_puts(out, "\n") ? GQ_ENOMEM : 0;
+    free(txt);
+out:
+    cJSON_Delete(root);
+    free(rows);
+    return rc;
 }
 
 /* ------------------------------------------------------------ reconcile */
@@ -2095,21 +2259,7 @@ void ctl_reconcile(struct gq_ctl *c)
     /* committed: act */
     for (int i = 0; i < r->nev; i++)
         ctl_act_event(c, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
-    for (int i = 0; i < r->njobs; i++) {
-        struct cj *j = &r->jobs[i];
-        struct ctl_memo *m = j->memo;
-        if (!m || !j->row)
-            continue;
-        int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
-        if (waiting && m->wait_msg[0] && strcmp(m->wait_msg, m->wait_event_msg) &&
-            (!m->wait_event_ms || r->now - m->wait_event_ms >= CTL_WAIT_EVENT_MS)) {
-            ctl_act_event(c, j->obj, "Normal", "Waiting", m->wait_msg);
-            m->wait_event_ms = r->now;
-            gq_strlcpy(m->wait_event_msg, m->wait_msg, sizeof(m->wait_event_msg));
-        }
-        if (!waiting && !holds(j->state))
-            m->wait_msg[0] = 0;
-    }
+    waiting_publish(r);
     ctl_act_intents(c);
     cleanup_strays(r);
     for (int i = 0; i < r->njobs; i++)

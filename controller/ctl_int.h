@@ -39,10 +39,9 @@ struct ctl_memo {
                                    * or dropped latest write clears it: written again) */
     int status_inflight;          /* a state transition being written (recomputed after) */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
-    int position;
+    int position;                 /* exact WAIT position of the last schedule (0 = none) */
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
-    int64_t wait_event_ms;        /* last Waiting event sent */
-    char wait_event_msg[SCHED_MSG_MAX];
+    struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
     /* A pod of this job the API server said is gone: a delete event
      * (ctl_pod_deleted) or a GET answering 404 (ctl_act_confirm_pod). A
@@ -142,6 +141,7 @@ struct gq_ctl {
     int64_t reconciles;
     int64_t last_usage_ms;
     int64_t last_prune_ms;
+    int64_t pos_pub_ms;   /* positions and Teams' pendingHead last published */
     int64_t *inflight_intents; /* intent ids being acted on (sorted) */
     size_t ninflight, capinflight;
     /* intents acted on, not yet marked done in the store: still in
@@ -183,6 +183,11 @@ void ctl_memo_table_release(struct ctl_memo_table *t);
 void ctl_reconcile(struct gq_ctl *c);
 /* Team "quota-edit" audit for an informer MODIFIED of a Team. */
 void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
+/* Every waiting job with its exact queue position from the last schedule
+ * (not the bounded-rate one its status shows), as JSON {"jobs":[{team,
+ * namespace, name, position, state, waitReason, message}]} ordered by team
+ * and position; team non-empty keeps that Team's. GQ_ENOMEM. */
+int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *out);
 /* An informer DELETED of a pod: a gangq pod's name is recorded as gone on its job's memo. */
 void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 

@@ -34,6 +34,9 @@ void ctl_config_default(struct ctl_config *c)
     c->debounce_s = 0.05;
     c->shutdown_wait_s = 5;
     c->max_grace_period_s = 30;
+    c->position_head = 10;
+    c->position_interval_s = 5;
+    c->wait_message_interval_s = 60;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -121,6 +124,14 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
         c->max_retries = (int)i;
         return 0;
     }
+    if (!strcmp(key, "position-head")) {
+        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0 || i > API_MAX_PENDING_HEAD) {
+            gq_errf(err, errlen, "--position-head: expected 0..%d, got \"%s\"", API_MAX_PENDING_HEAD, val);
+            return GQ_EINVAL;
+        }
+        c->position_head = (int)i;
+        return 0;
+    }
     if (!strcmp(key, "level")) {
         const char *eq = strchr(val, '=');
         if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= API_LEVEL_MAX ||
@@ -150,7 +161,9 @@ int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char 
                 {"usage-half-life", &c->usage_half_life_s, 0},
                 {"cycle-interval", &c->cycle_interval_s, 0.05},
                 {"max-grace-period", &c->max_grace_period_s, 0},
-                {"pod-watch-delay", &c->pod_watch_delay_s, 0}};
+                {"pod-watch-delay", &c->pod_watch_delay_s, 0},
+                {"position-interval", &c->position_interval_s, 0},
+                {"wait-message-interval", &c->wait_message_interval_s, 0}};
     for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
         if (!strcmp(key, durs[k].k)) {
             if (gq_parse_duration(val, &d) || d < durs[k].lo) {
@@ -727,6 +740,14 @@ static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp,
     return gq_metrics_render(c->metrics, resp->body);
 }
 
+/* /queue[?team=NAME]: exact queue positions (ctl_queue_render) */
+static int h_queue(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
+{
+    const char *team = !strncmp(req->query, "team=", 5) ? req->query + 5 : "";
+    gq_strlcpy(resp->content_type, "application/json", sizeof(resp->content_type));
+    return ctl_queue_render(ud, team, resp->body);
+}
+
 static int h_healthz(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
 {
     (void)req;
@@ -791,7 +812,8 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         return rc;
     if ((rc = gq_httpd_route(c->httpd, "/metrics", h_metrics, c)) ||
         (rc = gq_httpd_route(c->httpd, "/healthz", h_healthz, c)) ||
-        (rc = gq_httpd_route(c->httpd, "/readyz", h_readyz, c)))
+        (rc = gq_httpd_route(c->httpd, "/readyz", h_readyz, c)) ||
+        (rc = gq_httpd_route(c->httpd, "/queue", h_queue, c)))
         return rc;
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "http server listening", " listen=%s port=%d", c->cfg.listen,
            gq_httpd_port(c->httpd));
@@ -967,7 +989,8 @@ static void usage(FILE *f)
             "  --kubeconfig PATH        kubeconfig (default: in-cluster config)\n"
             "  --db PATH                SQLite store (created if absent)\n"
             "  --config FILE            YAML file with the same keys as the flags (flags win)\n"
-            "  --listen ADDR:PORT       /metrics /healthz /readyz (in-cluster default :8080)\n"
+            "  --listen ADDR:PORT       /metrics /healthz /readyz, /queue[?team=T] (exact queue\n"
+            "                           positions as JSON) (in-cluster default :8080)\n"
             "  --log-level L            debug|info|warn|error (info)\n"
             "  --leader-elect=BOOL      Lease leader election (true)\n"
             "  --lease-namespace NS     Lease namespace (config namespace, else default)\n"
@@ -981,6 +1004,12 @@ static void usage(FILE *f)
             "  --max-retries N          failed-gang requeues before Failed (3)\n"
             "  --usage-half-life DUR    fair-share usage decay (24h)\n"
             "  --cycle-interval DUR     periodic resync (2s)\n"
+            "  --position-head N        status.position and Team status.pendingHead for the first N\n"
+            "                           waiting jobs of each Team (10; others carry no position)\n"
+            "  --position-interval DUR  positions and pendingHead refreshed at most this often (5s)\n"
+            "  --wait-message-interval DUR\n"
+            "                           a waiting job's status.message is rewritten at once when its\n"
+            "                           state or wait reason changes, else at most this often (60s)\n"
             "  --max-grace-period DUR   cap on the termination grace of gangq's pods (30s)\n"
             "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
             "  --insecure-allow-http-token=BOOL\n"

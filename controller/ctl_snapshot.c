@@ -795,6 +795,8 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
     out->state = map[s];
     out->position = (s == STORE_QUEUED || s == STORE_PREEMPTED) ? v->position : 0;
     gq_strlcpy(out->message, v->message ? v->message : "", sizeof(out->message));
+    if (s == STORE_QUEUED || s == STORE_PREEMPTED)
+        gq_strlcpy(out->wait_reason, v->wait_reason ? v->wait_reason : "", sizeof(out->wait_reason));
     gq_strlcpy(out->team, job->spec.team, sizeof(out->team));
     out->priority = job->spec.effective_priority;
     out->gpus = api_gpujob_gpus(job);
@@ -849,4 +851,108 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
         add_cond(out, prev, "Succeeded", 1, "PodsSucceeded", "every replica succeeded", now);
     if (s == STORE_FAILED)
         add_cond(out, prev, "Failed", 1, v->invalid_reason ? v->invalid_reason : "Failed", msg, now);
+}
+
+/* ------------------------------------------------------------ waiting jobs */
+
+/* A part of msg (its start or after "; ") that starts with prefix and
+ * contains needle before the next "; ". */
+static int has_part(const char *msg, const char *prefix, const char *needle)
+{
+    size_t pl = strlen(prefix);
+    for (const char *p = msg; p; p = strstr(p, "; ")) {
+        if (p != msg)
+            p += 2;
+        if (strncmp(p, prefix, pl))
+            continue;
+        const char *end = strstr(p, "; ");
+        const char *n = strstr(p + pl, needle);
+        if (n && (!end || n < end))
+            return 1;
+    }
+    return 0;
+}
+
+int ctl_wait_classify(const char *msg, const char *invalid_reason)
+{
+    if (invalid_reason)
+        return CTL_WAIT_INVALID;
+    if (!msg || !msg[0])
+        return CTL_WAIT_NONE;
+    if (has_part(msg, "waiting for ", " preempted job"))
+        return CTL_WAIT_PREEMPTING;
+    if (strstr(msg, " replicas admitted"))
+        return CTL_WAIT_PARTIAL;
+    if (has_part(msg, "the jobs it would preempt are protected by the minimum runtime", ""))
+        return CTL_WAIT_MIN_RUNTIME;
+    if (has_part(msg, "team ", " quota ") || has_part(msg, "team ", " has no quota for "))
+        return CTL_WAIT_QUOTA;
+    if (has_part(msg, "reserves ", ""))
+        return CTL_WAIT_RESERVING;
+    if (has_part(msg, "", " nodes fit"))
+        return CTL_WAIT_NODES;
+    return CTL_WAIT_OTHER;
+}
+
+const char *ctl_wait_class_name(int cls)
+{
+    static const char *const names[CTL_WAIT_NCLASSES] = {
+        "", "Nodes", "Quota", "Preempting", "MinRuntime", "Reserving", "PartialAdmission", "Invalid", "Waiting"};
+    return cls >= 0 && cls < CTL_WAIT_NCLASSES ? names[cls] : "Waiting";
+}
+
+int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
+                     const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
+{
+    if (!waiting) {
+        memset(p, 0, sizeof(*p));
+        p->set = 1;
+        p->state = state;
+        return 0;
+    }
+    if (!msg)
+        msg = "";
+    int cls = ctl_wait_classify(msg, invalid_reason);
+    int fresh = !p->set || p->state != state;
+    if (fresh) {
+        p->evented = 0; /* a new wait (or a new waiting state) */
+        p->position = 0;
+    }
+    if (fresh || p->cls != cls || (strcmp(p->msg, msg) && now_ms - p->msg_ms >= interval_ms)) {
+        gq_strlcpy(p->msg, msg, sizeof(p->msg));
+        p->msg_ms = now_ms;
+    }
+    p->set = 1;
+    p->state = state;
+    p->cls = cls;
+    unsigned bit = 1u << (unsigned)cls;
+    if (cls == CTL_WAIT_NONE || (p->evented & bit))
+        return 0;
+    p->evented |= bit;
+    return 1;
+}
+
+int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, int state, int cls,
+                   int64_t now_ms)
+{
+    enum api_state want = state == STORE_QUEUED      ? API_STATE_QUEUED
+                          : state == STORE_PREEMPTED ? API_STATE_PREEMPTED
+                                                     : API_STATE_NONE;
+    if (p->set || want == API_STATE_NONE || cls == CTL_WAIT_NONE || st->state != want ||
+        strcmp(st->wait_reason, ctl_wait_class_name(cls)) || !st->message[0])
+        return 0;
+    memset(p, 0, sizeof(*p));
+    p->set = 1;
+    p->state = state;
+    p->cls = cls;
+    gq_strlcpy(p->msg, st->message, sizeof(p->msg));
+    p->msg_ms = now_ms;
+    p->evented = 1u << (unsigned)cls;
+    p->position = st->position > 0 ? st->position : 0;
+    return 1;
+}
+
+int ctl_position_shown(int pos, int head)
+{
+    return pos > 0 && pos <= head ? pos : 0;
 }

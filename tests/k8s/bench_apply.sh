@@ -2,7 +2,10 @@
 # Benchmark (not a test; run by `make bench` through tests/k8s/run.sh BUILD bench_apply):
 # time from `kubectl apply` of N single-replica 1-GPU GPUJobs (default 1000) to every job
 # Admitted with its pod created, against the real API server, and the controller's CPU time
-# per admission (utime+stime from /proc). Prints the figures as `ok:` lines and one JSON line.
+# per admission (utime+stime from /proc), and the controller's API writes per admission (create,
+# patch, update and delete requests with the controller's user agent in the API server's audit
+# log between the apply and the last admission, leader-election Lease renewals included).
+# Prints the figures as `ok:` lines and one JSON line.
 . "$(dirname "$0")/lib.sh"
 N=${GQ_BENCH_JOBS:-1000}
 GPUS_PER_NODE=16
@@ -51,6 +54,15 @@ wait_for 30 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/cont
 sleep 1
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
 hz=$(getconf CLK_TCK)
+# the controller's writes in the audit log so far, as "resource[/subresource] verb" counts
+gq_writes() {
+  jq -r 'select((.userAgent // "" | startswith("gangq")) and
+                (.verb | test("^(create|patch|update|delete|deletecollection)$")))
+         | "\(.objectRef.resource)\(if .objectRef.subresource then "/" + .objectRef.subresource else "" end) \(.verb)"' \
+    "$GQ_ENV_DIR/audit.log" 2>/dev/null | sort | uniq -c
+}
+w0="$GQ_TEST_TMP/writes0"
+gq_writes >"$w0"
 c0=$(cpu_ticks)
 t0=$(date +%s%N)
 k apply -f "$jobs" >/dev/null || fail "kubectl apply of $N jobs"
@@ -69,5 +81,12 @@ per_us=$(( (c1 - c0) * 1000000 / hz / N ))
 pass "kubectl apply of $N GPUJobs returned after ${t_apply} ms"
 pass "all $N Admitted with pods created ${t_all} ms after the apply started"
 pass "controller CPU ${cpu_ms} ms over the run: ${per_us} us per admission (pod create, status patch, event)"
-echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us}"
+w1="$GQ_TEST_TMP/writes1"
+gq_writes >"$w1"
+# per "resource verb": writes during the run (after minus before)
+wdelta=$(awk 'FILENAME == ARGV[1] { b[$2 " " $3] = $1; next } { d = $1 - b[$2 " " $3]; if (d > 0) print d, $2, $3 }' "$w0" "$w1")
+writes=$(printf '%s\n' "$wdelta" | awk '{ s += $1 } END { print s + 0 }')
+pass "controller API writes during the run: $writes, $(awk -v w="$writes" -v n="$N" 'BEGIN { printf "%.2f", w / n }') per admission (budget: pods + 2 = 3)"
+pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $2, $3 }')"
+echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes}"
 gq_ctl_stop

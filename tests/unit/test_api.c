@@ -865,7 +865,7 @@ static void test_status_encode(void **st)
         "\"conditions\":[{\"type\":\"Admitted\",\"status\":\"True\",\"reason\":\"Placed\","
         "\"message\":\"2 nodes in rack r1\",\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}],"
         "\"startTime\":null,\"completionTime\":null,\"observedGeneration\":null,\"attempt\":0,"
-        "\"retries\":0,\"enqueueTime\":null,\"arrival\":null}}");
+        "\"retries\":0,\"enqueueTime\":null,\"arrival\":null,\"waitReason\":null}}");
     /* decode it back */
     api_errors_init(&errs);
     back = cJSON_Parse(txt);
@@ -892,7 +892,7 @@ static void test_status_encode(void **st)
         "{\"status\":{\"state\":\"Queued\",\"position\":3,\"message\":\"0/12 nodes fit: 12 fewer than 8 free GPUs\","
         "\"team\":null,\"priority\":0,\"gpus\":0,\"admission\":null,\"preemptions\":0,\"conditions\":[],"
         "\"startTime\":null,\"completionTime\":null,\"observedGeneration\":null,\"attempt\":0,"
-        "\"retries\":0,\"enqueueTime\":null,\"arrival\":null}}");
+        "\"retries\":0,\"enqueueTime\":null,\"arrival\":null,\"waitReason\":null}}");
     free(txt);
     cJSON_Delete(j);
 
@@ -907,7 +907,7 @@ static void test_status_encode(void **st)
     j = api_gpujob_status_encode(&s);
     txt = cJSON_PrintUnformatted(j);
     assert_non_null(strstr(txt, "\"observedGeneration\":3,\"attempt\":2,\"retries\":1,"
-                                "\"enqueueTime\":\"2026-01-02T03:04:05Z\",\"arrival\":123456789012345}"));
+                                "\"enqueueTime\":\"2026-01-02T03:04:05Z\",\"arrival\":123456789012345,\"waitReason\":null}"));
     back = cJSON_Parse(txt);
     api_errors_init(&errs);
     assert_int_equal(api_gpujob_status_decode(back, &d, &errs), 0);
@@ -936,9 +936,21 @@ static void test_status_encode(void **st)
         j = api_team_status_encode(&ts);
         txt = cJSON_PrintUnformatted(j);
         assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1,"
-                                 "\"observedGeneration\":null,\"conditions\":[]}}");
+                                 "\"observedGeneration\":null,\"conditions\":[],\"pendingHead\":[]}}");
         free(txt);
         cJSON_Delete(j);
+        /* the head of the queue, as published */
+        ts.npending_head = 1;
+        gq_strlcpy(ts.pending_head[0].name, "j1", sizeof ts.pending_head[0].name);
+        gq_strlcpy(ts.pending_head[0].namespace, "ml", sizeof ts.pending_head[0].namespace);
+        ts.pending_head[0].position = 1;
+        ts.pending_head[0].gpus = 8;
+        j = api_team_status_encode(&ts);
+        txt = cJSON_PrintUnformatted(j);
+        assert_non_null(strstr(txt, "\"pendingHead\":[{\"name\":\"j1\",\"namespace\":\"ml\",\"position\":1,\"gpus\":8}]"));
+        free(txt);
+        cJSON_Delete(j);
+        ts.npending_head = 0;
         /* an invalid edit is reported on a Valid condition; the generation in force stays */
         ts.observed_generation = 4;
         ts.nconditions = 1;
@@ -953,7 +965,7 @@ static void test_status_encode(void **st)
         assert_string_equal(txt, "{\"status\":{\"quota\":8,\"used\":6,\"borrowed\":2,\"pending\":3,\"running\":1,"
                                  "\"observedGeneration\":4,\"conditions\":[{\"type\":\"Valid\",\"status\":\"False\","
                                  "\"reason\":\"InvalidSpec\",\"message\":\"spec.quota[0].lendingLimit: bad\","
-                                 "\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}]}}");
+                                 "\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}],\"pendingHead\":[]}}");
         back = cJSON_Parse(txt);
         api_errors_init(&errs);
         assert_int_equal(api_team_status_decode(back, &tb, &errs), 0);

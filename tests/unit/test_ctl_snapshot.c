@@ -632,8 +632,9 @@ static void test_status_compute(void **state)
     const char *nodes[4];
     struct api_gpujob_status q, a, r, r2, s;
 
-    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0};
+    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes"};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &q);
+    assert_string_equal(q.wait_reason, "Nodes");
     assert_int_equal(q.state, API_STATE_QUEUED);
     assert_int_equal(q.position, 2);
     assert_string_equal(q.message, "0/3 nodes fit");
@@ -652,8 +653,9 @@ static void test_status_compute(void **state)
     gq_strlcpy(pl.domain, "rack-1", sizeof(pl.domain));
     assert_int_equal(ctl_placement_add(&pl, 0, "n1", 0xF), 0);
     assert_int_equal(ctl_placement_add(&pl, 1, "n2", 0xF), 0);
-    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77};
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes"};
     ctl_status_compute(&job, &q, &v, T0 + 1000, nodes, 4, &a);
+    assert_string_equal(a.wait_reason, ""); /* not waiting: encoded null */
     assert_int_equal(a.state, API_STATE_ADMITTED);
     assert_int_equal(a.position, 0);
     assert_true(a.admission.present);
@@ -694,7 +696,8 @@ static void test_status_compute(void **state)
     assert_false(s.admission.present);
     assert_string_equal(cond(&s, "Succeeded")->status, "True");
 
-    v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL, 1, 0, 0, 0};
+    v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL, 1, 0, 0, 0,
+                             "Waiting"};
     ctl_status_compute(&job, &r2, &v, T0 + 4000, nodes, 4, &s);
     assert_int_equal(s.state, API_STATE_PREEMPTED);
     assert_int_equal(s.preemptions, 2);
@@ -705,13 +708,242 @@ static void test_status_compute(void **state)
     assert_string_equal(s.start_time, ""); /* requeued: no start time */
     assert_string_equal(cond(&s, "Preempted")->message, "lower priority");
 
-    v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam", 0, 0, 0, 0};
+    v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam", 0, 0, 0, 0,
+                             "Invalid"};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &s);
+    assert_string_equal(s.wait_reason, "Invalid");
     assert_string_equal(cond(&s, "Valid")->status, "False");
     assert_string_equal(cond(&s, "Valid")->reason, "UnknownTeam");
     assert_string_equal(cond(&s, "Valid")->message, "team x does not exist");
 
     ctl_placement_release(&pl);
+    api_gpujob_release(&job);
+}
+
+/* ------------------------------------------------------------ waiting jobs */
+
+static void test_wait_classify(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *msg;
+        int cls;
+    } cases[] = {
+        {"0/12 nodes fit 4 GPUs: 5 fewer than 4 free GPUs, 7 wrong GPU type (need H100)", CTL_WAIT_NODES},
+        {"0/2 nodes fit: 2 fewer than 8 free GPUs", CTL_WAIT_NODES},
+        {"1/2 nodes fit 4 GPUs: 1 reserved for a higher job", CTL_WAIT_NODES}, /* not its own reservation */
+        {"0/2 nodes fit 4 GPUs: 2 fewer than 4 free GPUs; reserves node n1", CTL_WAIT_RESERVING},
+        {"0/2 nodes fit 4 GPUs in one rack: 2 fewer than 4 free GPUs; reserves rack r2", CTL_WAIT_RESERVING},
+        {"0/1 nodes fit 5 GPUs: 1 fewer than 5 free GPUs; team guest quota 0/0 GPUs used, needs 5", CTL_WAIT_QUOTA},
+        {"1/2 nodes fit 4 GPUs: 1 reserved for a higher job; team g quota 6/8 GPUs used, needs 4", CTL_WAIT_QUOTA},
+        {"team research has no quota for H100", CTL_WAIT_QUOTA},
+        {"waiting for 2 preempted jobs to stop", CTL_WAIT_PREEMPTING},
+        {"0/1 nodes fit 4 GPUs: 1 fewer than 4 free GPUs; the jobs it would preempt are protected by the "
+         "minimum runtime (300s) until 2026-01-01T00:05:00Z",
+         CTL_WAIT_MIN_RUNTIME},
+        {"0/1 nodes fit 8 GPUs: 1 fewer than 8 free GPUs; team a quota 8/8 GPUs used, needs 8; the jobs it would "
+         "preempt are protected by the minimum runtime (300s) until 2026-01-01T00:05:00Z; reserves node n0",
+         CTL_WAIT_MIN_RUNTIME},
+        /* a quota part mentioning claims of preemptors is still quota */
+        {"team a quota 0/0 A100 used, 8 claimed by jobs waiting for preempted jobs, needs 8", CTL_WAIT_QUOTA},
+        {"2 of 4 replicas admitted", CTL_WAIT_PARTIAL},
+        {"waiting", CTL_WAIT_OTHER},
+        {"", CTL_WAIT_NONE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int got = ctl_wait_classify(cases[i].msg, NULL);
+        if (got != cases[i].cls)
+            fail_msg("\"%s\": class %d, want %d", cases[i].msg, got, cases[i].cls);
+    }
+    assert_int_equal(ctl_wait_classify(NULL, NULL), CTL_WAIT_NONE);
+    assert_int_equal(ctl_wait_classify("team x does not exist", "UnknownTeam"), CTL_WAIT_INVALID);
+    assert_string_equal(ctl_wait_class_name(CTL_WAIT_QUOTA), "Quota");
+    assert_string_equal(ctl_wait_class_name(CTL_WAIT_NONE), "");
+    for (int c = 1; c < CTL_WAIT_NCLASSES; c++)
+        assert_string_not_equal(ctl_wait_class_name(c), "");
+    assert_int_equal(ctl_position_shown(3, 10), 3);
+    assert_int_equal(ctl_position_shown(10, 10), 10);
+    assert_int_equal(ctl_position_shown(11, 10), 0);
+    assert_int_equal(ctl_position_shown(1, 0), 0);
+    assert_int_equal(ctl_position_shown(0, 10), 0);
+}
+
+/* The encoded status of a waiting job from what was published (as the
+ * controller's job_status builds it): equal text = no PATCH. */
+static char *waiting_status(const struct api_gpujob *job, const struct ctl_waitpub *p, int state)
+{
+    const char *nodes[1];
+    struct api_gpujob_status st;
+    struct ctl_jobview v = {state, p->msg, p->position, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0,
+                            ctl_wait_class_name(p->cls)};
+    ctl_status_compute(job, NULL, &v, 1767225600000LL, nodes, 1, &st);
+    cJSON *e = api_gpujob_status_encode(&st);
+    assert_non_null(e);
+    char *s = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_wait_publish(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
+               "\"gpu\":{\"count\":4},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t IV = 60000, T = 1000000;
+    struct ctl_waitpub p;
+    memset(&p, 0, sizeof(p));
+
+    /* first sight: published at once, one Waiting Event */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL,
+                                      T, IV),
+                     1);
+    assert_int_equal(p.cls, CTL_WAIT_NODES);
+    assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
+    char *s0 = waiting_status(&job, &p, STORE_QUEUED);
+    assert_non_null(strstr(s0, "\"waitReason\":\"Nodes\""));
+    assert_non_null(strstr(s0, "\"position\":null")); /* nothing published yet */
+
+    /* the queue moves: the figures change, the class does not; the exact
+     * position changes every time but is not what the status shows */
+    for (int k = 1; k <= 20; k++) {
+        char m[128];
+        snprintf(m, sizeof(m), "0/3 nodes fit 4 GPUs: %d fewer than 4 free GPUs", 3 - k % 3);
+        assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, m, NULL, T + k * 1000, IV), 0); /* no Event */
+        char *sk = waiting_status(&job, &p, STORE_QUEUED);
+        assert_string_equal(sk, s0); /* no status write */
+        free(sk);
+    }
+    /* the detailed text is refreshed once the interval has passed */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs", NULL,
+                                      T + IV, IV),
+                     0);
+    assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    assert_int_equal(p.msg_ms, T + IV);
+    char *s1 = waiting_status(&job, &p, STORE_QUEUED);
+    assert_string_not_equal(s1, s0);
+    /* and not again before another interval */
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 2 fewer than 4 free GPUs", NULL, T + IV + 5000, IV);
+    assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+
+    /* the class changes: published at once, a new Event */
+    const char *q = "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs; team t1 quota 8/8 GPUs used, needs 4";
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, q, NULL, T + IV + 6000, IV), 1);
+    assert_int_equal(p.cls, CTL_WAIT_QUOTA);
+    assert_string_equal(p.msg, q);
+    char *s2 = waiting_status(&job, &p, STORE_QUEUED);
+    assert_non_null(strstr(s2, "\"waitReason\":\"Quota\""));
+    /* back to a class already evented in this wait: status follows, no second Event */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL,
+                                      T + IV + 7000, IV),
+                     0);
+    assert_int_equal(p.cls, CTL_WAIT_NODES);
+    assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
+
+    /* a published position stays until the controller publishes again */
+    p.position = ctl_position_shown(2, 10);
+    char *s3 = waiting_status(&job, &p, STORE_QUEUED);
+    assert_non_null(strstr(s3, "\"position\":2"));
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 2 fewer than 4 free GPUs", NULL, T + IV + 8000, IV);
+    assert_int_equal(p.position, 2);
+
+    /* the state changes (admitted): cleared; the next wait starts afresh */
+    assert_int_equal(ctl_wait_publish(&p, STORE_ADMITTED, 0, "admitted", NULL, T + IV + 9000, IV), 0);
+    assert_int_equal(p.position, 0);
+    assert_int_equal(p.cls, CTL_WAIT_NONE);
+    assert_string_equal(p.msg, "");
+    assert_int_equal(ctl_wait_publish(&p, STORE_PREEMPTED, 1, "waiting for 1 preempted job to stop", NULL,
+                                      T + IV + 10000, IV),
+                     1);
+    assert_int_equal(ctl_wait_publish(&p, STORE_PREEMPTED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL,
+                                      T + IV + 11000, IV),
+                     1); /* Nodes again, but in a new wait */
+    /* Queued -> Preempted (a new waiting state) publishes at once */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs", NULL,
+                                      T + IV + 12000, IV),
+                     1);
+    assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
+    /* an invalid job: its own class, published at once */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "team x does not exist", "UnknownTeam", T + IV + 13000, IV),
+                     1);
+    assert_int_equal(p.cls, CTL_WAIT_INVALID);
+    assert_string_equal(p.msg, "team x does not exist");
+
+    free(s0);
+    free(s1);
+    free(s2);
+    free(s3);
+    api_gpujob_release(&job);
+}
+
+/* A restarted controller adopts what a waiting job's status already shows:
+ * the status it computes is byte-identical to the object's (no PATCH), and
+ * no second Event is sent for the same wait. */
+static void test_wait_adopt(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
+               "\"gpu\":{\"count\":4},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t T = 1767225600000LL;
+    const char *nodes[1];
+    /* what the previous run wrote */
+    struct ctl_waitpub p;
+    memset(&p, 0, sizeof(p));
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000);
+    p.position = 4;
+    struct ctl_jobview v = {STORE_QUEUED, p.msg, p.position, 0, "", "", 0, 0, NULL, NULL, 1, 0, T - 5000, 9,
+                            ctl_wait_class_name(p.cls)};
+    struct api_gpujob_status written, back, again;
+    ctl_status_compute(&job, NULL, &v, T, nodes, 1, &written);
+    cJSON *w = api_gpujob_status_encode(&written);
+    char *wtxt = cJSON_PrintUnformatted(w);
+    struct api_errors e;
+    api_errors_init(&e);
+    assert_int_equal(api_gpujob_status_decode(w, &back, &e), 0);
+
+    /* the new run: the queue moved meanwhile (other figures), same class */
+    struct ctl_waitpub q;
+    memset(&q, 0, sizeof(q));
+    const char *now_msg = "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs";
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, ctl_wait_classify(now_msg, NULL), T + 30000), 1);
+    assert_int_equal(ctl_wait_publish(&q, STORE_QUEUED, 1, now_msg, NULL, T + 30000, 60000), 0); /* no Event */
+    assert_string_equal(q.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
+    assert_int_equal(q.position, 4);
+    v.message = q.msg;
+    v.position = q.position;
+    ctl_status_compute(&job, &back, &v, T + 30000, nodes, 1, &again);
+    cJSON *a = api_gpujob_status_encode(&again), *bb = api_gpujob_status_encode(&back);
+    char *atxt = cJSON_PrintUnformatted(a), *btxt = cJSON_PrintUnformatted(bb);
+    assert_string_equal(atxt, wtxt); /* the same status ... */
+    assert_string_equal(btxt, wtxt); /* ... as the object's, re-encoded: no PATCH */
+
+    /* another class, another state or nothing shown: not adopted */
+    memset(&q, 0, sizeof(q));
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, CTL_WAIT_QUOTA, T), 0);
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_PREEMPTED, CTL_WAIT_NODES, T), 0);
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_ADMITTED, CTL_WAIT_NODES, T), 0);
+    assert_false(q.set);
+    back.wait_reason[0] = 0;
+    assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, CTL_WAIT_NODES, T), 0);
+
+    free(wtxt);
+    free(atxt);
+    free(btxt);
+    cJSON_Delete(w);
+    cJSON_Delete(a);
+    cJSON_Delete(bb);
     api_gpujob_release(&job);
 }
 
@@ -754,6 +986,18 @@ static void test_config(void **state)
     assert_int_equal(ctl_config_set(&c, "leader-elect", "maybe", err, sizeof(err)), GQ_EINVAL);
     assert_int_equal(ctl_config_set(&c, "max-retries", "-2", err, sizeof(err)), GQ_EINVAL);
     assert_int_equal(ctl_config_set(&c, "log-level", "loud", err, sizeof(err)), GQ_EINVAL);
+    assert_int_equal(c.position_head, 10);
+    assert_true(c.position_interval_s == 5);
+    assert_true(c.wait_message_interval_s == 60);
+    assert_int_equal(ctl_config_set(&c, "position-head", "3", err, sizeof(err)), 0);
+    assert_int_equal(c.position_head, 3);
+    assert_int_equal(ctl_config_set(&c, "position-head", "100000", err, sizeof(err)), GQ_EINVAL);
+    assert_non_null(strstr(err, "position-head"));
+    assert_int_equal(ctl_config_set(&c, "position-interval", "2s", err, sizeof(err)), 0);
+    assert_true(c.position_interval_s == 2);
+    assert_int_equal(ctl_config_set(&c, "wait-message-interval", "5m", err, sizeof(err)), 0);
+    assert_true(c.wait_message_interval_s == 300);
+    assert_int_equal(ctl_config_set(&c, "wait-message-interval", "soon", err, sizeof(err)), GQ_EINVAL);
     assert_int_equal(ctl_config_set(&c, "bogus", "1", err, sizeof(err)), GQ_EINVAL);
     assert_non_null(strstr(err, "bogus"));
 
@@ -789,6 +1033,8 @@ int main(void)
         cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_burst_arrival_order),
+        cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
+        cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
