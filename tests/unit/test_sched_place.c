@@ -394,6 +394,8 @@ static void test_index_scarcity(void **state)
     (void)state;
     assert_int_not_equal(scarcity_probe(SCHED_POLICY_GANGQ), 0);
     assert_int_equal(scarcity_probe(SCHED_POLICY_FGD), 0);
+}
+
 /* Shapes of weight 0 are no shapes. Node 0 (4 GPUs) has one GPU partly in
  * use, node 1 (2 GPUs) is whole; a 2-GPU probe, alone in the queue, with the
  * shapes of each row. Given shapes of weight 0 only count as none: sched_cycle
