@@ -83,11 +83,15 @@ test: all
 # Benchmarks (not tests): the core's cycle, the store, the pod cache's memory, the openb
 # FGD replay, kubectl apply of 1,000 GPUJobs and the controller's RSS with 10,000 pods
 # against the real API server.
+# The openb trace folder (csv of Alibaba's cluster-trace-gpu-v2023 plus the paper's
+# published means, fgd_unallocated_at_arrived100.csv); override with OPENB_TRACES=DIR.
+OPENB_TRACES ?= ../shared/traces/openb
+
 bench: all
 	$(BUILD)/gangq bench sched
 	$(BUILD)/gangq bench store
 	$(BUILD)/gangq bench cache
-	$(BUILD)/gangq simulate --openb all --seeds 42-51
+	$(BUILD)/gangq simulate --openb all --seeds 42-51 --traces $(OPENB_TRACES)
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_apply
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_cache_rss
 

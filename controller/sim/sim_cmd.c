@@ -24,7 +24,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: gangq simulate CLUSTER.yaml JOBS.(yaml|csv) [--out DIR] [--db PATH] [--json [FILE.json]]\n"
             "                      [--seed N] [--until TIME] [--min-runtime TIME] [--grace TIME]\n"
-            "       gangq simulate --openb WORKLOAD[,WORKLOAD...] [--seeds 42-51] [--json]\n"
+            "       gangq simulate --openb WORKLOAD[,WORKLOAD...] --traces DIR [--seeds 42-51] [--json]\n"
             "                      [--policy gangq|fgd|bestfit|firstfit] [--typical-pct P]\n"
             "\n"
             "Runs the real scheduling core and store on a simulated cluster with a virtual clock\n"
@@ -42,8 +42,9 @@ static void usage(FILE *f)
             "--openb replays the openb GPU trace (Weng et al., USENIX ATC 2023) one task at a time\n"
             "under the FGD protocol: WORKLOAD is one of the published workloads (default,\n"
             "multigpu20/30/40/50, gpushare40/60/80, gpuspec10/20/25, cpu050/100/200; \"all\" for\n"
-            "the fourteen) or a path to an openb-format pod list; data is read from\n"
-            "$GANGQ_TRACES or ../shared/traces/openb.\n"
+            "the fourteen) or a path to an openb-format pod list; DIR (or $GANGQ_TRACES) is the\n"
+            "csv folder of Alibaba's cluster-trace-gpu-v2023 (github.com/alibaba/clusterdata),\n"
+            "with fgd_unallocated_at_arrived100.csv, the paper's published means, beside it.\n"
             "The core is given the trace's task-shape distribution (every shape with its\n"
             "frequency; --typical-pct P keeps only FGD's \"typical pods\" covering P %% of tasks).\n");
 }
@@ -203,8 +204,8 @@ static int parse_seeds(const char *s, long long *lo, long long *hi)
     return GQ_OK;
 }
 
-static int run_openb(const char *workloads, const char *seeds, int json, enum sched_policy policy,
-                     const char *policy_name, double typical_pct)
+static int run_openb(const char *workloads, const char *traces, const char *seeds, int json,
+                     enum sched_policy policy, const char *policy_name, double typical_pct)
 {
     char dir[1024], nodes[1100], table[1100], list[1024];
     long long lo, hi;
@@ -214,8 +215,12 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
         fprintf(stderr, "gangq simulate: --seeds: \"%s\" is not N or N-M (at most 1001 seeds)\n", seeds);
         return 2;
     }
-    if (sim_openb_dir(dir, sizeof(dir))) {
-        fprintf(stderr, "gangq simulate: openb traces not found at %s (set GANGQ_TRACES)\n", dir);
+    if (sim_openb_dir(traces, dir, sizeof(dir))) {
+        if (dir[0])
+            fprintf(stderr, "gangq simulate: --traces: %s is not a folder\n", dir);
+        else
+            fprintf(stderr, "gangq simulate: --openb needs the trace folder: --traces DIR or GANGQ_TRACES=DIR "
+                            "(the csv folder of Alibaba's cluster-trace-gpu-v2023)\n");
         return 1;
     }
     if (join(nodes, sizeof(nodes), dir, "openb_node_list_gpu_node.csv") ||
@@ -320,7 +325,7 @@ static int run_openb(const char *workloads, const char *seeds, int json, enum sc
 
 int cmd_simulate(int argc, char **argv)
 {
-    const char *pos[2] = {NULL, NULL}, *out = NULL, *db = NULL, *json_file = NULL, *openb = NULL;
+    const char *pos[2] = {NULL, NULL}, *out = NULL, *db = NULL, *json_file = NULL, *openb = NULL, *traces = NULL;
     const char *seeds = "42-51", *policy_name = "gangq";
     int npos = 0, json = 0;
     int64_t until = 0, min_runtime = -1, seed = -1, grace = -1;
@@ -340,6 +345,7 @@ int cmd_simulate(int argc, char **argv)
             }
         } else if (!v && (!strcmp(a, "--out") || !strcmp(a, "--db") || !strcmp(a, "--seed") ||
                           !strcmp(a, "--seeds") || !strcmp(a, "--openb") || !strcmp(a, "--until") ||
+                          !strcmp(a, "--traces") ||
                           !strcmp(a, "--min-runtime") || !strcmp(a, "--policy") || !strcmp(a, "--grace") ||
                           !strcmp(a, "--typical-pct"))) {
             fprintf(stderr, "gangq simulate: %s needs a value\n", a);
@@ -350,6 +356,8 @@ int cmd_simulate(int argc, char **argv)
             db = argv[++i];
         } else if (!strcmp(a, "--openb")) {
             openb = argv[++i];
+        } else if (!strcmp(a, "--traces")) {
+            traces = argv[++i];
         } else if (!strcmp(a, "--seeds")) {
             seeds = argv[++i];
         } else if (!strcmp(a, "--seed")) {
@@ -410,7 +418,7 @@ int cmd_simulate(int argc, char **argv)
             fprintf(stderr, "gangq simulate: --openb takes no CLUSTER/JOBS files\n");
             return 2;
         }
-        return run_openb(openb, seeds, json, policy, policy_name, typical_pct);
+        return run_openb(openb, traces, seeds, json, policy, policy_name, typical_pct);
     }
     if (npos != 2) {
         usage(stderr);

@@ -1,6 +1,6 @@
 /*
  * sim_fgd.h — the openb replay (FGD protocol, see sim_openb.h and
- * ../shared/traces/openb/README.md): build the scheduling core's capacity
+ * the openb trace's replay protocol, controller/sim/README.md): build the scheduling core's capacity
  * index from the 1,213 GPU nodes (CPU, memory and GPU enforced), hand it the
  * workload's task-shape distribution, and place the seeded workload one task
  * at a time with sched_place_one. No placement logic lives here: the core

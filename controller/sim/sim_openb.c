@@ -71,36 +71,16 @@ static int is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int sim_openb_dir(char *out, size_t outlen)
+int sim_openb_dir(const char *given, char *out, size_t outlen)
 {
-    const char *env = getenv("GANGQ_TRACES");
-    char exe[1024];
-    ssize_t n;
-    if (env && *env) {
-        if (gq_strlcpy(out, env, outlen) >= outlen)
-            return GQ_ELIMIT;
-        return is_dir(out) ? GQ_OK : GQ_ENOTFOUND;
+    const char *dir = given && *given ? given : getenv("GANGQ_TRACES");
+    if (!dir || !*dir) {
+        gq_strlcpy(out, "", outlen);
+        return GQ_ENOTFOUND;
     }
-    if (is_dir("../shared/traces/openb")) {
-        gq_strlcpy(out, "../shared/traces/openb", outlen);
-        return GQ_OK;
-    }
-    /* <repo>/<build>/gangq -> <repo>/../shared/traces/openb */
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        for (int up = 0; up < 2; up++) {
-            char *slash = strrchr(exe, '/');
-            if (!slash)
-                break;
-            *slash = '\0';
-        }
-        int w = snprintf(out, outlen, "%s/../shared/traces/openb", exe);
-        if (w > 0 && (size_t)w < outlen && is_dir(out))
-            return GQ_OK;
-    }
-    gq_strlcpy(out, "../shared/traces/openb", outlen);
-    return GQ_ENOTFOUND;
+    if (gq_strlcpy(out, dir, outlen) >= outlen)
+        return GQ_ELIMIT;
+    return is_dir(out) ? GQ_OK : GQ_ENOTFOUND;
 }
 
 int sim_openb_resolve(const char *dir, const char *workload, char *path, size_t pathlen,

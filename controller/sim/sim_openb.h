@@ -54,9 +54,10 @@ uint64_t sim_rng_next(struct sim_rng *r);
 /* Uniform in [0, n), n > 0, without modulo bias. */
 uint64_t sim_rng_below(struct sim_rng *r, uint64_t n);
 
-/* Resolve the traces folder: $GANGQ_TRACES, else <exe-or-cwd>/../shared/traces/openb.
- * Writes the folder path into out. */
-int sim_openb_dir(char *out, size_t outlen);
+/* Resolve the traces folder: given (--traces), else $GANGQ_TRACES; nothing
+ * else is guessed. Writes the folder path into out (borrowed input). Returns
+ * GQ_ENOTFOUND when neither is set or it is not a folder. */
+int sim_openb_dir(const char *given, char *out, size_t outlen);
 /* The published workloads, in the paper's table order. */
 #define SIM_OPENB_NWORKLOADS 14
 extern const char *const sim_openb_workloads[SIM_OPENB_NWORKLOADS];
