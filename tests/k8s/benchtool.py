@@ -229,7 +229,8 @@ def pct(xs, p):
 
 class Fakelet:
     """Runs every pod bound to a node: Running when first seen bound, Succeeded RUNTIME_KEY ms
-    later (0 when absent: stays Running), and finishes graceful deletes at once."""
+    after Running was written (0 or absent: stays Running), and finishes graceful deletes at
+    once."""
 
     def __init__(self, api, pool, run=True):
         self.api, self.pool, self.run = api, pool, run
@@ -277,13 +278,18 @@ class Fakelet:
                 return
         if fresh and self.run and not gone and p["phase"] == "Pending":
             ms = int(((md.get("annotations") or {}).get(RUNTIME_KEY)) or 0)
-            self.pool.now(lambda: self._patch(ns, name, {"status": {"phase": "Running", "startTime": utc_now()}}))
-            if ms > 0:
-                self.pool.at(now + ms / 1000.0, lambda: self._succeed(uid, ns, name))
+            self.pool.now(lambda: self._start(uid, ns, name, ms))
 
     def _patch(self, ns, name, body):
         self.api.req("PATCH", "/api/v1/namespaces/%s/pods/%s/status" % (ns, name), body,
                      "application/merge-patch+json")
+
+    def _start(self, uid, ns, name, ms):
+        # Succeeded is only scheduled once Running is written: two workers must not race
+        # the two patches (a late Running would overwrite Succeeded).
+        self._patch(ns, name, {"status": {"phase": "Running", "startTime": utc_now()}})
+        if ms > 0:
+            self.pool.at(time.monotonic() + ms / 1000.0, lambda: self._succeed(uid, ns, name))
 
     def _succeed(self, uid, ns, name):
         with self.lock:
