@@ -94,6 +94,10 @@ bench: all
 	$(BUILD)/gangq simulate --openb all --seeds 42-51 --traces $(OPENB_TRACES)
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_apply
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_cache_rss
+# Kueue's baseline scheduler benchmark (15,000 GPUJobs; BENCH_SCALE=0.1 for a quick run) and
+# streaming throughput against kube-scheduler (built once by tests/k8s/build-scheduler.sh).
+	GQ_TEST_TIMEOUT=2700 tests/k8s/run.sh $(BUILD) bench_kueue
+	GQ_TEST_TIMEOUT=1800 tests/k8s/run.sh $(BUILD) bench_stream
 
 clean:
 	rm -rf build build-asan build-fuzz

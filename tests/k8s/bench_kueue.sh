@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Benchmark (not a test; `make bench` runs it through tests/k8s/run.sh BUILD bench_kueue):
+# Kueue's baseline scheduler benchmark (test/performance/scheduler/configs/baseline in
+# kubernetes-sigs/kueue) as GPUJobs against the real API server. 5 cohorts x 6 Teams
+# (Kueue's ClusterQueues; one namespace each), each Team nominal 20 GPUs, borrowingLimit 100,
+# on 60 nodes x 24 GPUs. Per Team three concurrent streams, all Teams in parallel:
+#   small  350 jobs, 1 GPU,  runtime  200 ms, priority  50, one created every  100 ms
+#   medium 100 jobs, 5 GPUs, runtime  500 ms, priority 100, one created every  500 ms
+#   large   50 jobs, 20 GPUs (2 replicas x 10), runtime 1,000 ms, priority 200, every 1,200 ms
+# 15,000 jobs. Runtime is counted from admission: tests/k8s/benchtool.py is the fake kubelet,
+# it moves each pod to Running when it sees it bound and to Succeeded after the runtime the
+# job's template carries (annotation bench/runtime-ms), and finishes preemption's
+# deletes at once. The controller runs with --min-runtime 0s (Kueue has no minimum runtime).
+# Kueue's published figures: 351 s wall, mean time to admission small 215.5 s, medium 76.8 s,
+# large 6.7 s; the quota-bound ideal is about 66 s.
+# Prints: wall time first create -> last job Succeeded; mean and p95 time to admission per
+# class (create's 201 -> first pod seen bound); minimum and mean Team usage (mean GPUs held
+# over the wall time); the controller's API writes per admission (audit log); its CPU time
+# and RSS; and that every job Succeeded exactly once (its Succeeded pods are one attempt's).
+# BENCH_SCALE=0.1 scales the job counts (35/10/5 per Team: 1,500 jobs) for a quick run.
+. "$(dirname "$0")/lib.sh"
+SCALE=${BENCH_SCALE:-1}
+cnt() { awk -v n="$1" -v s="$SCALE" 'BEGIN { c = int(n * s + 0.5); if (c < 1) c = 1; print c }'; }
+command -v python3 >/dev/null || fail "python3 is needed for tests/k8s/benchtool.py"
+BT="$GQ_K8S/benchtool.py"
+. "$GQ_ENV_DIR/env"
+
+t=$(date +%s)
+python3 "$BT" nodes kq 60 24 || fail "registering nodes"
+pass "60 nodes x 24 GPUs Ready in $(( $(date +%s) - t )) s"
+
+teams="$GQ_TEST_TMP/teams.yaml"
+: >"$teams"
+queues=()
+for c in 1 2 3 4 5; do
+  for q in 1 2 3 4 5 6; do
+    ns="kq-c$c-q$q"
+    queues+=("\"$ns\"")
+    printf -- '---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\napiVersion: gangq.io/v1alpha1\nkind: Team\nmetadata: {name: %s}\nspec:\n  namespaces: [%s]\n  cohort: cohort-%d\n  weight: 1\n  quota:\n  - {gpuType: "*", gpus: 20, borrowingLimit: 100}\n' \
+      "$ns" "$ns" "$ns" "$c" >>"$teams"
+  done
+done
+k apply -f "$teams" >/dev/null || fail "creating Teams"
+
+cfg="$GQ_TEST_TMP/kueue.json"
+cat >"$cfg" <<EOC
+{"queues": [$(IFS=,; echo "${queues[*]}")], "nominal": 20, "workers": 32, "timeout_s": $(( ${GQ_TEST_TIMEOUT:-300} - 120 )), "stall_s": 60,
+ "classes": [
+  {"name": "small",  "count": $(cnt 350), "replicas": 1, "gpus": 1,  "runtime_ms": 200,  "priority": 50,  "interval_ms": 100},
+  {"name": "medium", "count": $(cnt 100), "replicas": 1, "gpus": 5,  "runtime_ms": 500,  "priority": 100, "interval_ms": 500},
+  {"name": "large",  "count": $(cnt 50),  "replicas": 2, "gpus": 10, "runtime_ms": 1000, "priority": 200, "interval_ms": 1200}]}
+EOC
+
+gq_ctl_start --leader-elect=false --min-runtime 0s
+wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
+sleep 1
+hz=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
+c0=$(cpu_ticks)
+audit0=$(wc -l <"$GQ_ENV_DIR/audit.log")
+out=$(python3 "$BT" kueue "$cfg") || fail "benchtool kueue"
+c1=$(cpu_ticks)
+rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$GQ_CTL_PID/status")
+hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$GQ_CTL_PID/status")
+gq_ctl_alive || fail "controller died"
+gq_ctl_stop
+echo "$out" >"$GQ_TEST_TMP/result.json"
+
+j() { jq -r "$1" <<<"$out"; }
+jobs=$(j .jobs)
+wall=$(j .wall_s)
+pass "scale $SCALE: $jobs jobs over 30 Teams; created over $(j .create_span_s) s (API errors $(j .api_client_errors))"
+pass "wall time first create -> last job Succeeded: ${wall} s (Kueue at scale 1: 351 s; quota-bound ideal ~66 s)"
+for c in small medium large; do
+  pass "time to admission $c: mean $(j ".classes.$c.mean_s") s, p95 $(j ".classes.$c.p95_s") s ($(j ".classes.$c.admitted") admitted)"
+done
+pass "Team usage (mean GPUs held over the wall time, nominal 20): min $(j .team_usage_gpus.min), mean $(j .team_usage_gpus.mean)"
+adm=$(j .admissions)
+# The controller's writes during the run, from the API server's audit log.
+writes=$(tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
+  'select((.userAgent // "" | startswith("gangq")) and (.verb | test("^(create|update|patch|delete|deletecollection)$")))
+   | "\(.verb) \(.objectRef.resource)\(if .objectRef.subresource then "/" + .objectRef.subresource else "" end)"' \
+  | sort | uniq -c | sort -rn)
+nw=$(awk '{s += $1} END {print s + 0}' <<<"$writes")
+pass "controller API writes: $nw for $adm admissions ($(awk -v w="$nw" -v a="$adm" 'BEGIN { printf "%.2f", (a ? w / a : 0) }') per admission): $(tr -s ' \n' ' ' <<<"$writes")"
+cpu_ms=$(( (c1 - c0) * 1000 / hz ))
+pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB"
+pass "preempted pods: $(j .preempted_pods)"
+# A job left unfinished: what the controller logged about it.
+for key in $(j '.not_exactly_once_examples[]' | cut -d: -f1 | head -3); do
+  echo "  unfinished $key: $(j ".not_exactly_once_examples[] | select(startswith(\"$key:\"))")"
+  grep -F "job=$key " "$GQ_TEST_TMP/controller.log" | tail -5 | sed 's/^/    /'
+done
+assert_eq "true false" "$(j .finished) $(j .stalled)" "every job Succeeded (finished, stalled: no job Succeeded for 60 s)"
+assert_eq "$jobs" "$(j .created)" "jobs created"
+assert_eq 0 "$(j .not_exactly_once)" "jobs not Succeeded exactly once ($(j -c .not_exactly_once_examples))"
+pass "every job Succeeded exactly once (one attempt's pods Succeeded)"
+jq -c --argjson w "$nw" --argjson cpu "$cpu_ms" --argjson rss "$rss" --argjson hwm "$hwm" --arg scale "$SCALE" \
+  '{scale: $scale} + . + {controller_writes: $w, controller_cpu_ms: $cpu, rss_kb: $rss, hwm_kb: $hwm} | del(.not_exactly_once_examples)' <<<"$out"
