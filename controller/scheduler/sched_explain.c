@@ -1,0 +1,264 @@
+/*
+ * sched_explain.c — WAIT explanations: per-reason node counts for a shape
+ * (explain_nodes), quota blocks (explain_quota), the per-key message and the
+ * final wait message with the team-queue position.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "gq.h"
+#include "sched_cy.h"
+
+/* ---------------- explanations ---------------- */
+
+static void fmt_gpus(struct gq_buf *b, int64_t milli)
+{
+    if (milli % 1000 == 0)
+        gq_buf_printf(b, "%lld", (long long)(milli / 1000));
+    else
+        gq_buf_printf(b, "%.3g", (double)milli / 1000.0);
+}
+
+static void shape_text(struct cy *cy, struct gq_buf *b, const struct place_ctx *pc)
+{
+    const struct sc_req *r = &pc->r;
+    int R = pc->want;
+    if (r->gpus > 0) {
+        if (R > 1)
+            gq_buf_printf(b, "%dx%d GPU%s", R, r->gpus, r->gpus == 1 ? "" : "s");
+        else
+            gq_buf_printf(b, "%d GPU%s", r->gpus, r->gpus == 1 ? "" : "s");
+    } else if (r->milli > 0) {
+        if (R > 1)
+            gq_buf_printf(b, "%dx%dm GPU", R, r->milli);
+        else
+            gq_buf_printf(b, "%dm GPU", r->milli);
+    } else {
+        if (R > 1)
+            gq_buf_printf(b, "%dx%lldm cpu", R, (long long)r->cpu);
+        else
+            gq_buf_printf(b, "%lldm cpu", (long long)r->cpu);
+    }
+    if (pc->L >= 0)
+        gq_buf_printf(b, " in one %s", cy->cfg->levels[pc->L].name);
+}
+
+static void reason_text(struct cy *cy, struct gq_buf *b, const struct place_ctx *pc, int why,
+                        const char *pool_name)
+{
+    const struct sched_job *jb = pc->jb;
+    switch (why) {
+    case R_NOTREADY: gq_buf_puts(b, "not ready"); break;
+    case R_UNSCHED: gq_buf_puts(b, "unschedulable"); break;
+    case R_POOL:
+        if (jb->pool >= 0 && jb->pool < cy->s->npools)
+            gq_buf_printf(b, "not in pool %s", cy->s->pools[jb->pool].name);
+        else
+            gq_buf_puts(b, "in pools not open to class ");
+        if (jb->pool < 0)
+            gq_buf_puts(b, sched_class_name(jb->cls));
+        break;
+    case R_TAINT: gq_buf_puts(b, "taint not tolerated"); break;
+    case R_SELECTOR: gq_buf_puts(b, "node selector mismatch"); break;
+    case R_NOGPU: gq_buf_puts(b, "no GPUs"); break;
+    case R_TYPE:
+        gq_buf_puts(b, "wrong GPU type (need ");
+        for (int i = 0; i < jb->req.ntypes; i++)
+            gq_buf_printf(b, "%s%s", i ? "|" : "", jb->req.types[i] ? jb->req.types[i] : "");
+        gq_buf_puts(b, ")");
+        break;
+    case R_GPUMEM: gq_buf_printf(b, "less than %d GiB GPU memory", jb->req.min_gpu_mem_gib); break;
+    case R_RESERVED: gq_buf_puts(b, "reserved for a higher job"); break;
+    case R_CLAIMED: gq_buf_puts(b, "held for a preempting job"); break;
+    case R_PROTECTED:
+        gq_buf_printf(b, "in protected pool %s", pool_name ? pool_name : "?");
+        break;
+    case R_GPUS:
+        if (pc->r.gpus > 0)
+            gq_buf_printf(b, "fewer than %d free GPU%s", pc->r.gpus, pc->r.gpus == 1 ? "" : "s");
+        else
+            gq_buf_printf(b, "no GPU with %dm free", pc->r.milli);
+        break;
+    case R_CPU: gq_buf_puts(b, "insufficient cpu"); break;
+    case R_MEM: gq_buf_puts(b, "insufficient memory"); break;
+    default: break;
+    }
+}
+
+/* Node-side explanation: counts over all nodes plus the gang-level reason. */
+static int explain_nodes(struct cy *cy, const struct place_ctx *pc, struct gq_buf *b)
+{
+    int count[R_COUNT] = {0};
+    const char *pname = NULL;
+    int fit = 0;
+    int64_t capsum = 0;
+    for (int i = 0; i < cy->nn; i++) {
+        int why = cy_static_reason(cy, pc->jb, &pc->r, i);
+        if (why == R_OK)
+            why = cy_dyn_reason(cy, pc, i);
+        if (why == R_PROTECTED && !pname)
+            pname = cy->s->pools[cy->n[i].pool].name;
+        count[why]++;
+        if (why == R_OK) {
+            fit++;
+            capsum += cy_node_cap(cy, pc, i);
+        }
+    }
+    gq_buf_printf(b, "%d/%d nodes fit ", fit, cy->nn);
+    shape_text(cy, b, pc);
+    int used[R_COUNT] = {0}, first = 1;
+    for (;;) {
+        int best = -1;
+        for (int w = 1; w < R_COUNT; w++)
+            if (!used[w] && count[w] > 0 && (best < 0 || count[w] > count[best]))
+                best = w;
+        if (best < 0)
+            break;
+        used[best] = 1;
+        gq_buf_printf(b, "%s%d ", first ? ": " : ", ", count[best]);
+        reason_text(cy, b, pc, best, pname);
+        first = 0;
+    }
+    if (fit > 0 && pc->key >= 0 && cy->k[pc->key].failed) {
+        if (pc->L >= 0)
+            gq_buf_printf(b, "; no %s holds %d replica%s%s", cy->cfg->levels[pc->L].name, pc->want,
+                          pc->want == 1 ? "" : "s", pc->S >= 0 ? " on distinct domains" : "");
+        else if (pc->S >= 0)
+            gq_buf_printf(b, "; fewer than %d distinct %s domains fit", pc->want,
+                          cy->cfg->levels[pc->S].name);
+        else if (capsum < pc->want)
+            gq_buf_printf(b, "; only %lld of %d replicas fit", (long long)capsum, pc->want);
+        else
+            gq_buf_puts(b, "; not enough room left in protected pools");
+    }
+    return b->p ? 0 : GQ_ENOMEM;
+}
+
+static void explain_quota(struct cy *cy, int jx, struct gq_buf *b)
+{
+    const struct cy_job *cj = &cy->j[jx];
+    const struct cy_team *t = &cy->t[cj->team];
+    const struct sched_job *jb = &cy->s->jobs[jx];
+    int64_t need = cy_req_milli(&cj->r) * cj->want;
+    /* describe the first acceptable type (or "*") */
+    const char *tname = jb->req.ntypes > 0 && jb->req.types[0] ? jb->req.types[0] : NULL;
+    int ty = tname ? sc_strtab_get(&cy->ctx->types, tname, 0) : -1;
+    int e = -1;
+    if (tname)
+        e = ty >= 0 ? cy_quota_entry(cy, cj->team, ty) : -1;
+    if (e < 0 && (!tname || ty >= 0)) {
+        for (int x = t->q0; x < t->q0 + t->nq; x++)
+            if (cy->q[x].type == -2) {
+                e = x;
+                break;
+            }
+    }
+    if (e < 0) {
+        gq_buf_printf(b, "team %s has no quota for %s", t->name, tname ? tname : "GPUs");
+        return;
+    }
+    const struct cy_quota *q = &cy->q[e];
+    gq_buf_printf(b, "team %s quota ", t->name);
+    fmt_gpus(b, q->used);
+    gq_buf_puts(b, "/");
+    fmt_gpus(b, q->nominal);
+    gq_buf_printf(b, " %s used", q->type == -2 ? "GPUs" : q->name);
+    const struct cy_group *g = &cy->g[q->group];
+    int64_t room = g->lendable_sum - g->over_sum;
+    int64_t own_unused = GQ_MAX(0, q->nominal - GQ_MAX(q->used, cy_guaranteed(q)));
+    if (q->borrow != 0 && room - own_unused > 0) {
+        int64_t may = room - own_unused;
+        if (q->borrow >= 0)
+            may = GQ_MIN(may, q->borrow - GQ_MAX(0, q->used - q->nominal));
+        if (may > 0) {
+            gq_buf_puts(b, " (may borrow ");
+            fmt_gpus(b, may);
+            gq_buf_puts(b, ")");
+        }
+    }
+    if (g->claimed > 0) {
+        gq_buf_puts(b, ", ");
+        fmt_gpus(b, g->claimed);
+        gq_buf_puts(b, " claimed by jobs waiting for preempted jobs");
+    }
+    gq_buf_puts(b, ", needs ");
+    fmt_gpus(b, need);
+}
+
+const char *cy_key_message(struct cy *cy, struct place_ctx *pc)
+{
+    struct cy_key *k = &cy->k[pc->key];
+    if (k->msg)
+        return k->msg;
+    struct gq_buf b;
+    gq_buf_init(&b, SCHED_MSG_MAX);
+    explain_nodes(cy, pc, &b);
+    k->msg = b.p ? cy_res_str(cy, b.p) : cy_res_str(cy, "no node fits");
+    gq_buf_release(&b);
+    return k->msg;
+}
+
+/* RFC 3339 (UTC, seconds) of t seconds since the epoch; pure arithmetic
+ * (days to civil date, proleptic Gregorian calendar). */
+static void fmt_time(struct gq_buf *b, int64_t t)
+{
+    int64_t days = t / 86400, sec = t % 86400;
+    if (sec < 0) {
+        sec += 86400;
+        days--;
+    }
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    gq_buf_printf(b, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
+                  (long long)d, (long long)(sec / 3600), (long long)(sec / 60 % 60),
+                  (long long)(sec % 60));
+}
+
+int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked,
+                const char *extra)
+{
+    int64_t until = cy->j[jx].until;
+    const char *held = cy->j[jx].reserved;
+    if (!extra && !quota_blocked && nodes_part && until <= 0 && !held) {
+        cy->j[jx].msg = nodes_part; /* shared per shape key, result-owned */
+        return 0;
+    }
+    struct gq_buf b;
+    gq_buf_init(&b, SCHED_MSG_MAX);
+    if (extra)
+        gq_buf_puts(&b, extra);
+    else if (nodes_part)
+        gq_buf_puts(&b, nodes_part);
+    if (quota_blocked) {
+        gq_buf_puts(&b, b.len ? "; " : "");
+        explain_quota(cy, jx, &b);
+    }
+    if (until > 0) {
+        gq_buf_printf(&b, "%sthe jobs it would preempt are protected by the minimum runtime (%llds) until ",
+                      b.len ? "; " : "", (long long)cy->cfg->min_runtime_s);
+        fmt_time(&b, until);
+    }
+    if (held) {
+        int L = cy_job_topo(cy, cy->s->jobs[jx].topo_required);
+        if (L >= 0)
+            gq_buf_printf(&b, "; reserves %s %s", cy->cfg->levels[L].name, held);
+        else
+            gq_buf_printf(&b, "; reserves node%s %s", cy->j[jx].reserved_n > 1 ? "s" : "", held);
+    }
+    const char *m = cy_res_str(cy, b.p ? b.p : "waiting");
+    gq_buf_release(&b);
+    if (!m)
+        return GQ_ENOMEM;
+    cy->j[jx].msg = m;
+    return 0;
+}

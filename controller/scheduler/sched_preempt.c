@@ -1,0 +1,585 @@
+/*
+ * sched_preempt.c — preemption and reservations: victim ordering and
+ * eligibility, plan_preempt, the claims pass for waiting preemptors, and the
+ * head reservations (reserve_for, hold_for).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "gq.h"
+#include "sched_cy.h"
+
+/* ---------------- preemption ---------------- */
+
+struct victim {
+    int job;
+    int prot;     /* borrower of a protected pool home to the preemptor */
+    int borrower; /* its team is over nominal */
+    int lent;     /* borrows quota the preemptor's team lends */
+    int qborrow;  /* its team is over nominal on the GPU type it runs on */
+};
+
+static int team_over_nominal(const struct cy *cy, int t)
+{
+    const struct cy_team *ct = &cy->t[t];
+    for (int e = ct->q0; e < ct->q0 + ct->nq; e++)
+        if (cy->q[e].used > cy->q[e].nominal)
+            return 1;
+    return 0;
+}
+
+static int victim_cmp(const struct cy *cy, const struct victim *a, const struct victim *b)
+{
+    const struct sched_job *x = &cy->s->jobs[a->job], *y = &cy->s->jobs[b->job];
+    if (a->prot != b->prot)
+        return a->prot ? -1 : 1;
+    static const int rank[3] = {2, 0, 1}; /* Batch, Training, Inference */
+    if (rank[x->cls] != rank[y->cls])
+        return rank[x->cls] < rank[y->cls] ? -1 : 1;
+    if (x->priority != y->priority)
+        return x->priority < y->priority ? -1 : 1;
+    if (a->borrower != b->borrower)
+        return a->borrower ? -1 : 1;
+    if (x->admitted_at != y->admitted_at)
+        return x->admitted_at > y->admitted_at ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/* May a preemptor that borrows take this victim (see plan_preempt)? */
+static int borrower_victim_ok(const struct cy *cy, int jx, const struct victim *w)
+{
+    const struct sched_job *J = &cy->s->jobs[jx], *V = &cy->s->jobs[w->job];
+    if (cy->j[w->job].team == cy->j[jx].team || w->prot)
+        return 1;
+    return w->qborrow && V->priority < J->priority;
+}
+
+static void remove_job(struct cy *cy, int v, int sign)
+{
+    const struct sched_job *jb = &cy->s->jobs[v];
+    struct cy_job *cj = &cy->j[v];
+    for (int p = 0; p < jb->nplaced; p++)
+        cy_node_apply(cy, jb->placement[p].node, &cj->r, jb->placement[p].devs, -sign);
+    cy_charge(cy, cj->team, &cj->r, jb->placement, jb->nplaced, -sign);
+}
+
+static int fits_now(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
+{
+    uint64_t qm = cy_quota_mask(cy, pc->jx);
+    if (sc_is_gpu(&pc->r) && !(qm & cy->j[pc->jx].r.types))
+        return 0;
+    struct place_ctx t = *pc;
+    t.r.types = cy->j[pc->jx].r.types & qm;
+    int sk = cy_skey_get(cy, pc->jx, &t.r);
+    if (sk < 0)
+        return sk;
+    t.skey = sk;
+    t.key = -1;
+    int got = cy_try_place(cy, &t, reps);
+    if (got <= 0)
+        return got;
+    for (int y = got - 1; y >= 0; y--)
+        cy_node_apply(cy, reps[y].node, &t.r, reps[y].devs, -1);
+    return got >= pc->want ? got : 0;
+}
+
+/*
+ * Plan victims for blocked job jx. Returns number of victims (> 0) with the
+ * preemptor's nodes reserved, 0 when no victim set works, < 0 on error.
+ */
+static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+                        int quota_blocked, int64_t *until)
+{
+    const struct sched_job *J = pc->jb;
+    const struct cy_job *cJ = &cy->j[pc->jx];
+    if (cy->nrunning == 0)
+        return 0;
+    struct victim *vs = cy_slot(cy->ctx, SL_VICT, CY_MAX_VICTIM_CANDS * sizeof(*vs));
+    uint32_t *mark = cy_slot(cy->ctx, SL_MARK, (size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(*mark));
+    if (!vs || !mark)
+        return GQ_ENOMEM;
+    if (cy->stamp == 0) {
+        memset(mark, 0, (size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(*mark));
+    }
+    cy->stamp++;
+    {
+        /* nodes the job could use with any acceptable type */
+        int sk = cy_skey_get(cy, pc->jx, &cy->j[pc->jx].r);
+        if (sk < 0)
+            return sk;
+        for (int x = 0; x < cy->sk[sk].nnodes; x++)
+            mark[cy->sk[sk].nodes[x]] = cy->stamp;
+    }
+    int nv = 0;
+    int jcoh = cy->t[cJ->team].cohort;
+    for (int rx = 0; rx < cy->nrunning && nv < CY_MAX_VICTIM_CANDS; rx++) {
+        int v = cy->running[rx];
+        const struct sched_job *V = &cy->s->jobs[v];
+        const struct cy_job *cV = &cy->j[v];
+        if (V->state != SCHED_JOB_RUNNING || V->nplaced == 0 || cV->victim || !V->preemptible)
+            continue;
+        if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
+            continue;
+        if (cy_preempted_for_waiting(cy, pc->jx, v))
+            continue; /* already preempted once for this job: never twice */
+        /* the minimum runtime stops batch and training from trading GPUs; it
+         * never holds back an Inference preemptor. A probe (until != NULL)
+         * counts protected victims too, to say until when they are protected. */
+        int young = cy->s->now - V->admitted_at < cy->cfg->min_runtime_s;
+        if (young && J->cls != SCHED_INFERENCE && !until) {
+            cy->young_skipped++;
+            continue;
+        }
+        /* relevant: holds a node the job could use, or quota the job needs */
+        int rel = quota_blocked && (cV->team == cJ->team ||
+                                    (jcoh >= 0 && cy->t[cV->team].cohort == jcoh));
+        for (int p = 0; p < V->nplaced && !rel; p++)
+            rel = mark[V->placement[p].node] == cy->stamp;
+        if (!rel)
+            continue;
+        struct victim w = {v, 0, 0, 0, 0};
+        /* protected pool borrower whose pool is home to the preemptor */
+        for (int p = 0; p < V->nplaced && !w.prot; p++) {
+            int pl = cy->n[V->placement[p].node].pool;
+            if (pl >= 0 && cy_pool_access(cy, V, pl) == 2 &&
+                (cy->s->pools[pl].home_classes & SCHED_CLASS_BIT(J->cls)))
+                w.prot = 1;
+        }
+        w.borrower = team_over_nominal(cy, cV->team);
+        {
+            /* it borrows quota the preemptor's team lends: over nominal on the
+             * GPU type it runs on, in the quota group where the preemptor's
+             * team is under nominal */
+            int vtype = cy->n[V->placement[0].node].c.type;
+            int ve = cy_job_entry(cy, v, vtype), je = cy_job_entry(cy, pc->jx, vtype);
+            w.qborrow = ve >= 0 && cy->q[ve].used > cy->q[ve].nominal;
+            w.lent = w.qborrow && cV->team != cJ->team && je >= 0 &&
+                     cy->q[je].group == cy->q[ve].group && cy->q[je].used < cy->q[je].nominal;
+        }
+        if (!(V->priority < J->priority || w.lent || w.prot))
+            continue;
+        vs[nv++] = w;
+    }
+    if (nv == 0)
+        return 0;
+    /* insertion sort by cost (nv small) */
+    for (int a = 1; a < nv; a++) {
+        struct victim t = vs[a];
+        int b = a - 1;
+        while (b >= 0 && victim_cmp(cy, &vs[b], &t) > 0) {
+            vs[b + 1] = vs[b];
+            b--;
+        }
+        vs[b + 1] = t;
+    }
+    int *chosen = cy_slot(cy->ctx, SL_ORDER, (size_t)nv * sizeof(int));
+    if (!chosen)
+        return GQ_ENOMEM;
+    int nch = 0, ok = 0, rc = 0, pass = 0;
+    cy->nocache = 1;
+retry:
+    nch = 0;
+    ok = 0;
+    for (int a = 0; a < nv; a++) {
+        remove_job(cy, vs[a].job, 1);
+        chosen[nch++] = a;
+        rc = fits_now(cy, pc, reps);
+        if (rc < 0)
+            goto out;
+        if (rc > 0) {
+            ok = 1;
+            break;
+        }
+    }
+    if (!ok) {
+        for (int c = nch - 1; c >= 0; c--)
+            remove_job(cy, vs[chosen[c]].job, -1);
+        rc = 0;
+        goto out;
+    }
+    /* drop victims that are not needed (most expensive first) */
+    for (int c = nch - 2; c >= 0; c--) {
+        remove_job(cy, vs[chosen[c]].job, -1);
+        rc = fits_now(cy, pc, reps);
+        if (rc < 0)
+            goto out;
+        if (rc > 0) {
+            memmove(&chosen[c], &chosen[c + 1], (size_t)(nch - c - 1) * sizeof(int));
+            nch--;
+        } else {
+            remove_job(cy, vs[chosen[c]].job, 1);
+        }
+    }
+    rc = fits_now(cy, pc, reps);
+    if (rc <= 0) { /* cannot happen: last state fitted */
+        for (int c = nch - 1; c >= 0; c--)
+            remove_job(cy, vs[chosen[c]].job, -1);
+        goto out;
+    }
+    int got = rc;
+    /* A job that still borrows once its victims are gone goes, when they are
+     * requeued, after every job within nominal and after higher-priority
+     * borrowers: a victim of another team that is one of those would be
+     * admitted first and take the room back, and the two would preempt each
+     * other in turn. Such a job may only take, from other teams, lower-priority
+     * victims that borrow on their GPU type (or protected-pool borrowers).
+     * Plan again without the others. */
+    int e = cy_job_entry(cy, pc->jx, cy->n[reps[0].node].c.type);
+    int borrows = e >= 0 && cy->q[e].used + cy_req_milli(&cJ->r) * cJ->want > cy->q[e].nominal;
+    int bad_victim = 0;
+    for (int c = 0; c < nch && borrows && !bad_victim; c++)
+        bad_victim = !borrower_victim_ok(cy, pc->jx, &vs[chosen[c]]);
+    /* restore victims' usage: they still run until they stop */
+    for (int c = nch - 1; c >= 0; c--)
+        remove_job(cy, vs[chosen[c]].job, -1);
+    if (bad_victim) {
+        int m = 0;
+        for (int a = 0; a < nv; a++)
+            if (borrower_victim_ok(cy, pc->jx, &vs[a]))
+                vs[m++] = vs[a];
+        nv = m;
+        rc = 0;
+        if (pass++ > 0 || nv == 0)
+            goto out;
+        goto retry;
+    }
+    if (until) {
+        /* probe: the latest end of protection among the victims needed */
+        *until = 0;
+        for (int c = 0; c < nch; c++) {
+            const struct sched_job *V = &cy->s->jobs[vs[chosen[c]].job];
+            int64_t end = V->admitted_at + cy->cfg->min_runtime_s;
+            if (end > cy->s->now && end > *until)
+                *until = end;
+        }
+        rc = nch;
+        goto out;
+    }
+    for (int y = 0; y < got; y++)
+        cy->n[reps[y].node].reserved_by = pc->jx;
+    for (int c = 0; c < nch; c++) {
+        const struct victim *w = &vs[chosen[c]];
+        const struct sched_job *V = &cy->s->jobs[w->job];
+        cy->j[w->job].victim = 1;
+        struct gq_buf b;
+        gq_buf_init(&b, SCHED_MSG_MAX);
+        gq_buf_printf(&b, "preempted to make room for %s (%s, priority %d): ", J->id,
+                      sched_class_name(J->cls), (int)J->priority);
+        if (w->prot)
+            gq_buf_printf(&b, "borrowing protected pool GPUs its home class needs");
+        else if (V->priority < J->priority)
+            gq_buf_printf(&b, "lower priority %d", (int)V->priority);
+        else
+            gq_buf_printf(&b, "reclaiming quota lent to team %s", cy->t[cy->j[w->job].team].name);
+        struct sched_decision *d = cy_add_dec(cy);
+        const char *m = b.p ? cy_res_str(cy, b.p) : NULL;
+        gq_buf_release(&b);
+        if (!d || !m) {
+            rc = GQ_ENOMEM;
+            goto out;
+        }
+        d->kind = SCHED_PREEMPT;
+        d->job = w->job;
+        d->for_job = pc->jx;
+        d->message = m;
+        cy->res->stats.preempted++;
+    }
+    rc = nch;
+out:
+    cy->nocache = 0;
+    return rc;
+}
+
+/* ---------------- reservation ---------------- */
+
+/* 1 when name is one of the comma-separated names in list. */
+static int name_in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* How close node i is to fitting the job: free GPU milli for a GPU job,
+ * free cpu for a CPU-only one. */
+static int64_t closeness(const struct cy *cy, const struct place_ctx *pc, int i)
+{
+    return sc_is_gpu(&pc->r) ? cy->n[i].c.free_milli : cy->n[i].c.cpu_free;
+}
+
+/* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
+ * Only statically eligible nodes that could hold a replica when empty count.
+ * The domain it reserved last cycle (jb->reserved_domain) is kept until
+ * another is strictly closer to fitting; the choice is recorded in the job
+ * (cy_job.reserved) for its WAIT. */
+int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
+{
+    const char *prevname = pc->jb->reserved_domain;
+    const struct cy_skey *sk = &cy->sk[pc->skey];
+    int lvl = pc->L;
+    int want = pc->want;
+    /* candidates: nodes that could host one replica on their allocatable */
+    int *cand = cy->cand, nc = 0;
+    for (int x = 0; x < sk->nnodes; x++) {
+        int i = sk->nodes[x];
+        if (cy->n[i].reserved_by >= 0 || cy_claim_blocks(cy, cy->n[i].claimed_by, pc->jx))
+            continue;
+        const struct sched_node *sn = &cy->s->nodes[i];
+        struct sc_node empty = cy->n[i].c;
+        memset(empty.used, 0, sizeof(empty.used));
+        for (int d = 0; d < empty.ndev; d++)
+            empty.used[d] = sn->foreign_gpu_milli[d];
+        empty.cpu_free = sn->cpu_milli - sn->foreign_cpu_milli;
+        empty.mem_free = sn->mem_bytes - sn->foreign_mem_bytes;
+        sc_recount(&empty);
+        int c = sc_fit_count(&empty, &pc->r, want);
+        if (c <= 0)
+            continue;
+        if (pc->S >= 0)
+            c = 1;
+        cy->candcap[nc] = c;
+        cand[nc++] = i;
+    }
+    if (nc == 0)
+        return 0;
+    /* per domain: pick up to `want` nodes with the most free capacity */
+    int bestdom = -1;
+    int64_t bestscore = -1;
+    int ndom = lvl >= 0 ? cy->ndom[lvl] : 1;
+    (void)ndom;
+    int *cnt = cy->domcap;
+    int64_t *fr = cy->domfree;
+    for (int x = 0; x < nc; x++) {
+        int d = lvl >= 0 ? cy_dom_of(cy, cand[x], lvl) : 0;
+        cnt[d] = 0;
+        fr[d] = 0;
+    }
+    for (int x = 0; x < nc; x++) {
+        int d = lvl >= 0 ? cy_dom_of(cy, cand[x], lvl) : 0;
+        cnt[d] += cy->candcap[x];
+        fr[d] += cy->n[cand[x]].c.free_milli + cy->n[cand[x]].c.cpu_free / 1000;
+    }
+    int prev = -1, prev_ok = 0;
+    if (lvl >= 0 && prevname && prevname[0]) {
+        prev = sc_strtab_get(&cy->ctx->doms[lvl], prevname, 0);
+        if (prev < -1)
+            prev = -1;
+    }
+    for (int x = 0; x < nc; x++) {
+        int d = lvl >= 0 ? cy_dom_of(cy, cand[x], lvl) : 0;
+        if (cnt[d] < 0)
+            continue;
+        /* the domain could hold the whole job once its own work drains */
+        if (cnt[d] >= want) {
+            if (d == prev)
+                prev_ok = 1;
+            if (fr[d] > bestscore || (fr[d] == bestscore && d < bestdom)) {
+                bestscore = fr[d];
+                bestdom = d;
+            }
+        }
+        cnt[d] = -1;
+    }
+    if (bestdom < 0)
+        return 0;
+    if (prev_ok && prev != bestdom) {
+        /* keep the domain it holds unless the other is strictly closer */
+        int64_t cb = 0, cp = 0;
+        for (int x = 0; x < nc; x++) {
+            int d = cy_dom_of(cy, cand[x], lvl);
+            if (d == bestdom)
+                cb += closeness(cy, pc, cand[x]);
+            else if (d == prev)
+                cp += closeness(cy, pc, cand[x]);
+        }
+        if (cb <= cp)
+            bestdom = prev;
+    }
+    /* reserve the `want` freest nodes of the domain; without a level the
+     * nodes reserved last cycle keep it on equal closeness */
+    struct gq_buf b;
+    gq_buf_init(&b, SCHED_MSG_MAX);
+    int nres = 0;
+    for (int k = 0; k < want; k++) {
+        int bi = -1, bprev = 0;
+        for (int x = 0; x < nc; x++) {
+            int i = cand[x];
+            if ((lvl >= 0 && cy_dom_of(cy, i, lvl) != bestdom) || cy->n[i].reserved_by >= 0)
+                continue;
+            int ip = lvl < 0 && prevname && cy->s->nodes[i].name &&
+                     name_in_list(prevname, cy->s->nodes[i].name);
+            int better;
+            if (bi < 0)
+                better = 1;
+            else if (closeness(cy, pc, i) != closeness(cy, pc, bi))
+                better = closeness(cy, pc, i) > closeness(cy, pc, bi);
+            else if (ip != bprev)
+                better = ip;
+            else if (cy->n[i].c.free_milli != cy->n[bi].c.free_milli)
+                better = cy->n[i].c.free_milli > cy->n[bi].c.free_milli;
+            else
+                better = cy->n[i].c.cpu_free > cy->n[bi].c.cpu_free;
+            if (better) {
+                bi = i;
+                bprev = ip;
+            }
+        }
+        if (bi < 0)
+            break;
+        cy->n[bi].reserved_by = pc->jx;
+        if (lvl < 0)
+            gq_buf_printf(&b, "%s%s", nres ? "," : "", cy->s->nodes[bi].name ? cy->s->nodes[bi].name : "?");
+        else if (nres == 0) {
+            const struct sched_node *sn = &cy->s->nodes[bi];
+            const char *v = sc_label(sn, cy->cfg->levels[lvl].label_key);
+            gq_buf_puts(&b, v && v[0] ? v : (sn->name ? sn->name : "?"));
+        }
+        nres++;
+    }
+    cy->reservations++;
+    int rc = 0;
+    if (nres > 0) {
+        cy->j[pc->jx].reserved = b.p ? cy_res_str(cy, b.p) : NULL;
+        cy->j[pc->jx].reserved_n = nres;
+        if (!cy->j[pc->jx].reserved)
+            rc = GQ_ENOMEM;
+    }
+    gq_buf_release(&b);
+    return rc;
+}
+
+/* ---------------- stopping victims ---------------- */
+
+/* Hold the nodes of victims still stopping for job jx (no one else may take
+ * what they free); returns how many victims are still stopping. */
+int cy_hold_for(struct cy *cy, int jx, int *type)
+{
+    int n = 0;
+    *type = -1;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *V = &cy->s->jobs[x];
+        if (V->state != SCHED_JOB_RUNNING || !V->terminating || V->terminating_for != jx)
+            continue;
+        n++;
+        if (*type < 0 && V->nplaced > 0)
+            *type = cy->n[V->placement[0].node].c.type;
+        for (int p = 0; p < V->nplaced; p++) {
+            struct cy_node *nd = &cy->n[V->placement[p].node];
+            if (nd->reserved_by < 0)
+                nd->reserved_by = jx;
+        }
+    }
+    return n;
+}
+
+/* ---------------- cycle ---------------- */
+
+/* Plan preemption for a blocked job. When no victim set works only because
+ * the minimum runtime protects some candidates, record in the job when the
+ * last victim it would need leaves that protection (its WAIT says so). */
+int cy_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+               int quota_blocked)
+{
+    cy->young_skipped = 0;
+    int got = plan_preempt(cy, pc, reps, quota_blocked, NULL);
+    if (got != 0 || cy->young_skipped == 0)
+        return got;
+    int64_t until = 0;
+    int rc = plan_preempt(cy, pc, reps, quota_blocked, &until);
+    if (rc < 0)
+        return rc;
+    if (rc > 0)
+        cy->j[pc->jx].until = until;
+    return 0;
+}
+
+/*
+ * Claims of waiting preemptors, taken before the queue is walked. A waiting
+ * job with victims (still stopping, or preempted jobs waiting for it) whose
+ * placement fits once its stopping victims are gone claims the nodes of that
+ * placement (claim_blocks: its victims and jobs of lower or equal priority
+ * stay off them) and the quota it needs, in queue order. A preemptor whose
+ * placement no longer fits gives its claim up: its victims are free to run.
+ */
+int cy_claims_take(struct cy *cy, struct sched_replica *reps)
+{
+    int nc = 0, nterm = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &cy->s->jobs[x];
+        if (cy->j[x].want > 0 && (cy->j[x].stopping > 0 || cy->j[x].nvictims > 0))
+            nc++;
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating)
+            nterm++;
+    }
+    if (nc == 0)
+        return 0;
+    int *list = malloc((size_t)(nc + nterm) * sizeof(int));
+    if (!list)
+        return GQ_ENOMEM;
+    int *term = list + nc;
+    nc = nterm = 0;
+    for (int x = 0; x < cy->nj; x++) {
+        const struct sched_job *jb = &cy->s->jobs[x];
+        if (cy->j[x].want > 0 && (cy->j[x].stopping > 0 || cy->j[x].nvictims > 0))
+            list[nc++] = x;
+        if (jb->state == SCHED_JOB_RUNNING && jb->terminating)
+            term[nterm++] = x;
+    }
+    for (int a = 1; a < nc; a++) { /* queue order (few claimants) */
+        int t = list[a], b = a - 1;
+        while (b >= 0 && cy_job_cmp_team(cy->s, list[b], t) > 0) {
+            list[b + 1] = list[b];
+            b--;
+        }
+        list[b + 1] = t;
+    }
+    int rc = 0;
+    for (int c = 0; c < nc && rc == 0; c++) {
+        int p = list[c];
+        struct cy_job *cj = &cy->j[p];
+        cy_claim_drop(cy, p);
+        int ctype = -1;
+        for (int v = 0; v < nterm; v++)
+            if (cy->s->jobs[term[v]].terminating_for == p) {
+                const struct sched_job *V = &cy->s->jobs[term[v]];
+                if (ctype < 0 && V->nplaced > 0)
+                    ctype = cy->n[V->placement[0].node].c.type;
+                remove_job(cy, term[v], 1);
+            }
+        struct place_ctx pc;
+        rc = cy_make_pc(cy, p, cj->r.types, &pc);
+        int got = 0;
+        if (rc == 0) {
+            cy->nocache = 1;
+            got = fits_now(cy, &pc, reps);
+            cy->nocache = 0;
+        }
+        for (int v = nterm - 1; v >= 0; v--)
+            if (cy->s->jobs[term[v]].terminating_for == p)
+                remove_job(cy, term[v], -1);
+        if (rc == 0 && got < 0)
+            rc = got;
+        if (rc)
+            break;
+        if (got > 0) {
+            for (int y = 0; y < got; y++)
+                if (cy->n[reps[y].node].claimed_by < 0)
+                    cy->n[reps[y].node].claimed_by = p;
+            cj->claimant = 1;
+            cy_claim_set(cy, p, cy->n[reps[0].node].c.type);
+        } else if (cj->stopping > 0) {
+            cy_claim_set(cy, p, ctype); /* still waiting for its victims: the quota stays claimed */
+        }
+    }
+    free(list);
+    return rc;
+}
