@@ -790,6 +790,12 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
                                  &h->store_errors, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_leader", "1 while this replica runs cycles", NULL, &h->leader, err, errlen)))
         return rc;
+    for (int p = 0; p < CTL_NPHASES; p++)
+        if ((rc = gq_metrics_histogram(m, "gangq_reconcile_phase_duration_seconds",
+                                       "Duration of each named phase of a reconcile",
+                                       (const char *[]){"phase", ctl_phase_names[p], NULL}, NULL, 0,
+                                       &h->phase_dur[p], err, errlen)))
+            return rc;
     for (int s = 0; s < STORE_NSTATES; s++)
         if ((rc = gq_metrics_gauge(m, "gangq_jobs", "GPUJobs by state",
                                    (const char *[]){"state", store_state_name(s), NULL}, &h->jobs[s], err, errlen)))
