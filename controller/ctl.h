@@ -47,6 +47,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cJSON.h>
 
 #include "api.h"
@@ -108,7 +109,35 @@ struct ctl_config {
     double wait_message_interval_s; /* default 60 */
 };
 
+/* The option table (ctl_config.c): every option's defaults, parsing and usage
+ * line come from its entry. */
+enum ctl_opt_kind {
+    CTL_OPT_STRING,       /* char[size] */
+    CTL_OPT_BOOL,         /* int: true|false|1|0|yes|no */
+    CTL_OPT_INT,          /* int or int64_t (size), ilo..ihi */
+    CTL_OPT_DURATION,     /* double seconds, >= dlo */
+    CTL_OPT_DURATION_S64, /* int64_t whole seconds */
+    CTL_OPT_LOG_LEVEL,    /* int, enum gq_log_level */
+    CTL_OPT_LEVEL,        /* repeatable name=labelkey into levels */
+    CTL_OPT_FILE,         /* --config: command line only */
+};
+struct ctl_option {
+    const char *name;      /* flag without "--", also the config-file key */
+    enum ctl_opt_kind kind;
+    size_t off, size;      /* the field in struct ctl_config */
+    const char *def;       /* default as option text; NULL = zero */
+    double dlo;            /* durations: lowest value */
+    int64_t ilo, ihi;      /* integers: range */
+    const char *expect;    /* what a bad value is told it should be (NULL: from the kind) */
+    const char *meta;      /* usage: " PATH", "=BOOL" */
+    const char *help;      /* usage text; '\n' continues on an indented line */
+};
+extern const struct ctl_option ctl_options[];
+extern const size_t ctl_noptions;
+
 void ctl_config_default(struct ctl_config *c);
+/* Usage text: one line (or more) per ctl_options entry. */
+void ctl_config_usage(FILE *f);
 /* Set one option by its flag name without "--" ("min-runtime", "level", ...).
  * A "level" value is "name=labelkey"; the first one replaces the defaults. */
 int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char *err,

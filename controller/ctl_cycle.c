@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctl_int.h"
 
@@ -97,6 +98,7 @@ struct rc_ctx {
     int nev, capev;
     int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
+    int in_txn;                   /* the cycle's store transaction is open */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
 };
 
@@ -2192,23 +2194,47 @@ static void rc_release(struct rc_ctx *r)
     free(r->ev);
 }
 
-void ctl_reconcile(struct gq_ctl *c)
+/* ------------------------------------------------------------ phases
+ *
+ * One reconcile is a fixed sequence of named phases, each timed on the
+ * monotonic clock into gangq_reconcile_phase_duration_seconds{phase}:
+ *   gather   finish acts that completed, read the informer caches, the store
+ *            rows and the pending intents into r;
+ *   observe  open the cycle's store transaction and bring every store row in
+ *            line with what the cluster shows (prepare, spec rules, deleted
+ *            jobs, lifecycle), account usage, prune;
+ *   schedule book released pods and run the scheduling core on the snapshot,
+ *            applying its decisions to the store rows;
+ *   commit   commit the transaction (nothing reaches the cluster before);
+ *   act      Events, waiting messages, the intents, stray pods;
+ *   report   status of GPUJobs, Teams and GPUPools, memo aging, job gauges.
+ * A phase that fails stops the sequence; its duration is still observed. */
+
+const char *const ctl_phase_names[CTL_NPHASES] = {"gather", "observe", "schedule", "commit", "act", "report"};
+
+static int64_t mono_ns(void)
 {
-    struct rc_ctx *r = calloc(1, sizeof(*r));
-    if (!r)
-        return;
-    r->c = c;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int phase_gather(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
     ctl_act_flush_done(c); /* before reading the pending intents */
     r->now = ctl_now_ms();
     c->reconciles++;
-    int64_t t0 = r->now;
-    int rc = gather(r);
-    int in_txn = 0;
-    if (rc)
-        goto fail;
+    return gather(r);
+}
+
+static int phase_observe(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
+    int rc;
     if ((rc = store_begin_cycle(c->st, r->err, sizeof(r->err))))
-        goto fail;
-    in_txn = 1;
+        return rc;
+    r->in_txn = 1;
     if (!c->restart_done) {
         LOGC(c, GQ_LOG_INFO, "first reconcile: finishing intents left by a previous run",
              " pending=%d store_jobs=%d", r->nintents, r->nrows);
@@ -2216,7 +2242,7 @@ void ctl_reconcile(struct gq_ctl *c)
     }
     for (int i = 0; i < r->njobs; i++)
         if ((rc = job_prepare(r, &r->jobs[i])) || (rc = job_spec_rules(r, &r->jobs[i])))
-            goto fail;
+            return rc;
     /* store rows whose GPUJob is gone */
     for (int i = 0; i < r->nrows; i++) {
         struct store_job *row = r->rows[i];
@@ -2227,20 +2253,20 @@ void ctl_reconcile(struct gq_ctl *c)
         if ((rc = intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
             (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
             (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
-            goto fail;
+            return rc;
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
              store_state_name(row->state));
     }
     for (int i = 0; i < r->njobs; i++)
         if ((rc = job_create_refused(r, &r->jobs[i])) || (rc = job_lifecycle(r, &r->jobs[i])))
-            goto fail;
+            return rc;
     account_usage(r);
     if (r->now - c->last_prune_ms > 600000) {
         /* housekeeping: done intents after a day, usage older than ten half-lives */
         if ((rc = store_intents_prune(c->st, r->now - 86400000LL, r->err, sizeof(r->err))) ||
             (rc = store_usage_prune(c->st, r->now - (int64_t)(c->cfg.usage_half_life_s * 10000.0), r->err,
                                     sizeof(r->err))))
-            goto fail;
+            return rc;
         c->last_prune_ms = r->now;
     }
     for (int i = 0; i < r->njobs; i++)
@@ -2248,20 +2274,38 @@ void ctl_reconcile(struct gq_ctl *c)
             gq_strlcpy(r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, sizeof(r->jobs[i].memo->wait_msg));
             r->jobs[i].memo->position = 0;
         }
-    if ((rc = released_pods(r)) || (rc = run_sched(r)))
-        goto fail;
-    if ((rc = store_commit_cycle(c->st, r->err, sizeof(r->err)))) {
-        in_txn = 0;
-        goto fail;
-    }
-    in_txn = 0;
-    ctl_reconcile_result(c, 0, NULL);
-    /* committed: act */
+    return 0;
+}
+
+static int phase_schedule(struct rc_ctx *r)
+{
+    int rc = released_pods(r);
+    return rc ? rc : run_sched(r);
+}
+
+static int phase_commit(struct rc_ctx *r)
+{
+    r->in_txn = 0;
+    int rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
+    if (!rc)
+        ctl_reconcile_result(r->c, 0, NULL);
+    return rc;
+}
+
+static int phase_act(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
     for (int i = 0; i < r->nev; i++)
         ctl_act_event(c, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
     waiting_publish(r);
     ctl_act_intents(c);
     cleanup_strays(r);
+    return 0;
+}
+
+static int phase_report(struct rc_ctx *r)
+{
+    struct gq_ctl *c = r->c;
     for (int i = 0; i < r->njobs; i++)
         job_status(r, &r->jobs[i]);
     team_pool_status(r);
@@ -2270,21 +2314,38 @@ void ctl_reconcile(struct gq_ctl *c)
     for (int i = 0; i < r->njobs; i++)
         if (r->jobs[i].row && r->jobs[i].state >= 0 && r->jobs[i].state < STORE_NSTATES)
             c->m.jobs_by_state[r->jobs[i].state]++;
-    int64_t dt = ctl_now_ms() - t0;
-    c->m.cycle_us_total += (uint64_t)dt * 1000;
-    gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
-           " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
-           r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
-    rc_release(r);
-    free(r);
-    return;
-fail:
-    if (in_txn)
-        store_rollback_cycle(c->st);
-    c->m.store_errors++;
-    LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
-         " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
-    ctl_reconcile_result(c, rc, r->err);
+    return 0;
+}
+
+static int (*const phase_fns[CTL_NPHASES])(struct rc_ctx *r) = {
+    phase_gather, phase_observe, phase_schedule, phase_commit, phase_act, phase_report};
+
+void ctl_reconcile(struct gq_ctl *c)
+{
+    struct rc_ctx *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    r->c = c;
+    int rc = 0;
+    for (int p = 0; p < CTL_NPHASES && !rc; p++) {
+        int64_t t0 = mono_ns();
+        rc = phase_fns[p](r);
+        gq_metrics_observe(c->mh.phase_dur[p], (double)(mono_ns() - t0) / 1e9);
+    }
+    if (rc) {
+        if (r->in_txn)
+            store_rollback_cycle(c->st);
+        c->m.store_errors++;
+        LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
+             " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
+        ctl_reconcile_result(c, rc, r->err);
+    } else {
+        int64_t dt = ctl_now_ms() - r->now;
+        c->m.cycle_us_total += (uint64_t)dt * 1000;
+        gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
+               " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
+               r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
+    }
     rc_release(r);
     free(r);
 }

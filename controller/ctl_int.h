@@ -104,10 +104,15 @@ struct ctl_metrics_counters {
     int64_t jobs_by_state[STORE_NSTATES];
 };
 
+/* The named phases of one reconcile (ctl_cycle.c), in order. */
+#define CTL_NPHASES 6
+extern const char *const ctl_phase_names[CTL_NPHASES];
+
 /* Metric handles (NULL when --listen is not given: updates are no-ops). */
 struct ctl_mh {
     struct gq_metric *cycles, *cycle_dur, *admissions, *preemptions, *store_errors, *leader;
     struct gq_metric *reconciles, *draining;
+    struct gq_metric *phase_dur[CTL_NPHASES]; /* gangq_reconcile_phase_duration_seconds{phase} */
     struct gq_metric *jobs[STORE_NSTATES];
     struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT], *inf_relists[INF_COUNT];
 };

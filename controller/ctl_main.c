@@ -1,7 +1,7 @@
 /*
- * ctl_main.c — `gangq controller`: options and config file, the libev loop,
+ * ctl_main.c — `gangq controller`: the command line (options in ctl_config.c), the libev loop,
  * informers, leader election, debounce/resync timers, signals and a bounded
- * graceful shutdown; the per-object memo table.
+ * graceful shutdown (the per-object memo table is in ctl_memo.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,372 +14,6 @@
 #include "cmd.h"
 #include "ctl_int.h"
 #include "yamljson.h"
-
-/* ------------------------------------------------------------ config */
-
-void ctl_config_default(struct ctl_config *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->log_level = GQ_LOG_INFO;
-    c->leader_elect = 1;
-    gq_strlcpy(c->lease_name, "gangq-controller", sizeof(c->lease_name));
-    c->min_runtime_s = 300;
-    api_config_default(&c->levels);
-    gq_strlcpy(c->gpu_product_label, "nvidia.com/gpu.product", sizeof(c->gpu_product_label));
-    gq_strlcpy(c->gpu_memory_label, "nvidia.com/gpu.memory", sizeof(c->gpu_memory_label));
-    c->node_lost_grace_s = 40;
-    c->max_retries = 3;
-    c->usage_half_life_s = 86400;
-    c->cycle_interval_s = 2;
-    c->debounce_s = 0.05;
-    c->shutdown_wait_s = 5;
-    c->max_grace_period_s = 30;
-    c->position_head = 10;
-    c->position_interval_s = 5;
-    c->wait_message_interval_s = 60;
-}
-
-static int parse_bool(const char *v, int *out)
-{
-    if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {
-        *out = 1;
-        return 0;
-    }
-    if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no")) {
-        *out = 0;
-        return 0;
-    }
-    return GQ_EINVAL;
-}
-
-static int set_str(char *dst, size_t len, const char *key, const char *val, char *err,
-                   size_t errlen)
-{
-    if (gq_strlcpy(dst, val, len) >= len) {
-        gq_errf(err, errlen, "--%s: value too long", key);
-        return GQ_EINVAL;
-    }
-    return 0;
-}
-
-int ctl_config_set(struct ctl_config *c, const char *key, const char *val, char *err,
-                   size_t errlen)
-{
-    double d;
-    int64_t i;
-    if (!val) {
-        gq_errf(err, errlen, "--%s needs a value", key);
-        return GQ_EINVAL;
-    }
-    if (!strcmp(key, "kubeconfig"))
-        return set_str(c->kubeconfig, sizeof(c->kubeconfig), key, val, err, errlen);
-    if (!strcmp(key, "db"))
-        return set_str(c->db, sizeof(c->db), key, val, err, errlen);
-    if (!strcmp(key, "listen"))
-        return set_str(c->listen, sizeof(c->listen), key, val, err, errlen);
-    if (!strcmp(key, "lease-namespace"))
-        return set_str(c->lease_ns, sizeof(c->lease_ns), key, val, err, errlen);
-    if (!strcmp(key, "lease-name"))
-        return set_str(c->lease_name, sizeof(c->lease_name), key, val, err, errlen);
-    if (!strcmp(key, "gpu-product-label"))
-        return set_str(c->gpu_product_label, sizeof(c->gpu_product_label), key, val, err, errlen);
-    if (!strcmp(key, "gpu-memory-label"))
-        return set_str(c->gpu_memory_label, sizeof(c->gpu_memory_label), key, val, err, errlen);
-    if (!strcmp(key, "log-level")) {
-        int l = gq_log_level_parse(val);
-        if (l < 0) {
-            gq_errf(err, errlen, "--log-level: expected debug|info|warn|error, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        c->log_level = l;
-        return 0;
-    }
-    if (!strcmp(key, "leader-elect")) {
-        if (parse_bool(val, &c->leader_elect)) {
-            gq_errf(err, errlen, "--leader-elect: expected true or false, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "insecure-allow-http-token")) {
-        if (parse_bool(val, &c->allow_http_token)) {
-            gq_errf(err, errlen, "--insecure-allow-http-token: expected true or false, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "db-max-pages")) {
-        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0) {
-            gq_errf(err, errlen, "--db-max-pages: expected a page count, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        c->db_max_pages = i;
-        return 0;
-    }
-    if (!strcmp(key, "max-retries")) {
-        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0 || i > 1000) {
-            gq_errf(err, errlen, "--max-retries: expected 0..1000, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        c->max_retries = (int)i;
-        return 0;
-    }
-    if (!strcmp(key, "position-head")) {
-        if (gq_parse_i64(val, (size_t)-1, &i) || i < 0 || i > API_MAX_PENDING_HEAD) {
-            gq_errf(err, errlen, "--position-head: expected 0..%d, got \"%s\"", API_MAX_PENDING_HEAD, val);
-            return GQ_EINVAL;
-        }
-        c->position_head = (int)i;
-        return 0;
-    }
-    if (!strcmp(key, "level")) {
-        const char *eq = strchr(val, '=');
-        if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= API_LEVEL_MAX ||
-            strlen(eq + 1) >= API_LABEL_KEY_MAX) {
-            gq_errf(err, errlen, "--level: expected name=labelkey, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        if (!c->levels_set) {
-            c->levels.nlevels = 0;
-            c->levels_set = 1;
-        }
-        if (c->levels.nlevels >= SCHED_LEVELS_MAX) {
-            gq_errf(err, errlen, "--level: at most %d levels", SCHED_LEVELS_MAX);
-            return GQ_EINVAL;
-        }
-        int n = c->levels.nlevels++;
-        memcpy(c->levels.levels[n], val, (size_t)(eq - val));
-        c->levels.levels[n][eq - val] = 0;
-        gq_strlcpy(c->levels.labels[n], eq + 1, sizeof(c->levels.labels[n]));
-        return 0;
-    }
-    struct {
-        const char *k;
-        double *dst;
-        double lo;
-    } durs[] = {{"node-lost-grace", &c->node_lost_grace_s, 0},
-                {"usage-half-life", &c->usage_half_life_s, 0},
-                {"cycle-interval", &c->cycle_interval_s, 0.05},
-                {"max-grace-period", &c->max_grace_period_s, 0},
-                {"pod-watch-delay", &c->pod_watch_delay_s, 0},
-                {"position-interval", &c->position_interval_s, 0},
-                {"wait-message-interval", &c->wait_message_interval_s, 0}};
-    for (size_t k = 0; k < GQ_ARRAY_LEN(durs); k++)
-        if (!strcmp(key, durs[k].k)) {
-            if (gq_parse_duration(val, &d) || d < durs[k].lo) {
-                gq_errf(err, errlen, "--%s: expected a duration like 40s or 5m, got \"%s\"", key, val);
-                return GQ_EINVAL;
-            }
-            *durs[k].dst = d;
-            return 0;
-        }
-    if (!strcmp(key, "min-runtime")) {
-        if (gq_parse_duration(val, &d)) {
-            gq_errf(err, errlen, "--min-runtime: expected a duration like 5m, got \"%s\"", val);
-            return GQ_EINVAL;
-        }
-        c->min_runtime_s = (int64_t)d;
-        return 0;
-    }
-    gq_errf(err, errlen, "unknown option --%s", key);
-    return GQ_EINVAL;
-}
-
-/* A scalar config value as text. */
-static int scalar_text(const cJSON *v, char *buf, size_t len)
-{
-    if (cJSON_IsString(v))
-        return gq_strlcpy(buf, v->valuestring, len) < len ? 0 : GQ_EINVAL;
-    if (cJSON_IsBool(v))
-        return gq_strlcpy(buf, cJSON_IsTrue(v) ? "true" : "false", len) < len ? 0 : GQ_EINVAL;
-    if (cJSON_IsNumber(v)) {
-        snprintf(buf, len, "%.15g", v->valuedouble);
-        return 0;
-    }
-    return GQ_EINVAL;
-}
-
-int ctl_config_load_file(struct ctl_config *c, const char *path, char *err, size_t errlen)
-{
-    cJSON *docs = NULL;
-    int rc = gq_yaml_load_file(path, &docs, err, errlen);
-    if (rc)
-        return rc;
-    const cJSON *root = cJSON_GetArrayItem(docs, 0);
-    if (cJSON_GetArraySize(docs) != 1 || !cJSON_IsObject(root)) {
-        gq_errf(err, errlen, "%s: expected one YAML mapping", path);
-        rc = GQ_EINVAL;
-        goto out;
-    }
-    const cJSON *it;
-    char val[CTL_PATH_MAX], e2[512];
-    cJSON_ArrayForEach(it, root)
-    {
-        const char *key = it->string;
-        if (!strcmp(key, "level") || !strcmp(key, "levels")) {
-            const cJSON *l;
-            if (!cJSON_IsArray(it)) {
-                gq_errf(err, errlen, "%s: %s: expected a list", path, key);
-                rc = GQ_EINVAL;
-                goto out;
-            }
-            cJSON_ArrayForEach(l, it)
-            {
-                if (cJSON_IsObject(l)) {
-                    const char *n = ctl_obj_str(l, "name", NULL), *lb = ctl_obj_str(l, "label", NULL);
-                    snprintf(val, sizeof(val), "%s=%s", n ? n : "", lb ? lb : "");
-                } else if (scalar_text(l, val, sizeof(val))) {
-                    val[0] = 0;
-                }
-                if ((rc = ctl_config_set(c, "level", val, e2, sizeof(e2)))) {
-                    gq_errf(err, errlen, "%s: %s", path, e2);
-                    goto out;
-                }
-            }
-            continue;
-        }
-        if (scalar_text(it, val, sizeof(val))) {
-            gq_errf(err, errlen, "%s: %s: expected a scalar value", path, key);
-            rc = GQ_EINVAL;
-            goto out;
-        }
-        if ((rc = ctl_config_set(c, key, val, e2, sizeof(e2)))) {
-            gq_errf(err, errlen, "%s: %s", path, e2);
-            goto out;
-        }
-    }
-out:
-    cJSON_Delete(docs);
-    return rc;
-}
-
-/* ------------------------------------------------------------ memo table */
-
-static size_t hash_str(const char *s)
-{
-    size_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static void memo_free(struct ctl_memo *m)
-{
-    if (!m)
-        return;
-    if (m->job_valid)
-        api_gpujob_release(&m->job);
-    free(m->key);
-    free(m->last_status);
-    free(m->status_sig);
-    free(m->pl_text);
-    ctl_placement_release(&m->pl_cache);
-    free(m->pods);
-    free(m->pf);
-    ctl_memo_victims_clear(m);
-    free(m->victims);
-    free(m);
-}
-
-int ctl_memo_victim_add(struct ctl_memo *m, const char *key)
-{
-    for (int k = 0; k < m->nvictims; k++)
-        if (!strcmp(m->victims[k], key))
-            return GQ_OK;
-    if (m->nvictims == m->capvictims) {
-        int cap = m->capvictims ? 2 * m->capvictims : 4;
-        char **nv = realloc(m->victims, (size_t)cap * sizeof(*nv));
-        if (!nv)
-            return GQ_ENOMEM;
-        m->victims = nv;
-        m->capvictims = cap;
-    }
-    if (!(m->victims[m->nvictims] = strdup(key)))
-        return GQ_ENOMEM;
-    m->nvictims++;
-    return GQ_OK;
-}
-
-void ctl_memo_victims_clear(struct ctl_memo *m)
-{
-    for (int k = 0; k < m->nvictims; k++)
-        free(m->victims[k]);
-    m->nvictims = 0;
-}
-
-static int memo_grow(struct ctl_memo_table *t)
-{
-    size_t nb = t->nb ? t->nb * 2 : 256;
-    struct ctl_memo **b = calloc(nb, sizeof(*b));
-    if (!b)
-        return GQ_ENOMEM;
-    for (size_t i = 0; i < t->nb; i++) {
-        struct ctl_memo *m = t->b[i], *next;
-        for (; m; m = next) {
-            next = m->next;
-            size_t h = hash_str(m->key) % nb;
-            m->next = b[h];
-            b[h] = m;
-        }
-    }
-    free(t->b);
-    t->b = b;
-    t->nb = nb;
-    return 0;
-}
-
-struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create)
-{
-    if (t->nb) {
-        for (struct ctl_memo *m = t->b[hash_str(key) % t->nb]; m; m = m->next)
-            if (!strcmp(m->key, key))
-                return m;
-    }
-    if (!create)
-        return NULL;
-    if ((t->n + 1 > t->nb * 2 || !t->nb) && memo_grow(t))
-        return NULL;
-    struct ctl_memo *m = calloc(1, sizeof(*m));
-    if (!m || !(m->key = strdup(key))) {
-        free(m);
-        return NULL;
-    }
-    size_t h = hash_str(key) % t->nb;
-    m->next = t->b[h];
-    t->b[h] = m;
-    t->n++;
-    return m;
-}
-
-void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle)
-{
-    for (size_t i = 0; i < t->nb; i++) {
-        struct ctl_memo **pp = &t->b[i];
-        while (*pp) {
-            struct ctl_memo *m = *pp;
-            if (m->seen_cycle < cycle && !m->status_inflight && !m->cleanup_inflight) {
-                *pp = m->next;
-                memo_free(m);
-                t->n--;
-            } else {
-                pp = &m->next;
-            }
-        }
-    }
-}
-
-void ctl_memo_table_release(struct ctl_memo_table *t)
-{
-    for (size_t i = 0; i < t->nb; i++) {
-        struct ctl_memo *m = t->b[i], *next;
-        for (; m; m = next) {
-            next = m->next;
-            memo_free(m);
-        }
-    }
-    free(t->b);
-    memset(t, 0, sizeof(*t));
-}
 
 /* ------------------------------------------------------------ loop */
 
@@ -790,6 +424,12 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
                                  &h->store_errors, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_leader", "1 while this replica runs cycles", NULL, &h->leader, err, errlen)))
         return rc;
+    for (int p = 0; p < CTL_NPHASES; p++)
+        if ((rc = gq_metrics_histogram(m, "gangq_reconcile_phase_duration_seconds",
+                                       "Duration of each named phase of a reconcile",
+                                       (const char *[]){"phase", ctl_phase_names[p], NULL}, NULL, 0,
+                                       &h->phase_dur[p], err, errlen)))
+            return rc;
     for (int s = 0; s < STORE_NSTATES; s++)
         if ((rc = gq_metrics_gauge(m, "gangq_jobs", "GPUJobs by state",
                                    (const char *[]){"state", store_state_name(s), NULL}, &h->jobs[s], err, errlen)))
@@ -981,42 +621,6 @@ out:
 
 /* ------------------------------------------------------------ CLI */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gangq controller [--kubeconfig PATH] --db PATH [options]\n"
-            "\n"
-            "  --kubeconfig PATH        kubeconfig (default: in-cluster config)\n"
-            "  --db PATH                SQLite store (created if absent)\n"
-            "  --config FILE            YAML file with the same keys as the flags (flags win)\n"
-            "  --listen ADDR:PORT       /metrics /healthz /readyz, /queue[?team=T] (exact queue\n"
-            "                           positions as JSON) (in-cluster default :8080)\n"
-            "  --log-level L            debug|info|warn|error (info)\n"
-            "  --leader-elect=BOOL      Lease leader election (true)\n"
-            "  --lease-namespace NS     Lease namespace (config namespace, else default)\n"
-            "  --lease-name N           Lease name (gangq-controller)\n"
-            "  --min-runtime DUR        no preemption of work younger than this (5m)\n"
-            "  --level name=labelkey    topology level, widest first, repeatable\n"
-            "                           (zone, block, rack, node by default)\n"
-            "  --gpu-product-label K    (nvidia.com/gpu.product)\n"
-            "  --gpu-memory-label K     (nvidia.com/gpu.memory, MiB)\n"
-            "  --node-lost-grace DUR    NotReady this long = node lost (40s)\n"
-            "  --max-retries N          failed-gang requeues before Failed (3)\n"
-            "  --usage-half-life DUR    fair-share usage decay (24h)\n"
-            "  --cycle-interval DUR     periodic resync (2s)\n"
-            "  --position-head N        status.position and Team status.pendingHead for the first N\n"
-            "                           waiting jobs of each Team (10; others carry no position)\n"
-            "  --position-interval DUR  positions and pendingHead refreshed at most this often (5s)\n"
-            "  --wait-message-interval DUR\n"
-            "                           a waiting job's status.message is rewritten at once when its\n"
-            "                           state or wait reason changes, else at most this often (60s)\n"
-            "  --max-grace-period DUR   cap on the termination grace of gangq's pods (30s)\n"
-            "  --db-max-pages N         cap the database size (pages; writes past it fail as on a full disk)\n"
-            "  --insecure-allow-http-token=BOOL\n"
-            "                           send the bearer token to a server that is not https (false)\n"
-            "  --pod-watch-delay DUR    testing only: apply pod watch events this late (a lagging watch)\n");
-}
-
 int cmd_controller(int argc, char **argv)
 {
     struct ctl_config cfg;
@@ -1027,12 +631,12 @@ int cmd_controller(int argc, char **argv)
         for (int i = 1; i < argc; i++) {
             const char *a = argv[i];
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-                usage(stdout);
+                ctl_config_usage(stdout);
                 return 0;
             }
             if (strncmp(a, "--", 2)) {
                 fprintf(stderr, "gangq controller: unexpected argument \"%s\"\n", a);
-                usage(stderr);
+                ctl_config_usage(stderr);
                 return 2;
             }
             char key[64];
@@ -1072,7 +676,7 @@ int cmd_controller(int argc, char **argv)
         gq_strlcpy(cfg.listen, ":8080", sizeof(cfg.listen)); /* in a pod: deploy/ probes port 8080 */
     if (!cfg.db[0]) {
         fprintf(stderr, "gangq controller: --db is required\n");
-        usage(stderr);
+        ctl_config_usage(stderr);
         return 2;
     }
     return ctl_run(&cfg);

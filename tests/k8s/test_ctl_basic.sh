@@ -96,6 +96,13 @@ assert_match "$m" $'gangq_admissions_total 1\n' "/metrics admissions"
 assert_match "$m" 'gangq_jobs\{state="Succeeded"\} 1' "/metrics jobs by state"
 assert_match "$m" 'gangq_informer_lists_total\{informer="pods"\} 1' "/metrics informer lists"
 assert_match "$m" 'gangq_cycle_duration_seconds_count [1-9]' "/metrics cycle duration histogram"
+for ph in gather observe schedule commit act report; do
+    assert_match "$m" "gangq_reconcile_phase_duration_seconds_count\\{phase=\"$ph\"\\} [1-9]" "/metrics $ph phase histogram"
+done
+# every reconcile runs the gather phase first: one observation each
+nrec=$(printf '%s\n' "$m" | sed -n 's/^gangq_reconciles_total //p')
+ngat=$(printf '%s\n' "$m" | sed -n 's/^gangq_reconcile_phase_duration_seconds_count{phase="gather"} //p')
+[ -n "$nrec" ] && [ "$nrec" = "$ngat" ] || fail "gather phase observations ($ngat) != reconciles ($nrec)"
 pass "Succeeded (completionTime), quota released, Events Admitted/Succeeded, /metrics figures"
 
 k create namespace orphans >/dev/null

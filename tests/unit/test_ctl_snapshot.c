@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "ctl.h"
+#include "log.h"
 #include "store.h"
 
 static cJSON *J(const char *s)
@@ -1025,6 +1026,73 @@ static void test_config(void **state)
     unlink(path);
 }
 
+/* The option table drives defaults, parsing and usage: every option has a
+ * usage line, every default parses, and the defaults are the documented ones. */
+static void test_config_table(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    ctl_config_usage(f);
+    fclose(f);
+    assert_non_null(text);
+    for (size_t k = 0; k < ctl_noptions; k++) {
+        char line[128];
+        snprintf(line, sizeof(line), "\n  --%s%s", ctl_options[k].name, ctl_options[k].meta);
+        assert_non_null(strstr(text, line));
+        for (size_t j = 0; j < k; j++)
+            assert_string_not_equal(ctl_options[j].name, ctl_options[k].name);
+    }
+    assert_non_null(strstr(text, "--max-retries N          failed-gang requeues before Failed (3)\n"));
+    free(text);
+
+    struct ctl_config c, d;
+    char err[256];
+    ctl_config_default(&c);
+    for (size_t k = 0; k < ctl_noptions; k++)
+        if (ctl_options[k].def) {
+            memcpy(&d, &c, sizeof(d));
+            assert_int_equal(ctl_config_set(&d, ctl_options[k].name, ctl_options[k].def, err, sizeof(err)), 0);
+            assert_memory_equal(&d, &c, sizeof(c)); /* the default is the value in force */
+        }
+    assert_int_equal(c.log_level, GQ_LOG_INFO);
+    assert_string_equal(c.lease_name, "gangq-controller");
+    assert_int_equal(c.min_runtime_s, 300);
+    assert_string_equal(c.gpu_product_label, "nvidia.com/gpu.product");
+    assert_string_equal(c.gpu_memory_label, "nvidia.com/gpu.memory");
+    assert_true(c.usage_half_life_s == 86400 && c.cycle_interval_s == 2 && c.max_grace_period_s == 30);
+    assert_true(c.debounce_s == 0.05 && c.shutdown_wait_s == 5);
+    assert_true(c.db_max_pages == 0 && !c.allow_http_token && c.pod_watch_delay_s == 0);
+    assert_true(!c.db[0] && !c.listen[0] && !c.kubeconfig[0] && !c.lease_ns[0] && !c.levels_set);
+
+    /* messages name the option and say what was expected */
+    assert_int_equal(ctl_config_set(&c, "max-retries", "1001", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--max-retries: expected 0..1000, got \"1001\"");
+    assert_int_equal(ctl_config_set(&c, "db-max-pages", "-1", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--db-max-pages: expected a page count, got \"-1\"");
+    assert_int_equal(ctl_config_set(&c, "db-max-pages", "5000000000", err, sizeof(err)), 0);
+    assert_true(c.db_max_pages == 5000000000LL);
+    assert_int_equal(ctl_config_set(&c, "cycle-interval", "10ms", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--cycle-interval: expected a duration like 40s or 5m, got \"10ms\"");
+    assert_int_equal(ctl_config_set(&c, "min-runtime", "soon", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--min-runtime: expected a duration like 5m, got \"soon\"");
+    assert_int_equal(ctl_config_set(&c, "insecure-allow-http-token", "perhaps", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--insecure-allow-http-token: expected true or false, got \"perhaps\"");
+    assert_int_equal(ctl_config_set(&c, "log-level", "loud", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--log-level: expected debug|info|warn|error, got \"loud\"");
+    assert_int_equal(ctl_config_set(&c, "config", "x.yaml", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "unknown option --config"); /* a file cannot name another file */
+    assert_int_equal(ctl_config_set(&c, "db", NULL, err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--db needs a value");
+    char big[CTL_PATH_MAX + 8];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    assert_int_equal(ctl_config_set(&c, "db", big, err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--db: value too long");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1036,6 +1104,7 @@ int main(void)
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_config_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
