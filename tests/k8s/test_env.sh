@@ -35,7 +35,9 @@ k -n "$ns" create configmap after --from-literal=k=w >/dev/null
 ev=$(curl -sS -m 5 --cacert "$GQ_CA" -H "Authorization: Bearer $GQ_TOKEN" \
   "$GQ_SERVER/api/v1/namespaces/$ns/configmaps?watch=1&resourceVersion=$rv&timeoutSeconds=1" || true)
 assert_contains "$ev" '"name":"after"' "watch from the pre-restart resourceVersion sees the new object"
-[ "$ms" -lt 10000 ] || fail "restart took ${ms} ms (expected well under 10 s)"
+# A bound, not a timing target: the restart helper itself gives up after 60 s.
+[ "$ms" -lt 60000 ] || fail "restart took ${ms} ms (the restart helper should have given up)"
+echo "  restart took ${ms} ms"
 old_pid=$(cat "$GQ_ENV_DIR/apiserver.pid")
 gq_apiserver_crash 2>/dev/null
 assert_ne "$old_pid" "$(cat "$GQ_ENV_DIR/apiserver.pid")" "a new API server process after the crash"
