@@ -35,8 +35,8 @@ k -n "$ns" create configmap after --from-literal=k=w >/dev/null
 ev=$(curl -sS -m 5 --cacert "$GQ_CA" -H "Authorization: Bearer $GQ_TOKEN" \
   "$GQ_SERVER/api/v1/namespaces/$ns/configmaps?watch=1&resourceVersion=$rv&timeoutSeconds=1" || true)
 assert_contains "$ev" '"name":"after"' "watch from the pre-restart resourceVersion sees the new object"
-# A bound, not a timing target: the restart helper itself gives up after 60 s.
-[ "$ms" -lt 60000 ] || fail "restart took ${ms} ms (the restart helper should have given up)"
+# A sanity bound, not a timing target (a loaded 2-core machine took 11 s).
+[ "$ms" -lt 60000 ] || fail "restart took ${ms} ms (over a minute)"
 echo "  restart took ${ms} ms"
 old_pid=$(cat "$GQ_ENV_DIR/apiserver.pid")
 gq_apiserver_crash 2>/dev/null
