@@ -213,6 +213,10 @@ int ctl_pod_terminal(const cJSON *pod);
  * "" = any owner), every replica 0..replicas-1 has a Succeeded pod. 0 when no
  * attempt did. */
 int ctl_pods_succeeded_attempt(const cJSON *const *pods, int npods, const char *uid, int replicas);
+/* A pod owned by uid (as above) that has neither finished (Succeeded,
+ * Failed) nor been marked for deletion (metadata.deletionTimestamp): in the
+ * API server's view it may still run. */
+int ctl_pods_live(const cJSON *const *pods, int npods, const char *uid);
 
 /* ------------------------------------------------------------ snapshot */
 

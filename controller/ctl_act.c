@@ -491,6 +491,12 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
         } else {
             LOGA(c, GQ_LOG_INFO, "creating pod", " job=%s pod=%s node=%s", o->key, podname,
                  pl.rep[k].node);
+            struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
+            if (m) { /* it may run before the pod watch shows it */
+                m->created_attempt = pl.attempt;
+                gq_strlcpy(m->created_pod, podname, sizeof(m->created_pod));
+                m->created_ms = ctl_now_ms();
+            }
         }
         cJSON_Delete(pod);
     }

@@ -1501,6 +1501,34 @@ static int usage_cb(void *ud, const char *team, double v)
     return 0;
 }
 
+/* A job that holds nothing (Queued, Preempted with no stopping pod) whose
+ * earlier attempt may still run: a pod of it neither finished nor marked for
+ * deletion (a delete refused with 409 because the pod changed leaves it so
+ * until the cache shows what it became: Succeeded completes the job through
+ * job_succeeded_meanwhile, anything else is deleted again as a stray), or a
+ * pod it created that the cache does not show yet (asked of the API server
+ * after CTL_MISSING_GRACE_MS). Such a job is not placed again: two attempts
+ * would run at once, both possibly to completion. */
+static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
+{
+    struct ctl_memo *m = j->memo;
+    int np = 0;
+    if (!m)
+        return 0;
+    const cJSON **pods = memo_pods(r, m, &np);
+    if (m->created_attempt &&
+        (max_pod_attempt(r, m) >= m->created_attempt || !strcmp(m->gone_pod, m->created_pod)))
+        m->created_attempt = 0; /* seen (the cache follows it from now on), or gone */
+    if (m->created_attempt) {
+        if (r->now - m->created_ms > CTL_MISSING_GRACE_MS) {
+            ctl_act_confirm_pod(r->c, j->key, j->job->meta.namespace, m->created_pod);
+            m->created_ms = r->now; /* asked again after another grace period */
+        }
+        return 1;
+    }
+    return np && ctl_pods_live(pods, np, j->job->meta.uid);
+}
+
 static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
 {
     struct cj *j = &r->jobs[s->job_in[d->job]];
@@ -1600,6 +1628,8 @@ static int run_sched(struct rc_ctx *r)
             continue;
         if (st != STORE_QUEUED && st != STORE_PREEMPTED && !holds(st))
             continue;
+        if (!holds(st) && !stopping && earlier_attempt_runs(r, j))
+            continue; /* placed again only once its earlier attempt has stopped */
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st) || stopping, j->row->enqueue_ms,
                                     j->row->admitted_ms, stopping ? &j->term : &j->pl,
                                     j->row->preempted_by, j->memo ? j->memo->reserved : NULL,

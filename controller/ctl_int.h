@@ -49,6 +49,13 @@ struct ctl_memo {
      * lagging watch never counts. Cleared by a new admission. */
     char gone_pod[API_NAME_MAX + 32];
     int confirm_inflight;         /* a GET of an absent pod in flight */
+    /* The last pod create submitted (its attempt, name, when): until the
+     * cache shows a pod of that attempt or newer, or the API server says it
+     * is gone, the pod may run unseen, so the job is not placed again while
+     * it holds nothing (ctl_cycle.c earlier_attempt_runs). 0 = none pending. */
+    int created_attempt;
+    char created_pod[API_NAME_MAX + 32];
+    int64_t created_ms;
     int64_t seen_cycle;           /* last reconcile that saw the object or row */
     int cleanup_inflight;         /* stray pod deletes in flight */
     int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not

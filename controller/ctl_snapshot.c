@@ -281,6 +281,15 @@ int ctl_pods_succeeded_attempt(const cJSON *const *pods, int npods, const char *
     }
 }
 
+int ctl_pods_live(const cJSON *const *pods, int npods, const char *uid)
+{
+    for (int i = 0; i < npods; i++)
+        if (pods[i] && !ctl_pod_terminal(pods[i]) && !ctl_obj_str(pods[i], "metadata", "deletionTimestamp") &&
+            pod_owned_by(pods[i], uid))
+            return 1;
+    return 0;
+}
+
 static void container_req(const cJSON *c, int64_t *cpu, int64_t *mem, int64_t *gpu)
 {
     const cJSON *res = obj_get(c, "resources");

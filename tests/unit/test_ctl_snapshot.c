@@ -534,6 +534,32 @@ static void test_pods_succeeded_attempt(void **state)
         cJSON_Delete(p[i]);
 }
 
+/* An earlier attempt may still run while one of its pods has neither
+ * finished nor been marked for deletion: a Succeeded pod never counts as
+ * running, nor does one being deleted, nor another job's. */
+static void test_pods_live(void **state)
+{
+    (void)state;
+    cJSON *p[4];
+    p[0] = pod_of("u1", 1, 0, "Succeeded");
+    p[1] = pod_of("u1", 1, 1, "Failed");
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 2, "u1"), 0);
+    p[2] = pod_of("u1", 2, 0, "Running"); /* e.g. a delete refused with 409: it changed */
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 3, "u1"), 1);
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 3, "u2"), 0); /* another job's pod */
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 3, NULL), 1);
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(p[2], "metadata"), "deletionTimestamp",
+                            "2026-01-01T00:00:30Z");
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 3, "u1"), 0); /* being deleted */
+    p[3] = pod_of("u1", 3, 0, "Pending");
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 4, "u1"), 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(p[3], "status"); /* no phase yet: not finished */
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 4, "u1"), 1);
+    assert_int_equal(ctl_pods_live((const cJSON *const *)p, 0, "u1"), 0);
+    for (int i = 0; i < 4; i++)
+        cJSON_Delete(p[i]);
+}
+
 static void test_node_pool_none(void **state)
 {
     (void)state;
@@ -1099,7 +1125,7 @@ int main(void)
         cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_node_info),
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
         cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
-        cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_pods_live), cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
