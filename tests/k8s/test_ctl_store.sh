@@ -32,7 +32,9 @@ n=$(grep -c "reconcile failed" "$GQ_TEST_TMP/controller.log")
 [ "$n" -ge 2 ] || fail "the failed reconcile was not retried ($n)"
 gq_ctl_alive || fail "controller died on a full store"
 port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
-assert_eq 503 "$(curl -s -o "$GQ_TEST_TMP/readyz" -w '%{http_code}' "http://127.0.0.1:$port/readyz")" "/readyz while every reconcile fails"
+# Not ready once 3 reconciles in a row failed (the periodic resync retries every 2 s).
+wait_for 30 "/readyz 503 while every reconcile fails" bash -c \
+  "[ \"\$(curl -s -o '$GQ_TEST_TMP/readyz' -w '%{http_code}' 'http://127.0.0.1:$port/readyz')\" = 503 ]"
 assert_contains "$(cat "$GQ_TEST_TMP/readyz")" "full" "/readyz names the store's error"
 assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" "/healthz stays 200 (alive, not ready)"
 pass "store full: $n reconciles failed and rolled back, nothing acted on, controller alive, /readyz 503"
