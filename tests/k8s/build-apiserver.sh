@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Build kube-apiserver 1.20.2 from Debian's own source package, once, cached
+# Build kube-apiserver 1.20.2 (or another component of the same tree, e.g. kube-scheduler:
+# `build-apiserver.sh kube-scheduler`) from Debian's own source package, once, cached
 # outside the work tree (see tests/k8s/README.md). Prints the binary's path.
 set -euo pipefail
+COMP="${1:-kube-apiserver}"
+case "$COMP" in kube-apiserver|kube-scheduler) ;; *) echo "build-apiserver: unknown component $COMP" >&2; exit 2 ;; esac
 VER="1.20.5+really1.20.2-1.1+deb12u1"
 CACHE="${GANGQ_CACHE:-$HOME/.cache/gangq}"
-OUT="$CACHE/kube-apiserver-$VER"
+OUT="$CACHE/$COMP-$VER"
 if [ -x "$OUT" ]; then echo "$OUT"; exit 0; fi
 mkdir -p "$CACHE"
 log() { echo "build-apiserver: $*" >&2; }
@@ -34,7 +37,7 @@ if [ -n "$missing" ]; then
   need_root "apt-get install -y$missing"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
 fi
-WORK="$CACHE/src"
+WORK="$CACHE/src-$COMP"
 rm -rf "$WORK"; mkdir -p "$WORK"; cd "$WORK"
 log "fetching source kubernetes=$VER"
 apt-get source -qq --download-only "kubernetes=$VER" >&2 || apt-get source -qq --download-only kubernetes >&2
@@ -45,9 +48,9 @@ for pkg in github.com/modern-go/reflect2 github.com/json-iterator/go; do
   find "$v" -maxdepth 1 -type f \( -name '*.go' -o -name '*.s' \) ! -name '*_test.go' -delete
   find "$s" -maxdepth 1 -type f \( -name '*.go' -o -name '*.s' \) ! -name '*_test.go' -exec cp {} "$v/" \;
 done
-log "building cmd/kube-apiserver (about 5 minutes on 2 cores)"
+log "building cmd/$COMP (about 5 minutes on 2 cores)"
 export PATH="/usr/lib/go-1.19/bin:$PATH" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOCACHE="$CACHE/gocache"
-make WHAT=cmd/kube-apiserver >&2
-cp _output/bin/kube-apiserver "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+make WHAT=cmd/$COMP >&2
+cp "_output/bin/$COMP" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
 cd "$CACHE" && rm -rf "$WORK"
 echo "$OUT"
