@@ -149,7 +149,7 @@ static void op_settle(struct op *o)
         if (m)
             m->cleanup_done_ms = ctl_now_ms();
     }
-    ctl_mark_dirty(c);
+    ctl_mark_key(c, o->key);
     free(o);
 }
 
@@ -273,7 +273,7 @@ static void confirm_cb(const struct kube_response *resp, void *ud)
                      " job=%s pod=%s status=%ld err=\"%s\"", o->key, o->name, resp->status, resp->errmsg);
         }
     }
-    ctl_mark_dirty(c);
+    ctl_mark_key(c, o->key);
     free(o);
 }
 
@@ -644,6 +644,7 @@ static void status_cb(const struct kube_response *resp, void *ud)
              * fresh state; 404: the object is gone. Never a blind retry. */
             free(m->last_status);
             m->last_status = NULL;
+            ctl_mark_key(s->c, s->key); /* computed and written again */
         }
         if (resp->rc == GQ_ECONFLICT && kube_get(s->c->client, s->path, reread_cb, s->c))
             ctl_mark_dirty(s->c);

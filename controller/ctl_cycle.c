@@ -100,6 +100,7 @@ struct rc_ctx {
     int sched_ran;
     int in_txn;                   /* the cycle's store transaction is open */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
+    int full;                     /* every job is examined in full (else only dirty ones) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -237,6 +238,32 @@ static struct store_job *row_find(struct rc_ctx *r, const char *key)
     return f ? *f : NULL;
 }
 
+/* Insert a new row (owned by r from here) at its sorted place: one memmove,
+ * not a sort of every row per new job. */
+static int row_insert(struct rc_ctx *r, struct store_job *row)
+{
+    if (r->nrows == r->caprows) {
+        int cap = r->caprows ? r->caprows * 2 : 64;
+        struct store_job **n = realloc(r->rows, (size_t)cap * sizeof(*n));
+        if (!n)
+            return GQ_ENOMEM;
+        r->rows = n;
+        r->caprows = cap;
+    }
+    int lo = 0, hi = r->nrows;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(r->rows[mid]->key, row->key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(&r->rows[lo + 1], &r->rows[lo], (size_t)(r->nrows - lo) * sizeof(*r->rows));
+    r->rows[lo] = row;
+    r->nrows++;
+    return 0;
+}
+
 static int push_ptr(const cJSON ***arr, int *n, int *cap, const cJSON *o)
 {
     if (*n == *cap) {
@@ -284,6 +311,20 @@ static int audit(struct rc_ctx *r, const char *action, const struct cj *j, const
     return store_audit_add(r->c->st, &a, r->err, sizeof(r->err));
 }
 
+/* The job changed in this reconcile: examined in full by the rest of it
+ * (status) and by the next one. */
+static void job_touch(struct rc_ctx *r, struct cj *j)
+{
+    if (j->memo && j->memo->dirty_upto < r->c->reconciles + 1)
+        j->memo->dirty_upto = r->c->reconciles + 1;
+}
+
+/* Examined in full by this reconcile: a full pass, or the job is dirty. */
+static int job_dirty(const struct rc_ctx *r, const struct cj *j)
+{
+    return r->full || !j->memo || !j->memo->prepared || j->memo->dirty_upto >= r->c->reconciles;
+}
+
 static int transition(struct rc_ctx *r, struct cj *j, int state, const char *placement,
                       const char *message, const char *by, const char *why, int bump)
 {
@@ -292,6 +333,7 @@ static int transition(struct rc_ctx *r, struct cj *j, int state, const char *pla
     if (rc)
         return rc;
     j->state = state;
+    job_touch(r, j);
     struct store_job *fresh = NULL;
     if ((rc = store_job_get(r->c->st, j->key, &fresh, r->err, sizeof(r->err))))
         return rc;
@@ -373,6 +415,7 @@ static int ledger_set(struct rc_ctx *r, struct cj *j)
 
 static int intent(struct rc_ctx *r, int kind, const char *key, const char *payload)
 {
+    ctl_memo_mark(&r->c->memo, key, r->c->reconciles + 1);
     return store_intent_add(r->c->st, kind, key, payload ? payload : "", r->now, NULL, r->err,
                             sizeof(r->err));
 }
@@ -590,78 +633,42 @@ static int gather_cb_node(const cJSON *o, void *ud)
     return 0;
 }
 
-static int gather_cb_job(const cJSON *o, void *ud)
-{
-    struct rc_ctx *r = ud;
-    struct cj *j = &r->jobs[r->njobs];
-    memset(j, 0, sizeof(*j));
-    j->job = &ctl_empty_job;
-    j->obj = o;
-    const char *ns = ctl_obj_str(o, "metadata", "namespace");
-    const char *name = ctl_obj_str(o, "metadata", "name");
-    if (!ns || !name)
-        return 0;
-    snprintf(j->key, sizeof(j->key), "%s/%s", ns, name);
-    r->njobs++;
-    return 0;
-}
-
-static int gather_cb_pod(const cJSON *o, void *ud)
-{
-    struct rc_ctx *r = ud;
-    const char *job = ctl_obj_label(o, CTL_LABEL_JOB);
-    if (!job) {
-        const char *nn = ctl_obj_str(o, "spec", "nodeName");
-        if (nn && nn[0] && !ctl_pod_terminal(o))
-            return push_ptr(&r->foreign, &r->nforeign, &r->capforeign, o);
-        return 0;
-    }
-    const char *ns = ctl_obj_str(o, "metadata", "namespace");
-    char key[CTL_KEY_MAX];
-    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", job);
-    struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
-    if (!m)
-        return GQ_ENOMEM;
-    if (m->pods_cycle != r->c->reconciles) {
-        m->npods = 0;
-        m->pods_cycle = r->c->reconciles;
-    }
-    m->seen_cycle = r->c->reconciles;
-    if (m->npods == m->podcap) {
-        int nc = m->podcap ? m->podcap * 2 : 4;
-        const cJSON **p = realloc(m->pods, (size_t)nc * sizeof(*p));
-        if (!p)
-            return GQ_ENOMEM;
-        m->pods = p;
-        struct ctl_podfacts *f = realloc(m->pf, (size_t)nc * sizeof(*f));
-        if (!f)
-            return GQ_ENOMEM;
-        m->pf = f;
-        m->podcap = nc;
-    }
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
-    struct ctl_podfacts *f = &m->pf[m->npods];
-    f->name = ctl_obj_str(md, "name", NULL);
-    f->deletion = ctl_obj_str(md, "deletionTimestamp", NULL);
-    f->replica = ctl_obj_str(labels, CTL_LABEL_REPLICA, NULL);
-    f->attempt = ctl_obj_str(labels, CTL_LABEL_ATTEMPT, NULL);
-    f->node = ctl_obj_str(o, "spec", "nodeName");
-    f->phase = ctl_obj_str(o, "status", "phase");
-    f->terminal = f->phase && (!strcmp(f->phase, "Succeeded") || !strcmp(f->phase, "Failed"));
-    m->pods[m->npods++] = o;
-    return 0;
-}
-
-/* The job's pods of this reconcile and their facts (parallel arrays). */
+/* The job's pods in the pod cache and their facts (parallel arrays, kept by
+ * the pod informer's events: ctl_index_pod). */
 static const cJSON **memo_pods(struct rc_ctx *r, struct ctl_memo *m, int *n)
 {
-    if (!m || m->pods_cycle != r->c->reconciles) {
+    (void)r;
+    if (!m) {
         *n = 0;
         return NULL;
     }
     *n = m->npods;
     return m->pods;
+}
+
+static int index_rebuild_cb(const cJSON *o, void *ud)
+{
+    struct ctl_infud *u = ud;
+    struct gq_ctl *c = u->c;
+    return u->idx == INF_PODS ? ctl_index_pod(&c->memo, &c->foreign_set, NULL, o, c->reconciles)
+                              : ctl_index_job(&c->memo, &c->jobs_set, NULL, o, c->reconciles);
+}
+
+/* Indexing an informer event ran out of memory: rebuild the sets and the
+ * memos' pod lists from the caches. */
+static int index_rebuild(struct gq_ctl *c)
+{
+    ctl_objset_release(&c->jobs_set);
+    ctl_objset_release(&c->foreign_set);
+    for (size_t b = 0; b < c->memo.nb; b++)
+        for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next)
+            m->npods = 0;
+    int rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), index_rebuild_cb, &c->infud[INF_JOBS]);
+    if (!rc)
+        rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), index_rebuild_cb, &c->infud[INF_PODS]);
+    if (!rc)
+        c->index_stale = 0;
+    return rc;
 }
 
 static int gather(struct rc_ctx *r)
@@ -684,14 +691,32 @@ static int gather(struct rc_ctx *r)
     if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PCS]), gather_cb_pc, r)) ||
-        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_NODES]), gather_cb_node, r)) ||
-        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), gather_cb_job, r)) ||
-        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), gather_cb_pod, r)))
+        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_NODES]), gather_cb_node, r)))
         return rc;
     if ((rc = nodes_index(r)))
         return rc;
-    if (r->njobs > 1)
-        qsort(r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
+    if (c->index_stale && (rc = index_rebuild(c)))
+        return rc;
+    /* GPUJobs and foreign pods from the event-kept sets (sorted by key, as
+     * job_find expects); gangq pods are on their jobs' memos */
+    if ((size_t)c->jobs_set.n > nj) {
+        struct cj *nj2 = realloc(r->jobs, ((size_t)c->jobs_set.n + 1) * sizeof(*r->jobs));
+        if (!nj2)
+            return GQ_ENOMEM;
+        r->jobs = nj2;
+    }
+    for (int i = 0; i < c->jobs_set.n; i++) {
+        struct cj *j = &r->jobs[r->njobs];
+        memset(j, 0, sizeof(*j));
+        j->job = &ctl_empty_job;
+        j->obj = c->jobs_set.e[i].obj;
+        if (gq_strlcpy(j->key, c->jobs_set.e[i].key, sizeof(j->key)) >= sizeof(j->key))
+            continue;
+        r->njobs++;
+    }
+    for (int i = 0; i < c->foreign_set.n; i++)
+        if ((rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, c->foreign_set.e[i].obj)))
+            return rc;
     if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
         return rc;
     if (r->nrows > 1)
@@ -1078,13 +1103,59 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
 }
 
 /* Decode (cached), default, validate; upsert the store row. */
+static int job_prepare_full(struct rc_ctx *r, struct cj *j);
+
+/* A job not dirty: what its last full examination found, and its current
+ * store row and placement (the scheduling core sees every job). */
+static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
+{
+    struct ctl_memo *m = j->memo;
+    j->job = &m->job;
+    j->decoded = 1;
+    j->failed_invalid = m->prep_failed_invalid;
+    j->invalid_reason = m->prep_invalid_reason;
+    if (j->invalid_reason)
+        gq_strlcpy(j->invalid_msg, m->prep_invalid_msg, sizeof(j->invalid_msg));
+    j->row = row_find(r, j->key);
+    if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
+        return job_prepare_full(r, j); /* the store moved on: look again */
+    j->old_gpus = j->row->gpus;
+    j->state = j->row->state;
+    if (placement_load(r, j)) {
+        ctl_placement_release(&j->pl);
+        ctl_placement_init(&j->pl);
+    }
+    for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++)
+        if (r->intents[r->iidx[p].i].kind == STORE_INTENT_ADMIT)
+            j->admit_pending = 1;
+    return 0;
+}
+
+/* Decode (cached), default, validate; upsert the store row. A job not dirty
+ * in a reconcile that is not a full pass reuses its last examination. */
 static int job_prepare(struct rc_ctx *r, struct cj *j)
 {
-    int rc;
     j->memo = ctl_memo_get(&r->c->memo, j->key, 1);
     if (!j->memo)
         return GQ_ENOMEM;
     j->memo->seen_cycle = r->c->reconciles;
+    if (!job_dirty(r, j) && j->memo->job_valid && j->memo->job_lookup == r->lookup_sig)
+        return job_prepare_clean(r, j);
+    int rc = job_prepare_full(r, j);
+    if (!rc) {
+        struct ctl_memo *m = j->memo;
+        m->prepared = 1;
+        m->prep_failed_invalid = j->failed_invalid;
+        m->prep_invalid_reason = j->invalid_reason;
+        gq_strlcpy(m->prep_invalid_msg, j->invalid_reason ? j->invalid_msg : "", sizeof(m->prep_invalid_msg));
+    }
+    return rc;
+}
+
+static int job_prepare_full(struct rc_ctx *r, struct cj *j)
+{
+    int rc;
+    j->memo->prepared = 0;
     if ((rc = job_decode_cached(r, j, j->memo)))
         return rc;
     j->job = &j->memo->job;
@@ -1186,25 +1257,19 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         if (!cp)
             return GQ_ENOMEM;
         int replaced = 0;
-        for (int i = 0; i < r->nrows; i++)
-            if (r->rows[i] == j->row) {
-                free(r->rows[i]);
-                r->rows[i] = cp;
+        if (j->row) {
+            struct store_job **at = bsearch(&j->row, r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+            if (at && *at == j->row) {
+                free(*at);
+                *at = cp;
                 replaced = 1;
-                break;
             }
+        }
         j->row = cp;
-        if (!replaced) {
-            /* a new row: append and keep rows sorted */
-            if ((rc = rows_cb(r, cp))) {
-                free(cp);
-                j->row = NULL;
-                return rc;
-            }
+        if (!replaced && (rc = row_insert(r, cp))) {
             free(cp);
-            if (r->nrows > 1)
-                qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
-            j->row = row_find(r, j->key);
+            j->row = NULL;
+            return rc;
         }
         if (fresh || changed_uid) {
             LOGC(r->c, GQ_LOG_INFO, "job queued", " job=%s team=%s gpus=%d", j->key,
@@ -1656,9 +1721,11 @@ static int run_sched(struct rc_ctx *r)
     c->m.cycles++;
     c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
     gq_metrics_observe(c->mh.cycle_dur, c->m.last_cycle_ms / 1000.0);
+    /* the decisions below say what is current: a job whose explanation
+     * changes is examined in full (its status may change) */
     for (int k = 0; k < s.snap.njobs; k++) {
         struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
-        m->wait_msg[0] = 0; /* the decisions below say what is current */
+        m->wait_gen = m->wait_msg[0] ? 1 : 0; /* 1: had one, not yet renewed */
         m->position = 0;
         m->reserved[0] = 0;
     }
@@ -1670,12 +1737,25 @@ static int run_sched(struct rc_ctx *r)
         else if (d->kind == SCHED_PREEMPT)
             rc = apply_preempt(r, &s, d);
         else if (d->kind == SCHED_WAIT) {
-            gq_strlcpy(j->memo->wait_msg, d->message ? d->message : "", sizeof(j->memo->wait_msg));
+            const char *msg = d->message ? d->message : "";
+            if (j->memo->wait_gen != 2 && strcmp(j->memo->wait_msg, msg)) {
+                gq_strlcpy(j->memo->wait_msg, msg, sizeof(j->memo->wait_msg));
+                job_touch(r, j);
+            }
+            j->memo->wait_gen = 2;
             j->memo->position = d->position;
             gq_strlcpy(j->memo->reserved, d->reserved ? d->reserved : "", sizeof(j->memo->reserved));
         }
         if (rc)
             goto out;
+    }
+    for (int k = 0; k < s.snap.njobs; k++) {
+        struct cj *j = &r->jobs[s.job_in[k]];
+        if (j->memo->wait_gen == 1) { /* no WAIT this time: no explanation */
+            j->memo->wait_msg[0] = 0;
+            job_touch(r, j);
+        }
+        j->memo->wait_gen = 0;
     }
 out:
     sched_result_free(res);
@@ -2025,6 +2105,7 @@ static void waiting_publish(struct rc_ctx *r)
             if (!api_gpujob_status_decode(j->obj, &st, &e))
                 ctl_wait_adopt(&m->pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
         }
+        struct ctl_waitpub was = m->pub;
         /* an Event speaks for the core's explanation or a problem, not a
          * stored message awaiting the next schedule */
         if (ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
@@ -2032,8 +2113,13 @@ static void waiting_publish(struct rc_ctx *r)
             ctl_act_event(c, j->obj, inv ? "Warning" : "Normal", "Waiting", msg);
         if (waiting && epoch)
             m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
-        if (!waiting && !holds(j->state))
+        if (!waiting && !holds(j->state) && m->wait_msg[0]) {
             m->wait_msg[0] = 0;
+            job_touch(r, j);
+        }
+        if (was.set != m->pub.set || was.state != m->pub.state || was.cls != m->pub.cls ||
+            was.msg_ms != m->pub.msg_ms || was.position != m->pub.position)
+            job_touch(r, j); /* what its status shows changed: written in this reconcile */
     }
 }
 
@@ -2183,10 +2269,12 @@ static void cleanup_strays(struct rc_ctx *r)
 static void account_usage(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    if (!c->last_usage_ms || r->now <= c->last_usage_ms) {
+    if (!c->last_usage_ms || r->now < c->last_usage_ms) {
         c->last_usage_ms = r->now;
         return;
     }
+    if (r->now - c->last_usage_ms < 1000)
+        return; /* integrated over a second or more: usage between is what this pass sees */
     double dt = (double)(r->now - c->last_usage_ms) / 1000.0;
     for (int t = 0; t < r->nteams; t++) {
         double g = 0;
@@ -2255,6 +2343,15 @@ static int phase_gather(struct rc_ctx *r)
     ctl_act_flush_done(c); /* before reading the pending intents */
     r->now = ctl_now_ms();
     c->reconciles++;
+    /* a full pass: asked for (resync timer, a Team, pool, class or node
+     * changed), the first one, or none for a resync interval */
+    int64_t iv = (int64_t)(c->cfg.cycle_interval_s * 1000.0);
+    r->full = c->full_next || !c->restart_done || !c->last_full_ms || r->now - c->last_full_ms >= iv ||
+              r->now < c->last_full_ms;
+    if (r->full) {
+        c->full_next = 0;
+        c->last_full_ms = r->now;
+    }
     return gather(r);
 }
 
@@ -2270,9 +2367,12 @@ static int phase_observe(struct rc_ctx *r)
              " pending=%d store_jobs=%d", r->nintents, r->nrows);
         c->restart_done = 1;
     }
-    for (int i = 0; i < r->njobs; i++)
-        if ((rc = job_prepare(r, &r->jobs[i])) || (rc = job_spec_rules(r, &r->jobs[i])))
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        int dirty = job_dirty(r, j);
+        if ((rc = job_prepare(r, j)) || (dirty && (rc = job_spec_rules(r, j))))
             return rc;
+    }
     /* store rows whose GPUJob is gone */
     for (int i = 0; i < r->nrows; i++) {
         struct store_job *row = r->rows[i];
@@ -2287,9 +2387,11 @@ static int phase_observe(struct rc_ctx *r)
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
              store_state_name(row->state));
     }
-    for (int i = 0; i < r->njobs; i++)
-        if ((rc = job_create_refused(r, &r->jobs[i])) || (rc = job_lifecycle(r, &r->jobs[i])))
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        if (job_dirty(r, j) && ((rc = job_create_refused(r, j)) || (rc = job_lifecycle(r, j))))
             return rc;
+    }
     account_usage(r);
     if (r->now - c->last_prune_ms > 600000) {
         /* housekeeping: done intents after a day, usage older than ten half-lives */
@@ -2337,7 +2439,8 @@ static int phase_report(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     for (int i = 0; i < r->njobs; i++)
-        job_status(r, &r->jobs[i]);
+        if (job_dirty(r, &r->jobs[i]))
+            job_status(r, &r->jobs[i]);
     team_pool_status(r);
     ctl_memo_drop_unseen(&c->memo, c->reconciles);
     memset(c->m.jobs_by_state, 0, sizeof(c->m.jobs_by_state));

@@ -39,6 +39,7 @@ struct ctl_memo {
                                    * or dropped latest write clears it: written again) */
     int status_inflight;          /* a state transition being written (recomputed after) */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
+    int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     int position;                 /* exact WAIT position of the last schedule (0 = none) */
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
@@ -79,11 +80,22 @@ struct ctl_memo {
     /* placement cache: pl_cache is ctl_placement_parse(pl_text) (both owned) */
     char *pl_text;
     struct ctl_placement pl_cache;
-    /* per reconcile: this job's pods (borrowed from the pod cache) */
+    /* this job's pods in the pod cache (borrowed; kept by the pod informer's
+     * events, ctl_index_pod: an entry is replaced or removed before the
+     * cache frees its object) */
     const cJSON **pods;
     struct ctl_podfacts *pf;      /* parallel to pods */
     int npods, podcap;
-    int64_t pods_cycle;
+    /* Event-driven reconcile: the job is examined in full (decode checks, spec
+     * rules, lifecycle, status) by every reconcile numbered <= dirty_upto, and
+     * by full passes; other reconciles reuse what the last full examination
+     * found (prepared, below). Set by informer events of the job or its pods,
+     * by acts that finish, and by the reconcile's own writes. */
+    int64_t dirty_upto;
+    int prepared;                 /* a full examination filled the fields below */
+    int prep_failed_invalid;
+    const char *prep_invalid_reason; /* static text or NULL */
+    char prep_invalid_msg[API_MSG_MAX];
     /* Team memo: generation whose invalid edit was last reported (Event, audit) */
     int64_t invalid_reported_gen;
     /* keys of the jobs preempted for this job since it was last admitted
@@ -103,6 +115,21 @@ struct ctl_memo_table {
     struct ctl_memo **b;
     size_t nb, n;
 };
+
+/* Objects by key ("ns/name"), sorted, kept by informer events: what a
+ * reconcile gathers without walking the caches. Keys owned, objects borrowed
+ * from the informer's cache (replaced or removed by the event that frees them). */
+struct ctl_objent {
+    char *key;
+    const cJSON *obj;
+};
+struct ctl_objset {
+    struct ctl_objent *e;
+    int n, cap;
+};
+int ctl_objset_put(struct ctl_objset *s, const char *key, const cJSON *obj); /* GQ_ENOMEM */
+void ctl_objset_del(struct ctl_objset *s, const char *key);
+void ctl_objset_release(struct ctl_objset *s);
 
 struct ctl_metrics_counters {
     uint64_t cycles, cycle_us_total, admissions, preemptions, store_errors;
@@ -146,6 +173,13 @@ struct gq_ctl {
     char identity[128];
     int leading;          /* leader (or leader election off) */
     int dirty;
+    /* the next reconcile examines every job in full (a Team, pool, priority
+     * class or node changed, a set ran out of memory, the first one) */
+    int full_next;
+    int64_t last_full_ms;      /* the last full reconcile began */
+    int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
+    struct ctl_objset jobs_set;    /* GPUJobs (ctl_index_job) */
+    struct ctl_objset foreign_set; /* bound non-terminal pods not gangq's (ctl_index_pod) */
     int stopping;
     int exit_code;
     int in_reconcile;
@@ -190,6 +224,20 @@ int ctl_memo_victim_add(struct ctl_memo *m, const char *key);
 /* m's job was admitted: the jobs preempted for it no longer wait for it. */
 void ctl_memo_victims_clear(struct ctl_memo *m);
 void ctl_memo_table_release(struct ctl_memo_table *t);
+/* Informer events (old_obj: the cached object replaced or deleted, NULL on
+ * add; new_obj: the object now cached, NULL on delete): keep a job's pods on
+ * its memo (gangq pods, by job label; the memo is created) and the other bound,
+ * non-terminal pods in foreign; GPUJobs in jobs. The memo of the job concerned
+ * is examined in full up to reconcile dirty_cycle. GQ_ENOMEM (the caller then
+ * asks for a relist: the sets would be incomplete). */
+int ctl_index_pod(struct ctl_memo_table *t, struct ctl_objset *foreign, const cJSON *old_obj,
+                  const cJSON *new_obj, int64_t dirty_cycle);
+int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON *old_obj,
+                  const cJSON *new_obj, int64_t dirty_cycle);
+/* The job of key (if it has a memo) is examined in full up to reconcile dirty_cycle. */
+void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle);
+/* The job of key is examined in full by the next reconcile (act callbacks). */
+void ctl_mark_key(struct gq_ctl *c, const char *key);
 
 /* ctl_cycle.c */
 void ctl_reconcile(struct gq_ctl *c);

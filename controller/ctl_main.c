@@ -24,6 +24,12 @@ int64_t ctl_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void ctl_mark_key(struct gq_ctl *c, const char *key)
+{
+    ctl_memo_mark(&c->memo, key, c->reconciles + 1);
+    ctl_mark_dirty(c);
+}
+
 void ctl_mark_dirty(struct gq_ctl *c)
 {
     if (c->stopping)
@@ -109,6 +115,7 @@ static void resync_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct gq_ctl *c = w->data;
     log_relists(c);
+    c->full_next = 1; /* timers (grace periods, message refresh) and anything missed */
     maybe_reconcile(c);
 }
 
@@ -122,6 +129,22 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
         ctl_team_changed(c, old_obj, new_obj);
     if (u->idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
         ctl_pod_deleted(c, old_obj);
+    /* what changed is examined by the next reconcile (c->reconciles + 1) */
+    const cJSON *now_obj = type == KUBE_EV_DELETED ? NULL : new_obj;
+    int rc = GQ_OK;
+    if (u->idx == INF_PODS)
+        rc = ctl_index_pod(&c->memo, &c->foreign_set, old_obj, now_obj, c->reconciles + 1);
+    else if (u->idx == INF_JOBS)
+        rc = ctl_index_job(&c->memo, &c->jobs_set, old_obj, now_obj, c->reconciles + 1);
+    else
+        c->full_next = 1; /* Teams, pools, priority classes, nodes: every job may be concerned */
+    if (rc) {
+        /* a set is incomplete: start over from a relist of that resource */
+        gq_log(c->cfg.log_level, GQ_LOG_ERROR, "ctl", "out of memory indexing an informer event: "
+               "the next reconcile rebuilds the index from the caches", " informer=%d", u->idx);
+        c->index_stale = 1;
+        c->full_next = 1;
+    }
     ctl_mark_dirty(c);
 }
 
@@ -612,6 +635,8 @@ out:
     store_close(c->st);
     sched_free(c->sched);
     ctl_memo_table_release(&c->memo);
+    ctl_objset_release(&c->jobs_set);
+    ctl_objset_release(&c->foreign_set);
     free(c->inflight_intents);
     free(c->done_ids);
     free(c);

@@ -112,7 +112,7 @@ void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle)
         struct ctl_memo **pp = &t->b[i];
         while (*pp) {
             struct ctl_memo *m = *pp;
-            if (m->seen_cycle < cycle && !m->status_inflight && !m->cleanup_inflight) {
+            if (m->seen_cycle < cycle && !m->status_inflight && !m->cleanup_inflight && !m->npods) {
                 *pp = m->next;
                 memo_free(m);
                 t->n--;
@@ -134,4 +134,186 @@ void ctl_memo_table_release(struct ctl_memo_table *t)
     }
     free(t->b);
     memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------------------ object sets */
+
+static int objset_find(const struct ctl_objset *s, const char *key, int *at)
+{
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->e[mid].key, key);
+        if (!c) {
+            *at = mid;
+            return 1;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return 0;
+}
+
+int ctl_objset_put(struct ctl_objset *s, const char *key, const cJSON *obj)
+{
+    int at;
+    if (objset_find(s, key, &at)) {
+        s->e[at].obj = obj;
+        return GQ_OK;
+    }
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 256;
+        struct ctl_objent *n = realloc(s->e, (size_t)cap * sizeof(*n));
+        if (!n)
+            return GQ_ENOMEM;
+        s->e = n;
+        s->cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k)
+        return GQ_ENOMEM;
+    memmove(&s->e[at + 1], &s->e[at], (size_t)(s->n - at) * sizeof(*s->e));
+    s->e[at].key = k;
+    s->e[at].obj = obj;
+    s->n++;
+    return GQ_OK;
+}
+
+void ctl_objset_del(struct ctl_objset *s, const char *key)
+{
+    int at;
+    if (!objset_find(s, key, &at))
+        return;
+    free(s->e[at].key);
+    memmove(&s->e[at], &s->e[at + 1], (size_t)(s->n - at - 1) * sizeof(*s->e));
+    s->n--;
+}
+
+void ctl_objset_release(struct ctl_objset *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->e[i].key);
+    free(s->e);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ------------------------------------------------------------ pods by job */
+
+static void pod_facts(const cJSON *o, struct ctl_podfacts *f)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    f->name = ctl_obj_str(md, "name", NULL);
+    f->deletion = ctl_obj_str(md, "deletionTimestamp", NULL);
+    f->replica = ctl_obj_str(labels, CTL_LABEL_REPLICA, NULL);
+    f->attempt = ctl_obj_str(labels, CTL_LABEL_ATTEMPT, NULL);
+    f->node = ctl_obj_str(o, "spec", "nodeName");
+    f->phase = ctl_obj_str(o, "status", "phase");
+    f->terminal = f->phase && (!strcmp(f->phase, "Succeeded") || !strcmp(f->phase, "Failed"));
+}
+
+/* The key of the job a gangq pod belongs to ("ns/<job label>"); 0 when the
+ * pod is not gangq's (no job label). */
+static int pod_job_key(const cJSON *o, char *key, size_t len)
+{
+    const char *job = ctl_obj_label(o, CTL_LABEL_JOB);
+    const char *ns = ctl_obj_str(o, "metadata", "namespace");
+    if (!job)
+        return 0;
+    snprintf(key, len, "%s/%s", ns ? ns : "", job);
+    return 1;
+}
+
+static void memo_pod_del(struct ctl_memo *m, const cJSON *o)
+{
+    for (int i = 0; i < m->npods; i++)
+        if (m->pods[i] == o) {
+            m->npods--;
+            m->pods[i] = m->pods[m->npods];
+            m->pf[i] = m->pf[m->npods];
+            return;
+        }
+}
+
+static int memo_pod_add(struct ctl_memo *m, const cJSON *o)
+{
+    if (m->npods == m->podcap) {
+        int nc = m->podcap ? m->podcap * 2 : 4;
+        const cJSON **p = realloc(m->pods, (size_t)nc * sizeof(*p));
+        if (!p)
+            return GQ_ENOMEM;
+        m->pods = p;
+        struct ctl_podfacts *f = realloc(m->pf, (size_t)nc * sizeof(*f));
+        if (!f)
+            return GQ_ENOMEM;
+        m->pf = f;
+        m->podcap = nc;
+    }
+    pod_facts(o, &m->pf[m->npods]);
+    m->pods[m->npods++] = o;
+    return GQ_OK;
+}
+
+static int foreign_pod(const cJSON *o)
+{
+    const char *nn = ctl_obj_str(o, "spec", "nodeName");
+    return nn && nn[0] && !ctl_pod_terminal(o);
+}
+
+int ctl_index_pod(struct ctl_memo_table *t, struct ctl_objset *foreign, const cJSON *old_obj,
+                  const cJSON *new_obj, int64_t dirty_cycle)
+{
+    char key[CTL_KEY_MAX];
+    int rc = GQ_OK;
+    if (old_obj) {
+        struct ctl_memo *m;
+        if (pod_job_key(old_obj, key, sizeof(key))) {
+            if ((m = ctl_memo_get(t, key, 0))) {
+                memo_pod_del(m, old_obj);
+                m->dirty_upto = dirty_cycle;
+            }
+        } else if (!kube_object_key(old_obj, key, sizeof(key))) {
+            ctl_objset_del(foreign, key);
+        }
+    }
+    if (new_obj) {
+        struct ctl_memo *m;
+        if (pod_job_key(new_obj, key, sizeof(key))) {
+            if (!(m = ctl_memo_get(t, key, 1)))
+                return GQ_ENOMEM;
+            rc = memo_pod_add(m, new_obj);
+            m->dirty_upto = dirty_cycle;
+        } else if (foreign_pod(new_obj) && !kube_object_key(new_obj, key, sizeof(key))) {
+            rc = ctl_objset_put(foreign, key, new_obj);
+        }
+    }
+    return rc;
+}
+
+int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON *old_obj,
+                  const cJSON *new_obj, int64_t dirty_cycle)
+{
+    char key[CTL_KEY_MAX];
+    const cJSON *o = new_obj ? new_obj : old_obj;
+    const char *ns = o ? ctl_obj_str(o, "metadata", "namespace") : NULL;
+    const char *name = o ? ctl_obj_str(o, "metadata", "name") : NULL;
+    if (!ns || !name)
+        return GQ_OK; /* never gathered (a GPUJob is namespaced) */
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    ctl_memo_mark(t, key, dirty_cycle);
+    if (!new_obj) {
+        ctl_objset_del(jobs, key);
+        return GQ_OK;
+    }
+    return ctl_objset_put(jobs, key, new_obj);
+}
+
+void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle)
+{
+    struct ctl_memo *m = ctl_memo_get(t, key, 0);
+    if (m && m->dirty_upto < dirty_cycle)
+        m->dirty_upto = dirty_cycle;
 }
