@@ -199,7 +199,8 @@ int pl_list(struct pl_client *pc, const char *path, const char *label_selector,
  * API server does not serve gangq.io/v1alpha1 gpujobs. */
 int pl_check_crds(struct pl_client *pc, char *err, size_t errlen);
 
-/* The error text for an HTTP failure (exported for the unit tests). */
+/* The error text for an HTTP failure: 403 names the verb, resource and namespace, 404
+ * of a named object "gpujob NS/NAME not found" (plugin_render.c, pure). */
 void pl_http_error_text(long status, const char *body, const struct pl_what *w, char *err,
                         size_t errlen);
 

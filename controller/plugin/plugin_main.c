@@ -201,9 +201,12 @@ static double now_wall(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A request ended by SIGINT says "interrupted": the caller decides (see the end of
+ * cmd_kubectl_gangq). */
 static int fail(const char *err)
 {
-    fprintf(stderr, "error: %s\n", err);
+    if (strcmp(err, "interrupted"))
+        fprintf(stderr, "error: %s\n", err);
     return 1;
 }
 
@@ -563,6 +566,22 @@ static int cmd_why(struct pl_client *pc, const struct opts *o, const char *ns)
             cJSON_AddStringToObject(qo, "usedFrom", !en[e].used_known ? "unknown"
                                                     : from_status ? "team status" : "pods");
         }
+        /* a type the Team has no entry for (neither exact nor "*") */
+        if (j.types[0] && team && nseen < 64) {
+            int any = 0;
+            for (int x = 0; x < nq; x++)
+                any |= !strcmp(en[x].team, j.team) &&
+                       (!strcmp(en[x].type, type) || !strcmp(en[x].type, "*"));
+            cJSON *qo = any ? NULL : cJSON_CreateObject();
+            if (qo && cJSON_AddItemToArray(quota, qo)) {
+                cJSON_AddStringToObject(qo, "gpuType", type);
+                cJSON_AddNumberToObject(qo, "nominal", 0);
+                cJSON_AddBoolToObject(qo, "noEntry", 1);
+                cJSON_AddStringToObject(qo, "usedFrom", from_status ? "team status" : "pods");
+            } else {
+                cJSON_Delete(qo);
+            }
+        }
         if (!j.types[0])
             break;
     }
@@ -631,26 +650,37 @@ static int cmd_why(struct pl_client *pc, const struct opts *o, const char *ns)
                                          "AVAILABLE", "NEEDS", "FITS", "LIMITS"};
         struct pl_table t;
         const char *cohort = jstr(cJSON_GetArrayItem(quota, 0), "cohort");
-        gq_buf_printf(&b, "Quota of team %s%s%s (used from %s):\n", j.team,
-                      cohort && cohort[0] ? ", cohort " : " (no cohort", cohort && cohort[0] ? cohort : ")",
-                      jstr(cJSON_GetArrayItem(quota, 0), "usedFrom"));
+        const char *from = jstr(cJSON_GetArrayItem(quota, 0), "usedFrom");
+        if (cohort && cohort[0])
+            gq_buf_printf(&b, "Quota of team %s, cohort %s (used from %s):\n", j.team, cohort,
+                          from ? from : "?");
+        else
+            gq_buf_printf(&b, "Quota of team %s (no cohort: nothing to borrow; used from %s):\n",
+                          j.team, from ? from : "?");
         if (!pl_table_init(&t, 9, qh)) {
             const cJSON *q;
             cJSON_ArrayForEach(q, quota)
             {
                 char lim[96];
                 const cJSON *bl = jget(q, "borrowingLimit"), *ll = jget(q, "lendingLimit");
-                snprintf(lim, sizeof lim, "borrow %s, lend %s",
-                         bl ? jnum_text(q, "borrowingLimit", t5, sizeof t5) : "unlimited",
-                         ll ? jnum_text(q, "lendingLimit", t6, sizeof t6) : "all");
+                const char *qc = jstr(q, "cohort");
+                if (jget(q, "noEntry"))
+                    gq_strlcpy(lim, "no quota entry for this type", sizeof lim);
+                else if (!qc || !qc[0])
+                    gq_strlcpy(lim, "-", sizeof lim);
+                else
+                    snprintf(lim, sizeof lim, "borrow %s, lend %s",
+                             bl ? jnum_text(q, "borrowingLimit", t5, sizeof t5) : "unlimited",
+                             ll ? jnum_text(q, "lendingLimit", t6, sizeof t6) : "all");
                 int known = jget(q, "used") != NULL;
-#define MF(k, buf) (known ? (pl_fmt_milli((int64_t)(jget(q, k)->valuedouble * 1000 + 0.5), buf, sizeof buf), buf) : "?")
+                int none = jget(q, "noEntry") != NULL;
+#define MF(k, buf) (known ? (pl_fmt_milli((int64_t)(jget(q, k)->valuedouble * 1000 + 0.5), buf, sizeof buf), buf) : none ? "-" : "?")
                 char tn[32], tneed[32];
                 pl_fmt_milli((int64_t)(jget(q, "nominal")->valuedouble * 1000 + 0.5), tn, sizeof tn);
                 pl_fmt_milli(j.need_milli, tneed, sizeof tneed);
                 const char *cells[] = {jstr(q, "gpuType"), tn, MF("used", t1), MF("borrowed", t2),
                                        MF("mayBorrow", t3), MF("available", t4), tneed,
-                                       known ? (cJSON_IsTrue(jget(q, "fits")) ? "yes" : "no") : "?",
+                                       none ? "no" : known ? (cJSON_IsTrue(jget(q, "fits")) ? "yes" : "no") : "?",
                                        lim};
 #undef MF
                 pl_table_add(&t, cells);
@@ -1087,6 +1117,10 @@ int cmd_kubectl_gangq(int argc, char **argv)
         rc = cmd_suspend(pc, &o, ns, which == SUS);
     else
         rc = cmd_drain(pc, &o);
+    if (pl_client_interrupted(pc) && !o.watch) {
+        fprintf(stderr, "interrupted\n");
+        rc = 130;
+    }
     pl_client_free(pc);
     fflush(stdout);
     return rc;

@@ -66,6 +66,64 @@ void pl_fmt_milli(int64_t m, char *out, size_t len)
     snprintf(out, len, "%s%lld.%s", sign, (long long)(m / 1000), frac);
 }
 
+/* ---------------------------------------------------------------- errors */
+
+/* The API server's Status message, if the body is one. */
+static void status_message(const char *body, char *out, size_t len)
+{
+    cJSON *j = body ? cJSON_Parse(body) : NULL;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+    gq_strlcpy(out, cJSON_IsString(m) ? m->valuestring : "", len);
+    cJSON_Delete(j);
+}
+
+void pl_http_error_text(long status, const char *body, const struct pl_what *w, char *err,
+                        size_t errlen)
+{
+    char msg[512];
+    status_message(body, msg, sizeof msg);
+    const char *res = w && w->resource ? w->resource : "resource";
+    const char *verb = w && w->verb ? w->verb : "get";
+    if (status == 403) {
+        char where[PL_NS_MAX + 32] = "";
+        if (w && w->ns)
+            snprintf(where, sizeof where, " in namespace %s", w->ns);
+        else if (w && !strcmp(verb, "list"))
+            gq_strlcpy(where, " at the cluster scope (all namespaces)", sizeof where);
+        gq_errf(err, errlen, "forbidden: you may not %s %s%s%s%s%s%s", verb, res,
+                w && w->name ? " " : "", w && w->name ? w->name : "", where,
+                msg[0] ? " (API server: " : "", msg[0] ? msg : "");
+        if (msg[0] && strlen(err) + 2 < errlen)
+            strncat(err, ")", errlen - strlen(err) - 1);
+        return;
+    }
+    if (status == 404 && w && w->name) {
+        /* "gpujobs.gangq.io" -> "gpujob" */
+        char kind[64];
+        gq_strlcpy(kind, res, sizeof kind);
+        char *dot = strchr(kind, '.');
+        if (dot)
+            *dot = 0;
+        size_t kl = strlen(kind);
+        if (kl > 1 && kind[kl - 1] == 's')
+            kind[kl - 1] = 0;
+        if (w->ns)
+            gq_errf(err, errlen, "%s %s/%s not found", kind, w->ns, w->name);
+        else
+            gq_errf(err, errlen, "%s %s not found", kind, w->name);
+        return;
+    }
+    if (status == 401) {
+        gq_errf(err, errlen, "unauthorized: the API server did not accept the kubeconfig's credentials%s%s",
+                msg[0] ? ": " : "", msg);
+        return;
+    }
+    if (status)
+        gq_errf(err, errlen, "%s %s: HTTP %ld%s%s", verb, res, status, msg[0] ? ": " : "", msg);
+    else
+        gq_errf(err, errlen, "%s %s: cannot reach the API server", verb, res);
+}
+
 /* ---------------------------------------------------------------- jobs */
 
 int pl_job_from_json(const cJSON *obj, struct pl_job *j)
