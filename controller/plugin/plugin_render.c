@@ -3,6 +3,7 @@
  * rows, queue order and estimated positions, quota arithmetic, tables and YAML.
  * No I/O, no clock.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,12 +701,11 @@ static int node_qualifies(const struct pl_nodeinfo *n, const char *types)
     return n->alloc > 0 && !n->unschedulable && type_ok(types, n->type);
 }
 
-static const char *g_types; /* qsort context: set and read only in pl_nodes_closest */
-
-static int node_cmp(const void *pa, const void *pb)
+static int node_cmp(const void *pa, const void *pb, void *ctx)
 {
     const struct pl_nodeinfo *a = pa, *b = pb;
-    int qa = node_qualifies(a, g_types), qb = node_qualifies(b, g_types);
+    const char *types = ctx;
+    int qa = node_qualifies(a, types), qb = node_qualifies(b, types);
     if (qa != qb)
         return qa ? -1 : 1;
     int64_t fa = a->alloc - a->used, fb = b->alloc - b->used;
@@ -719,11 +719,10 @@ int pl_nodes_closest(struct pl_nodeinfo *nodes, int n, const char *types)
     int q = 0;
     if (n <= 0)
         return 0;
-    g_types = types ? types : "";
-    qsort(nodes, (size_t)n, sizeof *nodes, node_cmp);
+    types = types ? types : "";
+    qsort_r(nodes, (size_t)n, sizeof *nodes, node_cmp, (void *)(uintptr_t)types);
     for (int i = 0; i < n; i++)
-        q += node_qualifies(&nodes[i], g_types);
-    g_types = NULL;
+        q += node_qualifies(&nodes[i], types);
     return q;
 }
 
