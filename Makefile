@@ -5,7 +5,7 @@ CC      ?= cc
 PKGS    := libcurl libcjson sqlite3 yaml-0.1 cmocka
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 -g -MMD -MP \
                -iquote . -iquote common -iquote api -iquote controller -iquote controller/scheduler \
-               -iquote controller/kube -iquote controller/sim -iquote store
+               -iquote controller/kube -iquote controller/sim -iquote controller/plugin -iquote store
 OPT     ?= -O2
 # Recursive (=) so they are read after scripts/deps.sh has installed what was missing.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -15,7 +15,7 @@ LDFLAGS += $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
 LIB_SRC := $(wildcard common/*.c api/*.c store/*.c controller/scheduler/*.c \
-             controller/kube/*.c controller/sim/*.c controller/*.c)
+             controller/kube/*.c controller/sim/*.c controller/plugin/*.c controller/*.c)
 LIB_SRC := $(filter-out controller/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -24,7 +24,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
 .SECONDARY:
-.PHONY: all deps deps-build run test unit asan integration fuzz bench clean
+.PHONY: all deps deps-build run test unit asan integration fuzz bench clean install
 all: deps $(BUILD)/gangq $(UNIT_BIN) $(TOOL_BIN)
 
 deps: deps-build
@@ -51,6 +51,13 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libgangq.a
 $(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(BUILD)/libgangq.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# gangq and the kubectl plugin (`kubectl gangq`: a kubectl-gangq symlink to gangq).
+PREFIX  ?= /usr/local
+install: $(BUILD)/gangq
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/gangq $(DESTDIR)$(PREFIX)/bin/gangq
+	ln -sf gangq $(DESTDIR)$(PREFIX)/bin/kubectl-gangq
 
 # The main job: simulate the sample cluster and trace, print the report.
 run: all

@@ -11,6 +11,7 @@ int cmd_simulate(int argc, char **argv);   /* controller/sim/sim_cmd.c */
 int cmd_bench(int argc, char **argv);      /* controller/bench.c */
 int cmd_audit(int argc, char **argv);      /* controller/audit_cmd.c */
 int cmd_validate(int argc, char **argv);   /* controller/validate_cmd.c */
+int cmd_kubectl_gangq(int argc, char **argv); /* controller/plugin/plugin_main.c */
 
 /* bench subcommands */
 int bench_sched(int argc, char **argv);    /* controller/scheduler/sched_bench.c */

@@ -15,6 +15,8 @@ static void usage(FILE *f)
             "  bench       benchmarks: `gangq bench sched`, `gangq bench store`\n"
             "  audit       read the audit log from a gangq database\n"
             "  validate    decode and validate GPUJob/Team/GPUPool manifests\n"
+            "  kubectl     the kubectl plugin (`gangq kubectl queue`; installed as\n"
+            "              kubectl-gangq it serves `kubectl gangq ...`)\n"
             "  version     print the version\n"
             "\n"
             "`gangq <command> --help` describes each command.\n");
@@ -22,6 +24,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* called as kubectl-gangq (the kubectl plugin, usually a symlink) */
+    const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
+    if (!strcmp(base, "kubectl-gangq"))
+        return cmd_kubectl_gangq(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -37,6 +44,8 @@ int main(int argc, char **argv)
         return cmd_audit(argc - 1, argv + 1);
     if (!strcmp(c, "validate"))
         return cmd_validate(argc - 1, argv + 1);
+    if (!strcmp(c, "kubectl"))
+        return cmd_kubectl_gangq(argc - 1, argv + 1);
     if (!strcmp(c, "version") || !strcmp(c, "--version")) {
         printf("gangq %s\n", GANGQ_VERSION);
         return 0;
