@@ -2006,7 +2006,7 @@ static void obj_gauge(struct rc_ctx *r, const char *family, const char *const *l
 /* The exact figures of a Team's status, over what api_team_status_encode
  * wrote: used and borrowed as GPU numbers (shares exact; borrowed the sum
  * over GPU types), gpuTypes [{gpuType, nominal, used, borrowed}],
- * borrowedByType ("A100:6,*:0.5", nonzero only) and each pendingHead entry's
+ * borrowedByType ("A100:6,*:0.5", nonzero only; null when none) and each pendingHead entry's
  * globalPosition (gpos, parallel to it; 0 = none). The gauges follow. */
 static void team_status_exact(struct rc_ctx *r, cJSON *patch, const char *name, const struct ttype *tt, int nt,
                               int64_t used_milli, int64_t pend_jobs, int64_t pend_milli, const int *gpos)
@@ -2053,7 +2053,8 @@ static void team_status_exact(struct rc_ctx *r, cJSON *patch, const char *name, 
     }
     cJSON_ReplaceItemInObjectCaseSensitive(st, "used", cJSON_CreateNumber((double)used_milli / 1000.0));
     cJSON_ReplaceItemInObjectCaseSensitive(st, "borrowed", cJSON_CreateNumber((double)borrowed / 1000.0));
-    cJSON_AddStringToObject(st, "borrowedByType", by);
+    /* none: null (the merge patch removes it; the 1.20 API server reads "" as null) */
+    cJSON_AddItemToObject(st, "borrowedByType", by[0] ? cJSON_CreateString(by) : cJSON_CreateNull());
     const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "pendingHead");
     cJSON *e;
     int i = 0;

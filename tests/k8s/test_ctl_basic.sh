@@ -79,7 +79,7 @@ out=$(k -n research get gpujobs)
 assert_match "$out" "train-a +research +Batch +100 +8 +Running" "kubectl get gpujobs columns"
 wait_for 10 "team status used=8" bash -c "[ \"\$(kubectl get team research -o jsonpath='{.status.used}')\" = 8 ]"
 teams=$(k get teams)
-assert_match "$teams" "research +12 +8 +0 +1" "kubectl get teams columns (QUOTA USED BORROWED PENDING RUNNING; BORROWED per type, empty)"
+assert_match "$teams" "research +12 +8 +0 +1" "kubectl get teams columns (QUOTA USED BORROWED PENDING RUNNING; BORROWED per type, blank)"
 wait_for 10 "pool status" bash -c "[ \"\$(kubectl get gpupool batch -o jsonpath='{.status.allocated}')\" = 8 ]"
 assert_match "$(k get gpupools)" "batch +16 +8 +8 +8 +0" "kubectl get gpupools columns"
 pass "Running (startTime); gpujobs/teams/gpupools columns filled"

@@ -67,10 +67,10 @@ assert_eq 'NVIDIA-H100 4 6 2|* 1 1.5 0.5' \
   "$(jq -r '[.status.gpuTypes[] | "\(.gpuType) \(.nominal) \(.used) \(.borrowed)"] | join("|")' <<<"$tj")" "gpuTypes"
 assert_eq "5" "$(jq -r .status.quota <<<"$tj")" "quota (nominal over all types)"
 tbj=$(k get team tb -o json)
-assert_eq "0 0 " "$(jq -r '"\(.status.used) \(.status.borrowed) \(.status.borrowedByType)"' <<<"$tbj")" "tb borrows nothing"
+assert_eq "0 0 none" "$(jq -r '"\(.status.used) \(.status.borrowed) \(.status.borrowedByType // "none")"' <<<"$tbj")" "tb borrows nothing"
 teams=$(k get teams)
 assert_match "$teams" "ta +5 +7.5 +NVIDIA-H100:2,\*:0.5 +0 +2" "kubectl get teams: BORROWED per type"
-assert_match "$teams" "tb +12 +0 +0 +0" "kubectl get teams: tb (BORROWED empty)"
+assert_match "$teams" "tb +12 +0 +0 +0" "kubectl get teams: tb (BORROWED blank)"
 pass "cohort borrowing per type: ta used 7.5 (shares exact), borrowed NVIDIA-H100:2,*:0.5; kubectl get teams: $(grep '^ta ' <<<"$teams" | tr -s ' ')"
 
 # --- waiting jobs: ta's over quota, tb's too big for any node
