@@ -17,7 +17,7 @@ const size_t gq_metrics_default_nbounds = GQ_ARRAY_LEN(gq_metrics_default_bounds
 #define LABELS_TEXT_MAX (GQ_METRICS_MAX_LABELS * (GQ_METRICS_NAME_MAX + 3 * GQ_METRICS_LABEL_MAX + 4) + 1)
 
 /* Hash buckets of the series index (name + label text): a power of two. */
-#define HBUCKETS 4096
+#define HBUCKETS 8192
 
 struct family {
     char name[GQ_METRICS_NAME_MAX + 1];

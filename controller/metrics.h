@@ -43,7 +43,7 @@
 #include "gq.h"
 #include "buf.h"
 
-#define GQ_METRICS_MAX_SERIES 4096
+#define GQ_METRICS_MAX_SERIES 16384
 #define GQ_METRICS_MAX_FAMILIES 128
 #define GQ_METRICS_NAME_MAX 128
 #define GQ_METRICS_HELP_MAX 256
