@@ -1594,6 +1594,25 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
     return np && ctl_pods_live(pods, np, j->job->meta.uid);
 }
 
+/* The class label of a job's metrics ("None" before defaulting). */
+static const char *metric_class(const struct cj *j)
+{
+    enum api_class k = j->job->spec.class;
+    return k > API_CLASS_NONE && k < API_CLASS_COUNT ? api_class_name(k) : "None";
+}
+
+/* gangq_admissions_total / gangq_preemptions_total{team,class} += 1 (a series
+ * past the family's bound is refused and counted by the registry). */
+static void metric_decision(struct rc_ctx *r, const char *family, const struct cj *j)
+{
+    struct gq_metric *h = NULL;
+    const char *team = j->job->spec.team[0] ? j->job->spec.team : "none";
+    if (r->c->metrics &&
+        !gq_metrics_counter(r->c->metrics, family, "", (const char *[]){"team", team, "class", metric_class(j), NULL},
+                            &h, NULL, 0))
+        gq_metrics_inc(h);
+}
+
 static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
 {
     struct cj *j = &r->jobs[s->job_in[d->job]];
@@ -1632,6 +1651,15 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
         goto out;
     j->admit_pending = 1;
     r->c->m.admissions++;
+    metric_decision(r, CTL_M_ADMISSIONS, j);
+    if (!partial && j->pl.attempt == 1) {
+        /* creation -> first admission (a requeued or preempted job's later
+         * admissions would measure its run, not its wait) */
+        enum api_class k = j->job->spec.class;
+        double waited = (double)(r->now - creation_ms(j, r->now)) / 1000.0;
+        gq_metrics_observe(r->c->mh.admit_wait[k > API_CLASS_NONE && k < API_CLASS_COUNT ? k : 0],
+                           waited > 0 ? waited : 0);
+    }
     event_add(r, j->obj, "Normal", "Admitted", "%s", d->message ? d->message : "admitted");
     LOGC(r->c, GQ_LOG_INFO, "job admitted", " job=%s replicas=%d domain=%s msg=\"%s\"", j->key,
          d->nrep, d->domain ? d->domain : "", d->message ? d->message : "");
@@ -1652,6 +1680,7 @@ static int apply_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sche
         (rc = audit(r, "preempt", j, j->key, store_state_name(was), "Preempted", why)))
         return rc;
     r->c->m.preemptions++;
+    metric_decision(r, CTL_M_PREEMPTIONS, j);
     if (d->for_job >= 0 && (rc = ctl_memo_victim_add(r->jobs[s->job_in[d->for_job]].memo, j->key)))
         return rc;
     if (strstr(why, by))
@@ -1727,8 +1756,10 @@ static int run_sched(struct rc_ctx *r)
         struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
         m->wait_gen = m->wait_msg[0] ? 1 : 0; /* 1: had one, not yet renewed */
         m->position = 0;
+        m->gposition = 0;
         m->reserved[0] = 0;
     }
+    int gpos = 0; /* WAITs come in the core's admission order across Teams */
     for (int k = 0; k < res->n; k++) {
         const struct sched_decision *d = &res->d[k];
         struct cj *j = &r->jobs[s.job_in[d->job]];
@@ -1744,6 +1775,7 @@ static int run_sched(struct rc_ctx *r)
             }
             j->memo->wait_gen = 2;
             j->memo->position = d->position;
+            j->memo->gposition = ++gpos;
             gq_strlcpy(j->memo->reserved, d->reserved ? d->reserved : "", sizeof(j->memo->reserved));
         }
         if (rc)
@@ -1794,6 +1826,42 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
     return rc;
 }
 
+/* The story of a wait in a job's conditions: while it waits, Admitted=False
+ * and Queued=True carry its wait reason (status.waitReason: Quota, Nodes,
+ * ...; the state's name before the core explained it) and explanation, so
+ * they follow each change of reason; once admitted (or finished, suspended)
+ * Queued is False with the state's name. Transition times from prev when the
+ * status stays. */
+static void wait_conditions(struct api_gpujob_status *out, const struct api_gpujob_status *prev, int state,
+                            int64_t now_ms)
+{
+    int waiting = state == STORE_QUEUED || state == STORE_PREEMPTED;
+    const char *reason = waiting && out->wait_reason[0] ? out->wait_reason : store_state_name(state);
+    char now[API_TIME_MAX];
+    ctl_time_format(now_ms, now, sizeof(now));
+    for (int i = 0; waiting && i < out->nconditions; i++)
+        if (!strcmp(out->conditions[i].type, "Admitted")) {
+            gq_strlcpy(out->conditions[i].reason, reason, sizeof(out->conditions[i].reason));
+            if (out->message[0])
+                gq_strlcpy(out->conditions[i].message, out->message, sizeof(out->conditions[i].message));
+        }
+    if (out->nconditions >= API_MAX_CONDITIONS)
+        return;
+    struct api_condition *c = &out->conditions[out->nconditions++];
+    memset(c, 0, sizeof(*c));
+    gq_strlcpy(c->type, "Queued", sizeof(c->type));
+    gq_strlcpy(c->status, waiting ? "True" : "False", sizeof(c->status));
+    gq_strlcpy(c->reason, reason, sizeof(c->reason));
+    /* never empty: the 1.20 API server reads "" as null and refuses it */
+    gq_strlcpy(c->message, waiting && out->message[0] ? out->message : reason, sizeof(c->message));
+    gq_strlcpy(c->last_transition_time, now, sizeof(c->last_transition_time));
+    for (int i = 0; prev && i < prev->nconditions; i++)
+        if (!strcmp(prev->conditions[i].type, "Queued") && !strcmp(prev->conditions[i].status, c->status) &&
+            prev->conditions[i].last_transition_time[0])
+            gq_strlcpy(c->last_transition_time, prev->conditions[i].last_transition_time,
+                       sizeof(c->last_transition_time));
+}
+
 static void job_status(struct rc_ctx *r, struct cj *j)
 {
     if (!j->decoded || !j->row || j->memo->status_inflight)
@@ -1837,6 +1905,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     if (!nodes)
         goto out;
     ctl_status_compute(j->job, &prev, &v, r->now, nodes, j->pl.n, &out);
+    wait_conditions(&out, &prev, j->state, r->now);
     cJSON *patch = api_gpujob_status_encode(&out);
     free(nodes);
     if (!patch)
@@ -1928,15 +1997,179 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
     }
 }
 
+/* ---- a Team's GPUs per quota entry, by the core's rules (sched_quota.c):
+ * a replica on a node of product P is charged to the Team's first entry for
+ * P, else to its first "*" entry, else to none (the core never places it
+ * there); a share counts its milli-GPUs. A Team without quota is unlimited:
+ * its rows are the products it uses, without a nominal. */
+#define CTL_TEAM_TYPES (API_MAX_QUOTA + 8)
+
+struct ttype {
+    char type[API_LABEL_VAL_MAX];
+    int has_nominal;
+    int64_t nominal_milli;
+    int64_t used_milli;
+};
+
+/* Milli-GPUs of one replica of j (0 for a CPU-only job). */
+static int64_t job_rep_milli(const struct cj *j)
+{
+    const struct api_gpu *g = &j->job->spec.gpu;
+    if (!g->present)
+        return 0;
+    return g->count ? (int64_t)g->count * 1000 : (int64_t)g->shares;
+}
+
+static int team_entry(const struct api_team *tm, const char *product)
+{
+    int star = -1;
+    for (int e = 0; e < tm->nquota; e++) {
+        if (product[0] && !strcmp(tm->quota[e].gpu_type, product))
+            return e;
+        if (!strcmp(tm->quota[e].gpu_type, "*") && star < 0)
+            star = e;
+    }
+    return star;
+}
+
+/* Fill tt (CTL_TEAM_TYPES rows) for Team tm; returns the row count. */
+static int team_types(struct rc_ctx *r, const struct api_team *tm, struct ttype *tt)
+{
+    int n = 0;
+    for (int e = 0; e < tm->nquota && n < CTL_TEAM_TYPES; e++, n++) {
+        memset(&tt[n], 0, sizeof(tt[n]));
+        gq_strlcpy(tt[n].type, tm->quota[e].gpu_type, sizeof(tt[n].type));
+        tt[n].has_nominal = 1;
+        tt[n].nominal_milli = (int64_t)tm->quota[e].gpus * 1000;
+    }
+    for (int i = 0; i < r->njobs; i++) {
+        const struct cj *j = &r->jobs[i];
+        int64_t per = j->row && holds(j->state) ? job_rep_milli(j) : 0;
+        if (!per || strcmp(j->job->spec.team, tm->meta.name))
+            continue;
+        for (int k = 0; k < j->pl.n; k++) {
+            const char *prod = node_product(r, j->pl.rep[k].node);
+            int e = -1;
+            if (tm->nquota) {
+                e = team_entry(tm, prod);
+            } else {
+                const char *t = prod[0] ? prod : "*";
+                for (int x = 0; x < n && e < 0; x++)
+                    if (!strcmp(tt[x].type, t))
+                        e = x;
+                if (e < 0 && n < CTL_TEAM_TYPES) {
+                    e = n++;
+                    memset(&tt[e], 0, sizeof(tt[e]));
+                    gq_strlcpy(tt[e].type, t, sizeof(tt[e].type));
+                }
+            }
+            if (e >= 0)
+                tt[e].used_milli += per;
+        }
+    }
+    return n;
+}
+
+static int64_t ttype_borrowed(const struct ttype *t)
+{
+    return t->has_nominal && t->used_milli > t->nominal_milli ? t->used_milli - t->nominal_milli : 0;
+}
+
+/* Set a gauge of an object-labelled family (declared in ctl_main.c). */
+static void obj_gauge(struct rc_ctx *r, const char *family, const char *const *labels, double v)
+{
+    struct gq_metric *h = NULL;
+    if (r->c->metrics && !gq_metrics_gauge(r->c->metrics, family, "", labels, &h, NULL, 0))
+        gq_metrics_set(h, v);
+}
+
+/* The exact figures of a Team's status, over what api_team_status_encode
+ * wrote: used and borrowed as GPU numbers (shares exact; borrowed the sum
+ * over GPU types), gpuTypes [{gpuType, nominal, used, borrowed}],
+ * borrowedByType ("A100:6,*:0.5", nonzero only; null when none) and each pendingHead entry's
+ * globalPosition (gpos, parallel to it; 0 = none). The gauges follow. */
+static void team_status_exact(struct rc_ctx *r, cJSON *patch, const char *name, const struct ttype *tt, int nt,
+                              int64_t used_milli, int64_t pend_jobs, int64_t pend_milli, const int *gpos)
+{
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(patch, "status");
+    char by[1024] = "", num[64];
+    size_t bl = 0;
+    int64_t borrowed = 0;
+    if (!st)
+        return;
+    cJSON *arr = cJSON_CreateArray();
+    for (int t = 0; arr && t < nt; t++) {
+        int64_t b = ttype_borrowed(&tt[t]);
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON_AddStringToObject(o, "gpuType", tt[t].type);
+        if (tt[t].has_nominal)
+            cJSON_AddNumberToObject(o, "nominal", (double)tt[t].nominal_milli / 1000.0);
+        cJSON_AddNumberToObject(o, "used", (double)tt[t].used_milli / 1000.0);
+        cJSON_AddNumberToObject(o, "borrowed", (double)b / 1000.0);
+        borrowed += b;
+        if (b > 0) {
+            snprintf(num, sizeof(num), "%.15g", (double)b / 1000.0);
+            int w = snprintf(by + bl, sizeof(by) - bl, "%s%s:%s", bl ? "," : "", tt[t].type, num);
+            if (w > 0 && (size_t)w < sizeof(by) - bl)
+                bl += (size_t)w;
+            else
+                by[bl] = 0; /* a row that does not fit is left out */
+        }
+        if (name[0]) {
+            const char *lb[] = {"team", name, "gpu_type", tt[t].type, NULL};
+            if (tt[t].has_nominal)
+                obj_gauge(r, CTL_M_TEAM_QUOTA, lb, (double)tt[t].nominal_milli / 1000.0);
+            obj_gauge(r, CTL_M_TEAM_USED, lb, (double)tt[t].used_milli / 1000.0);
+            obj_gauge(r, CTL_M_TEAM_BORROWED, lb, (double)b / 1000.0);
+        }
+    }
+    if (arr) {
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "gpuTypes");
+        cJSON_AddItemToObject(st, "gpuTypes", arr);
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(st, "used", cJSON_CreateNumber((double)used_milli / 1000.0));
+    cJSON_ReplaceItemInObjectCaseSensitive(st, "borrowed", cJSON_CreateNumber((double)borrowed / 1000.0));
+    /* none: null (the merge patch removes it; the 1.20 API server reads "" as null) */
+    cJSON_AddItemToObject(st, "borrowedByType", by[0] ? cJSON_CreateString(by) : cJSON_CreateNull());
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "pendingHead");
+    cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, ph)
+    {
+        if (i < API_MAX_PENDING_HEAD && gpos[i] > 0)
+            cJSON_AddNumberToObject(e, "globalPosition", gpos[i]);
+        i++;
+    }
+    if (name[0]) {
+        const char *lb[] = {"team", name, NULL};
+        obj_gauge(r, CTL_M_TEAM_PENDING_JOBS, lb, (double)pend_jobs);
+        obj_gauge(r, CTL_M_TEAM_PENDING_GPUS, lb, (double)pend_milli / 1000.0);
+    }
+}
+
 static void team_pool_status(struct rc_ctx *r)
 {
     char key[API_NAME_MAX + 8], path[CTL_PATH_MAX], now[API_TIME_MAX];
     ctl_time_format(r->now, now, sizeof(now));
+    /* object-labelled gauges: recomputed whole (a deleted Team's series go) */
+    static const char *const objg[] = {CTL_M_TEAM_QUOTA, CTL_M_TEAM_USED, CTL_M_TEAM_BORROWED,
+                                       CTL_M_TEAM_PENDING_JOBS, CTL_M_TEAM_PENDING_GPUS, CTL_M_POOL_GPUS,
+                                       CTL_M_POOL_ALLOCATED, CTL_M_POOL_PENDING_JOBS};
+    for (size_t g = 0; g < sizeof(objg) / sizeof(objg[0]); g++)
+        gq_metrics_clear(r->c->metrics, objg[g]);
     for (int k = 0; k < r->ntinfo; k++) {
         const struct rteam *ti = &r->tinfo[k];
         const struct api_team *tm = ti->idx >= 0 ? &r->teams[ti->idx] : NULL;
         const char *name = tm ? tm->meta.name : ti->latest.meta.name;
         struct api_team_status st;
+        struct ttype tt[CTL_TEAM_TYPES];
+        int gpos[API_MAX_PENDING_HEAD] = {0}, gph[API_MAX_PENDING_HEAD] = {0};
+        int64_t used_milli = 0, pend_milli = 0;
+        int nt = tm ? team_types(r, tm, tt) : 0;
         memset(&st, 0, sizeof(st));
         for (int q = 0; tm && q < tm->nquota; q++)
             st.quota += tm->quota[q].gpus;
@@ -1947,8 +2180,10 @@ static void team_pool_status(struct rc_ctx *r)
             if (holds(j->state)) {
                 st.running++;
                 st.used += job_gpus_placed(j);
+                used_milli += job_rep_milli(j) * j->pl.n;
             } else if (j->state == STORE_QUEUED || j->state == STORE_PREEMPTED) {
                 st.pending++;
+                pend_milli += job_rep_milli(j) * j->job->spec.replicas;
                 /* the head of its queue as last published (waiting_publish) */
                 int pos = j->memo ? j->memo->pub.position : 0;
                 if (pos > 0 && pos <= API_MAX_PENDING_HEAD && !st.pending_head[pos - 1].position) {
@@ -1957,14 +2192,17 @@ static void team_pool_status(struct rc_ctx *r)
                     gq_strlcpy(e->namespace, j->job->meta.namespace, sizeof(e->namespace));
                     e->position = pos;
                     e->gpus = api_gpujob_gpus(j->job);
+                    gph[pos - 1] = j->memo->gposition;
                 }
             }
         }
         /* in position order, without gaps (a published head member may have
          * left the queue since) */
         for (int q = 0; q < API_MAX_PENDING_HEAD; q++)
-            if (st.pending_head[q].position)
+            if (st.pending_head[q].position) {
+                gpos[st.npending_head] = gph[q];
                 st.pending_head[st.npending_head++] = st.pending_head[q];
+            }
         st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
         st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
         if (!name[0])
@@ -2008,6 +2246,8 @@ static void team_pool_status(struct rc_ctx *r)
             m->invalid_reported_gen = 0;
         }
         cJSON *p = api_team_status_encode(&st);
+        if (p)
+            team_status_exact(r, p, name, tt, nt, used_milli, st.pending, pend_milli, gpos);
         char urgent[API_MSG_MAX + 256];
         snprintf(urgent, sizeof(urgent), "%lld|%s|%s|%s", (long long)st.observed_generation,
                  st.conditions[0].status, st.conditions[0].reason, st.conditions[0].message);
@@ -2059,6 +2299,10 @@ static void team_pool_status(struct rc_ctx *r)
                 st.pending++;
         }
         cJSON *p = api_gpupool_status_encode(&st);
+        const char *plb[] = {"pool", pl->meta.name, NULL};
+        obj_gauge(r, CTL_M_POOL_GPUS, plb, st.gpus);
+        obj_gauge(r, CTL_M_POOL_ALLOCATED, plb, st.allocated);
+        obj_gauge(r, CTL_M_POOL_PENDING_JOBS, plb, st.pending);
         snprintf(key, sizeof(key), "pool:%s", pl->meta.name);
         struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
         if (m)
@@ -2109,8 +2353,13 @@ static void waiting_publish(struct rc_ctx *r)
         /* an Event speaks for the core's explanation or a problem, not a
          * stored message awaiting the next schedule */
         if (ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
-            (inv || m->wait_msg[0]))
-            ctl_act_event(c, j->obj, inv ? "Warning" : "Normal", "Waiting", msg);
+            (inv || m->wait_msg[0])) {
+            /* one per wait reason per wait: the message names the reason its
+             * conditions now carry */
+            char emsg[SCHED_MSG_MAX + 64];
+            snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->pub.cls), msg ? msg : "");
+            ctl_act_event(c, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
+        }
         if (waiting && epoch)
             m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
         if (!waiting && !holds(j->state) && m->wait_msg[0]) {

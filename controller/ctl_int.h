@@ -40,7 +40,10 @@ struct ctl_memo {
     int status_inflight;          /* a state transition being written (recomputed after) */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
     int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
-    int position;                 /* exact WAIT position of the last schedule (0 = none) */
+    int position;                 /* exact WAIT position of the last schedule in its Team's
+                                   * queue (0 = none) */
+    int gposition;                /* exact WAIT position of the last schedule across all
+                                   * Teams, in the core's admission order (0 = none) */
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
@@ -144,12 +147,30 @@ extern const char *const ctl_phase_names[CTL_NPHASES];
 
 /* Metric handles (NULL when --listen is not given: updates are no-ops). */
 struct ctl_mh {
-    struct gq_metric *cycles, *cycle_dur, *admissions, *preemptions, *store_errors, *leader;
-    struct gq_metric *reconciles, *draining;
+    struct gq_metric *cycles, *cycle_dur, *store_errors, *leader;
+    struct gq_metric *draining;
     struct gq_metric *phase_dur[CTL_NPHASES]; /* gangq_reconcile_phase_duration_seconds{phase} */
     struct gq_metric *jobs[STORE_NSTATES];
-    struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT], *inf_relists[INF_COUNT];
+    struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT];
+    struct gq_metric *inf_relists[INF_COUNT]; /* gangq_informer_relists_total{resource,reason} */
+    /* creation -> first admission, by class (index enum api_class) */
+    struct gq_metric *admit_wait[API_CLASS_COUNT];
 };
+
+/* Families whose series carry label values from objects (team, pool, GPU
+ * type): declared in ctl_main.c with CTL_METRICS_MAX_OBJ_SERIES series each,
+ * the gauges recomputed (cleared and set) by every report phase. */
+#define CTL_METRICS_MAX_OBJ_SERIES 1024
+#define CTL_M_TEAM_QUOTA "gangq_team_quota_gpus"
+#define CTL_M_TEAM_USED "gangq_team_used_gpus"
+#define CTL_M_TEAM_BORROWED "gangq_team_borrowed_gpus"
+#define CTL_M_TEAM_PENDING_JOBS "gangq_team_pending_jobs"
+#define CTL_M_TEAM_PENDING_GPUS "gangq_team_pending_gpus"
+#define CTL_M_POOL_GPUS "gangq_pool_gpus"
+#define CTL_M_POOL_ALLOCATED "gangq_pool_allocated_gpus"
+#define CTL_M_POOL_PENDING_JOBS "gangq_pool_pending_jobs"
+#define CTL_M_ADMISSIONS "gangq_admissions_total"   /* {team,class} */
+#define CTL_M_PREEMPTIONS "gangq_preemptions_total" /* {team,class} */
 
 struct gq_ctl;
 struct ctl_infud {

@@ -327,9 +327,6 @@ static void counter_to(struct gq_metric *h, double v)
 static void metrics_refresh(struct gq_ctl *c)
 {
     counter_to(c->mh.cycles, (double)c->m.cycles);
-    counter_to(c->mh.reconciles, (double)c->reconciles);
-    counter_to(c->mh.admissions, (double)c->m.admissions);
-    counter_to(c->mh.preemptions, (double)c->m.preemptions);
     counter_to(c->mh.store_errors, (double)c->m.store_errors);
     gq_metrics_set(c->mh.leader, c->leading ? 1 : 0);
     for (int s = 0; s < STORE_NSTATES; s++)
@@ -339,7 +336,7 @@ static void metrics_refresh(struct gq_ctl *c)
         kube_informer_get_stats(c->inf[i], &st);
         counter_to(c->mh.inf_events[i], (double)c->inf_events[i]);
         counter_to(c->mh.inf_lists[i], (double)st.lists);
-        counter_to(c->mh.inf_relists[i], (double)st.relists_410);
+        counter_to(c->mh.inf_relists[i], (double)st.relists_410); /* every relist it counts */
         for (int r = 1; r < KUBE_SKIP_NREASONS; r++) {
             /* registering again returns the same series: no handle to keep */
             struct gq_metric *h = NULL;
@@ -437,12 +434,11 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         return GQ_ENOMEM;
     struct gq_metrics *m = c->metrics;
     struct ctl_mh *h = &c->mh;
+    /* reconciles: gangq_reconcile_phase_duration_seconds_count{phase="gather"} (every
+     * reconcile runs that phase first); scheduling cycles: gangq_cycles_total */
     if ((rc = gq_metrics_counter(m, "gangq_cycles_total", "Scheduling cycles run", NULL, &h->cycles, err, errlen)) ||
-        (rc = gq_metrics_counter(m, "gangq_reconciles_total", "Reconciles run", NULL, &h->reconciles, err, errlen)) ||
         (rc = gq_metrics_histogram(m, "gangq_cycle_duration_seconds", "Scheduling cycle duration", NULL, NULL, 0,
                                    &h->cycle_dur, err, errlen)) ||
-        (rc = gq_metrics_counter(m, "gangq_admissions_total", "Admission decisions", NULL, &h->admissions, err, errlen)) ||
-        (rc = gq_metrics_counter(m, "gangq_preemptions_total", "Preemption decisions", NULL, &h->preemptions, err, errlen)) ||
         (rc = gq_metrics_counter(m, "gangq_store_errors_total", "Failed store transactions or writes", NULL,
                                  &h->store_errors, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_leader", "1 while this replica runs cycles", NULL, &h->leader, err, errlen)))
@@ -463,10 +459,44 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
                                      &h->inf_events[i], err, errlen)) ||
             (rc = gq_metrics_counter(m, "gangq_informer_lists_total", "LIST cycles (first sync and relists)", lb,
                                      &h->inf_lists[i], err, errlen)) ||
-            (rc = gq_metrics_counter(m, "gangq_informer_relists_410_total", "Relists forced by 410 Gone", lb,
+            (rc = gq_metrics_counter(m, "gangq_informer_relists_total",
+                                     "Relists of a resource's informer, by reason (watch_error: 410 Gone, an "
+                                     "oversized or an undecodable watch event)",
+                                     (const char *[]){"resource", inf_names[i], "reason", "watch_error", NULL},
                                      &h->inf_relists[i], err, errlen)))
             return rc;
     }
+    /* series labelled with object names (Teams, pools, GPU types): bounded per name */
+    static const struct {
+        enum gq_metric_type type;
+        const char *name, *help;
+    } objfams[] = {
+        {GQ_METRIC_GAUGE, CTL_M_TEAM_QUOTA, "Nominal GPU quota of a Team, by GPU type (\"*\": any other type)"},
+        {GQ_METRIC_GAUGE, CTL_M_TEAM_USED,
+         "GPUs held by a Team's admitted jobs (shares counted exactly), by the quota entry they are charged to"},
+        {GQ_METRIC_GAUGE, CTL_M_TEAM_BORROWED, "GPUs a Team uses beyond its nominal quota of a GPU type"},
+        {GQ_METRIC_GAUGE, CTL_M_TEAM_PENDING_JOBS, "Queued or preempted jobs of a Team"},
+        {GQ_METRIC_GAUGE, CTL_M_TEAM_PENDING_GPUS, "GPUs asked for by a Team's waiting jobs"},
+        {GQ_METRIC_GAUGE, CTL_M_POOL_GPUS, "GPUs of a GPUPool's nodes"},
+        {GQ_METRIC_GAUGE, CTL_M_POOL_ALLOCATED, "GPU devices in use on a GPUPool's nodes"},
+        {GQ_METRIC_GAUGE, CTL_M_POOL_PENDING_JOBS, "Waiting jobs a GPUPool would run"},
+        {GQ_METRIC_COUNTER, CTL_M_ADMISSIONS, "Admission decisions, by Team and class"},
+        {GQ_METRIC_COUNTER, CTL_M_PREEMPTIONS, "Preemption decisions, by the preempted job's Team and class"},
+    };
+    for (size_t f = 0; f < sizeof(objfams) / sizeof(objfams[0]); f++)
+        if ((rc = gq_metrics_family(m, objfams[f].type, objfams[f].name, objfams[f].help, NULL, 0,
+                                    CTL_METRICS_MAX_OBJ_SERIES, err, errlen)))
+            return rc;
+    /* creation -> first admission: seconds to a day */
+    static const double wait_bounds[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400};
+    for (int k = 0; k < API_CLASS_COUNT; k++)
+        if ((rc = gq_metrics_histogram(m, "gangq_time_to_admission_seconds",
+                                       "Seconds from a GPUJob's creation to its first admission, by class",
+                                       (const char *[]){"class", k ? api_class_name((enum api_class)k) : "None",
+                                                        NULL},
+                                       wait_bounds, sizeof(wait_bounds) / sizeof(wait_bounds[0]),
+                                       &h->admit_wait[k], err, errlen)))
+            return rc;
     struct gq_httpd_opts ho;
     gq_httpd_opts_default(&ho);
     ho.listen = c->cfg.listen;

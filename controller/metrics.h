@@ -9,7 +9,11 @@
  * Invariants:
  * - No globals: everything lives in the struct gq_metrics the caller owns.
  * - Bounded: at most GQ_METRICS_MAX_SERIES series (one per name + label set) and
- *   GQ_METRICS_MAX_FAMILIES names; names <= GQ_METRICS_NAME_MAX bytes, help
+ *   GQ_METRICS_MAX_FAMILIES names; a family declared with gq_metrics_family may
+ *   have a smaller bound of its own (for label values that come from objects,
+ *   e.g. team names). A registration refused by either bound is counted per
+ *   family and rendered as GQ_METRICS_DROPPED_NAME{metric="<name>"} (only once
+ *   something was refused); names <= GQ_METRICS_NAME_MAX bytes, help
  *   <= GQ_METRICS_HELP_MAX, at most GQ_METRICS_MAX_LABELS pairs per series, each
  *   label value <= GQ_METRICS_LABEL_MAX bytes; histograms have at most
  *   GQ_METRICS_MAX_BUCKETS finite upper bounds (the +Inf bucket is implicit).
@@ -18,7 +22,10 @@
  *   help wins), and for histograms the same bucket bounds. They are rendered
  *   together, families in registration order, series in registration order.
  *   A family with empty help text gets no "# HELP" line.
- * - Registering the exact same name + label set again returns the same handle.
+ * - Registering the exact same name + label set again returns the same handle
+ *   (a hash lookup: label sets may be registered on every update).
+ * - Label values are escaped for the text format (\ " and newline) and any
+ *   byte that does not start valid UTF-8 is rendered as U+FFFD.
  * - Not thread-safe: update and render from the one loop thread.
  *
  * Ownership: gq_metrics_new returns a registry owned by the caller
@@ -36,13 +43,16 @@
 #include "gq.h"
 #include "buf.h"
 
-#define GQ_METRICS_MAX_SERIES 256
+#define GQ_METRICS_MAX_SERIES 16384
 #define GQ_METRICS_MAX_FAMILIES 128
 #define GQ_METRICS_NAME_MAX 128
 #define GQ_METRICS_HELP_MAX 256
 #define GQ_METRICS_MAX_LABELS 4
 #define GQ_METRICS_LABEL_MAX 128
 #define GQ_METRICS_MAX_BUCKETS 24
+
+/* Counter of registrations refused by a series bound, label metric. */
+#define GQ_METRICS_DROPPED_NAME "gangq_metrics_series_dropped_total"
 
 enum gq_metric_type { GQ_METRIC_COUNTER = 0, GQ_METRIC_GAUGE = 1, GQ_METRIC_HISTOGRAM = 2 };
 
@@ -73,6 +83,22 @@ int gq_metrics_histogram(struct gq_metrics *m, const char *name, const char *hel
                          const char *const *labels, const double *bounds,
                          size_t nbounds, struct gq_metric **out,
                          char *err, size_t errlen);
+
+/* Declare a family without series (rendered with its HELP and TYPE lines and
+ * no sample until a series is registered): type, help, bounds as for the
+ * register functions; max_series > 0 bounds its series (0 = only the
+ * registry's bound). Declaring an existing family with the same type and
+ * bounds sets its bound. Errors as for registration. */
+int gq_metrics_family(struct gq_metrics *m, enum gq_metric_type type, const char *name,
+                      const char *help, const double *bounds, size_t nbounds,
+                      size_t max_series, char *err, size_t errlen);
+/* Remove every series of family name (it stays declared): for gauges
+ * recomputed as a whole (per Team), so a deleted object's series go away.
+ * Handles to them become invalid. Unknown name: nothing. */
+void gq_metrics_clear(struct gq_metrics *m, const char *name);
+/* Series of family name now, and registrations it refused so far. */
+size_t gq_metrics_series(const struct gq_metrics *m, const char *name);
+uint64_t gq_metrics_dropped(const struct gq_metrics *m, const char *name);
 
 /* Counters: inc/add (negative or NaN deltas are ignored: counters only go up).
  * Gauges: set/add/inc/dec. Histograms: observe. A call that does not fit the

@@ -234,6 +234,98 @@ static void test_validation_and_limits(void **st)
     gq_metrics_free(NULL);
 }
 
+/* Label values from objects (team names, GPU types): escaped, invalid UTF-8
+ * replaced, found again by hash, bounded per family with refusals counted. */
+static void test_tenant_labels(void **st)
+{
+    (void)st;
+    struct gq_metrics *m = gq_metrics_new();
+    struct gq_metric *a = NULL, *a2 = NULL, *h = NULL;
+    struct gq_buf b;
+    char err[128], team[32];
+    int i, rc;
+    gq_buf_init(&b, 1 << 20);
+    assert_non_null(m);
+    /* a declared family renders HELP and TYPE before it has a series */
+    assert_int_equal(gq_metrics_family(m, GQ_METRIC_GAUGE, "gangq_team_used_gpus",
+                                       "GPUs used.", NULL, 0, 3, err, sizeof err), 0);
+    assert_string_equal(render(m, &b), "# HELP gangq_team_used_gpus GPUs used.\n"
+                                       "# TYPE gangq_team_used_gpus gauge\n");
+    /* declaring it again with another type is refused */
+    assert_int_equal(gq_metrics_family(m, GQ_METRIC_COUNTER, "gangq_team_used_gpus", "",
+                                       NULL, 0, 3, err, sizeof err), GQ_EINVAL);
+    /* escaping: quote, backslash, newline; a stray 0xff and a truncated
+     * sequence become U+FFFD; valid multibyte text stays */
+    assert_int_equal(gq_metrics_gauge(m, "gangq_team_used_gpus", "",
+                                      (const char *[]){"team", "q\"b\\s\nn", "gpu_type",
+                                                       "H\xff" "100 \xc3\xa9\xe2\x82", NULL},
+                                      &a, err, sizeof err), 0);
+    gq_metrics_set(a, 2.5);
+    assert_string_equal(render(m, &b),
+                        "# HELP gangq_team_used_gpus GPUs used.\n"
+                        "# TYPE gangq_team_used_gpus gauge\n"
+                        "gangq_team_used_gpus{team=\"q\\\"b\\\\s\\nn\",gpu_type=\"H\xef\xbf\xbd"
+                        "100 \xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\"} 2.5\n");
+    assert_int_equal(gq_metrics_gauge(m, "gangq_team_used_gpus", "",
+                                      (const char *[]){"team", "q\"b\\s\nn", "gpu_type",
+                                                       "H\xff" "100 \xc3\xa9\xe2\x82", NULL},
+                                      &a2, err, sizeof err), 0);
+    assert_ptr_equal(a, a2);
+    /* the family bound: 3 series, then refusals, counted and rendered */
+    for (i = 0, rc = 0; i < 5; i++) {
+        snprintf(team, sizeof team, "t%d", i);
+        h = NULL;
+        rc = gq_metrics_gauge(m, "gangq_team_used_gpus", "",
+                              (const char *[]){"team", team, "gpu_type", "A100", NULL}, &h,
+                              err, sizeof err);
+        if (i < 2)
+            assert_int_equal(rc, 0);
+        else
+            assert_int_equal(rc, GQ_ELIMIT);
+    }
+    assert_null(h);
+    assert_non_null(strstr(err, "more than 3 series"));
+    assert_int_equal(gq_metrics_series(m, "gangq_team_used_gpus"), 3);
+    assert_int_equal(gq_metrics_dropped(m, "gangq_team_used_gpus"), 3);
+    render(m, &b);
+    assert_non_null(strstr(b.p, "# TYPE gangq_metrics_series_dropped_total counter\n"
+                                "gangq_metrics_series_dropped_total{metric=\"gangq_team_used_gpus\"} 3\n"));
+    assert_null(strstr(b.p, "team=\"t2\""));
+    /* clear: the series go, the family stays, new ones fit again */
+    gq_metrics_clear(m, "gangq_team_used_gpus");
+    gq_metrics_clear(m, "no_such_family");
+    assert_int_equal(gq_metrics_series(m, "gangq_team_used_gpus"), 0);
+    render(m, &b);
+    assert_non_null(strstr(b.p, "# TYPE gangq_team_used_gpus gauge\n# HELP"));
+    assert_null(strstr(b.p, "team=\"t0\""));
+    assert_int_equal(gq_metrics_gauge(m, "gangq_team_used_gpus", "",
+                                      (const char *[]){"team", "t4", "gpu_type", "A100", NULL},
+                                      &h, err, sizeof err), 0);
+    gq_metrics_set(h, 1);
+    assert_non_null(strstr(render(m, &b), "gangq_team_used_gpus{team=\"t4\",gpu_type=\"A100\"} 1\n"));
+    /* an invalid label set does not leave an empty family behind */
+    assert_int_equal(gq_metrics_counter(m, "gangq_new_total", "",
+                                        (const char *[]){"le", "1", NULL}, &h, err, sizeof err),
+                     GQ_EINVAL);
+    assert_null(strstr(render(m, &b), "gangq_new_total"));
+    /* many label sets: found again (hash), total bound still holds */
+    gq_metrics_free(m);
+    m = gq_metrics_new();
+    for (i = 0; i < 2000; i++) {
+        snprintf(team, sizeof team, "team-%d", i);
+        assert_int_equal(gq_metrics_counter(m, "gangq_admissions_total", "",
+                                            (const char *[]){"team", team, NULL}, &h, err,
+                                            sizeof err), 0);
+        gq_metrics_add(h, i);
+    }
+    assert_int_equal(gq_metrics_counter(m, "gangq_admissions_total", "",
+                                        (const char *[]){"team", "team-1234", NULL}, &h, err,
+                                        sizeof err), 0);
+    assert_true(gq_metrics_value(h) == 1234);
+    gq_buf_release(&b);
+    gq_metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_labels_grouped_and_escaped),
         cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_validation_and_limits),
+        cmocka_unit_test(test_tenant_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
