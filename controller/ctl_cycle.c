@@ -1099,21 +1099,8 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
-    } else if (j->job->template &&
-               cJSON_GetObjectItemCaseSensitive(
-                   cJSON_GetObjectItemCaseSensitive(
-                       cJSON_GetObjectItemCaseSensitive(
-                           cJSON_GetObjectItemCaseSensitive(j->job->template, "spec"), "affinity"),
-                       "nodeAffinity"),
-                   "requiredDuringSchedulingIgnoredDuringExecution")) {
-        /* The core honours nodeSelector but not node affinity terms; a pre-bound pod
-         * whose required node affinity refuses its node would be rejected by the
-         * kubelet, so hold the job with a condition instead of binding it. */
-        j->invalid_reason = "NodeAffinityUnsupported";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg),
-                 "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution "
-                 "is not supported; use spec.template.spec.nodeSelector, spec.pool or spec.gpu.types");
     }
+    /* required node affinity is decoded by api and placed by the core like nodeSelector */
 
     const struct rteam *bad_team;
     if (j->invalid_reason && (!strcmp(j->invalid_reason, "NoTeam") || !strcmp(j->invalid_reason, "UnknownTeam")) &&
