@@ -1646,6 +1646,7 @@ static int run_sched(struct rc_ctx *r)
     for (int k = 0; k < s.snap.njobs; k++) {
         struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
         m->wait_msg[0] = 0; /* the decisions below say what is current */
+        m->unsched_msg[0] = 0;
         m->position = 0;
         m->reserved[0] = 0;
     }
@@ -1660,6 +1661,8 @@ static int run_sched(struct rc_ctx *r)
             gq_strlcpy(j->memo->wait_msg, d->message ? d->message : "", sizeof(j->memo->wait_msg));
             j->memo->position = d->position;
             gq_strlcpy(j->memo->reserved, d->reserved ? d->reserved : "", sizeof(j->memo->reserved));
+            gq_strlcpy(j->memo->unsched_msg, d->unschedulable && d->unschedulable_msg ? d->unschedulable_msg : "",
+                       sizeof(j->memo->unsched_msg));
         }
         if (rc)
             goto out;
@@ -1698,6 +1701,8 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
                            (long long)v->enqueue_ms, (long long)v->arrival, (long long)j->job->meta.generation);
     for (int i = 0; !rc && i < j->pl.n; i++)
         rc = gq_buf_printf(b, "%s,", j->pl.rep[i].node);
+    if (!rc)
+        rc = gq_buf_printf(b, "|%s", v->unschedulable ? v->unschedulable : "");
     return rc;
 }
 
@@ -1720,7 +1725,8 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     struct ctl_jobview v = {j->state, msg, waiting ? pub->position : 0, j->row->preemptions,
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
-                            j->row->retries, j->row->enqueue_ms, j->row->arrival, reason};
+                            j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
+                            waiting ? j->memo->unsched_msg : NULL};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);

@@ -39,6 +39,7 @@ struct ctl_memo {
                                    * or dropped latest write clears it: written again) */
     int status_inflight;          /* a state transition being written (recomputed after) */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
+    char unsched_msg[SCHED_MSG_MAX]; /* last WAIT's unschedulable_msg ("" = fits an empty cluster) */
     int position;                 /* exact WAIT position of the last schedule (0 = none) */
     char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */

@@ -885,6 +885,14 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
              admitted ? msg : "", now);
     add_cond(out, prev, "Running", s == STORE_RUNNING, s == STORE_RUNNING ? "PodsRunning" : "NotRunning",
              "", now);
+    /* a waiting job that could not fit even with every node empty says so
+     * with the figures; once it could, the condition turns False */
+    int waiting = s == STORE_QUEUED || s == STORE_PREEMPTED;
+    if (waiting && v->unschedulable && v->unschedulable[0])
+        add_cond(out, prev, "Unschedulable", 1, "ExceedsCluster", v->unschedulable, now);
+    else if (prev_cond(prev, "Unschedulable"))
+        add_cond(out, prev, "Unschedulable", 0, "FitsCluster",
+                 "the cluster has nodes that fit it when they are free", now);
     if (s == STORE_SUSPENDED)
         add_cond(out, prev, "Suspended", 1, "UserSuspended", "spec.suspend is true", now);
     if (s == STORE_PREEMPTED)

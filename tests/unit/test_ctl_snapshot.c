@@ -659,7 +659,7 @@ static void test_status_compute(void **state)
     const char *nodes[4];
     struct api_gpujob_status q, a, r, r2, s;
 
-    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes"};
+    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes", NULL};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &q);
     assert_string_equal(q.wait_reason, "Nodes");
     assert_int_equal(q.state, API_STATE_QUEUED);
@@ -680,7 +680,7 @@ static void test_status_compute(void **state)
     gq_strlcpy(pl.domain, "rack-1", sizeof(pl.domain));
     assert_int_equal(ctl_placement_add(&pl, 0, "n1", 0xF), 0);
     assert_int_equal(ctl_placement_add(&pl, 1, "n2", 0xF), 0);
-    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes"};
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes", NULL};
     ctl_status_compute(&job, &q, &v, T0 + 1000, nodes, 4, &a);
     assert_string_equal(a.wait_reason, ""); /* not waiting: encoded null */
     assert_int_equal(a.state, API_STATE_ADMITTED);
@@ -724,7 +724,7 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&s, "Succeeded")->status, "True");
 
     v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL, 1, 0, 0, 0,
-                             "Waiting"};
+                             "Waiting", NULL};
     ctl_status_compute(&job, &r2, &v, T0 + 4000, nodes, 4, &s);
     assert_int_equal(s.state, API_STATE_PREEMPTED);
     assert_int_equal(s.preemptions, 2);
@@ -736,7 +736,7 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&s, "Preempted")->message, "lower priority");
 
     v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam", 0, 0, 0, 0,
-                             "Invalid"};
+                             "Invalid", NULL};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &s);
     assert_string_equal(s.wait_reason, "Invalid");
     assert_string_equal(cond(&s, "Valid")->status, "False");
@@ -802,7 +802,7 @@ static char *waiting_status(const struct api_gpujob *job, const struct ctl_waitp
     const char *nodes[1];
     struct api_gpujob_status st;
     struct ctl_jobview v = {state, p->msg, p->position, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0,
-                            ctl_wait_class_name(p->cls)};
+                            ctl_wait_class_name(p->cls), NULL};
     ctl_status_compute(job, NULL, &v, 1767225600000LL, nodes, 1, &st);
     cJSON *e = api_gpujob_status_encode(&st);
     assert_non_null(e);
@@ -931,7 +931,7 @@ static void test_wait_adopt(void **state)
     ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000);
     p.position = 4;
     struct ctl_jobview v = {STORE_QUEUED, p.msg, p.position, 0, "", "", 0, 0, NULL, NULL, 1, 0, T - 5000, 9,
-                            ctl_wait_class_name(p.cls)};
+                            ctl_wait_class_name(p.cls), NULL};
     struct api_gpujob_status written, back, again;
     ctl_status_compute(&job, NULL, &v, T, nodes, 1, &written);
     cJSON *w = api_gpujob_status_encode(&written);
