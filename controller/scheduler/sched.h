@@ -324,9 +324,9 @@ struct sched_decision {
      * any domain of its required level for a gang (distinct spread domains
      * counted once), one for a non-gang job. Usage and quota are ignored.
      * unschedulable_msg (result-owned, NULL when 0) gives the figures, e.g.
-     * "needs 16 GPUs (1x16) in one node; the largest eligible node has 8
-     * GPUs and fits 0 of 1 replicas; 4 of 12 nodes eligible (8 node selector
-     * mismatch)". Appended last. */
+     * "needs 16 GPUs (2x8) of H100 in one node; the largest eligible node
+     * has 8 GPUs and fits 1 of 2 replicas; 4 of 12 nodes eligible (8 node
+     * selector mismatch)". Appended last. */
     int unschedulable;
     const char *unschedulable_msg;
 };

@@ -314,7 +314,9 @@ int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
      * nodes when none); a non-gang job needs room for one replica */
     int L = pc->gang ? pc->L : -1, S = pc->gang ? pc->S : -1;
     int need = pc->gang ? pc->want : 1;
-    int nd = L >= 0 ? cy->ndom[L] : 1;
+    /* one replica: its domain is a node (per_node), whatever the level */
+    int per_node = need == 1;
+    int nd = per_node ? GQ_MAX(cy->nn, 1) : L >= 0 ? cy->ndom[L] : 1;
     int nsd = S >= 0 ? cy->ndom[S] : 1;
     int64_t *cap = calloc((size_t)nd, sizeof(*cap));
     int64_t *gpus = calloc((size_t)nd, sizeof(*gpus));
@@ -341,7 +343,7 @@ int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
         e.cpu_free = sn->cpu_milli;
         e.mem_free = sn->mem_bytes;
         sc_recount(&e);
-        int d = L >= 0 ? cy_dom_of(cy, i, L) : 0;
+        int d = per_node ? i : L >= 0 ? cy_dom_of(cy, i, L) : 0;
         gpus[d] += e.ndev;
         int c = sc_fit_count(&e, &pc->r, need);
         if (c > 0 && S >= 0) {
@@ -364,14 +366,15 @@ int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
         if (eligible == 0) {
             gq_buf_printf(&b, "; no node is eligible (%d node%s", cy->nn, cy->nn == 1 ? "" : "s");
         } else {
-            if (L >= 0)
-                gq_buf_printf(&b, "; the largest eligible %s has ", cy->cfg->levels[L].name);
+            if (per_node || L >= 0)
+                gq_buf_printf(&b, "; the largest eligible %s has ",
+                              per_node ? "node" : cy->cfg->levels[L].name);
             else
                 gq_buf_puts(&b, "; the eligible nodes have ");
             if (sc_is_gpu(&pc->r))
                 gq_buf_printf(&b, "%lld GPU%s and ", (long long)gpus[best], gpus[best] == 1 ? "" : "s");
             gq_buf_printf(&b, "fit%s %lld of %d replica%s; %d of %d node%s eligible",
-                          L >= 0 ? "s" : "", (long long)cap[best], need, need == 1 ? "" : "s",
+                          per_node || L >= 0 ? "s" : "", (long long)cap[best], need, need == 1 ? "" : "s",
                           eligible, cy->nn, cy->nn == 1 ? "" : "s");
         }
         int used[R_COUNT] = {0}, first = 1;
