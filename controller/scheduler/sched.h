@@ -301,6 +301,8 @@ struct sched_decision {
     int for_job;      /* PREEMPT: the job it makes room for; WAIT/ADMIT: -1 */
     int position;     /* WAIT: 1-based position in its team's queue; else 0 */
     int nrep;         /* ADMIT: replicas placed */
+    int unschedulable; /* WAIT: could not fit even an empty cluster (see unschedulable_msg;
+                        * here it fills the padding before rep) */
     const struct sched_replica *rep; /* ADMIT: placement (result-owned) */
     const char *domain;  /* ADMIT: the tightest labelled domain, at or wider than the job's
                           * required (else preferred) level, holding every replica of this
@@ -317,7 +319,7 @@ struct sched_decision {
      * reserved_domain next cycle. The message ends "; reserves rack r1" /
      * "; reserves node n0" / "; reserves nodes n0,n1". Appended last. */
     const char *reserved;
-    /* WAIT of a job with every replica to place: 1 when it could not fit
+    /* WAIT of a job with every replica to place: unschedulable is 1 when it could not fit
      * even with every node empty — the nodes its GPU types, GPU memory,
      * pool, tolerations, node selector and node affinity allow (readiness
      * and cordons ignored: they pass) hold fewer replicas than it needs, in
@@ -326,8 +328,7 @@ struct sched_decision {
      * unschedulable_msg (result-owned, NULL when 0) gives the figures, e.g.
      * "needs 16 GPUs (2x8) of H100 in one node; the largest eligible node
      * has 8 GPUs and fits 1 of 2 replicas; 4 of 12 nodes eligible (8 node
-     * selector mismatch)". Appended last. */
-    int unschedulable;
+     * selector mismatch)". Appended last (the flag: unschedulable above). */
     const char *unschedulable_msg;
 };
 

@@ -302,6 +302,48 @@ static void never_need_text(struct cy *cy, struct gq_buf *b, const struct place_
         gq_buf_printf(b, " on distinct %s domains", cy->cfg->levels[pc->S].name);
 }
 
+/* Accumulates, over the nodes a job may use, what they hold with every
+ * device free: per domain of its level (per node for one replica). */
+struct never_acc {
+    int L, S, per_node, need, nd;
+    int64_t *cap, *gpus; /* per domain (nd); per_node: unused */
+    int *seen;           /* spread domain -> domain + 1 that took it */
+    int64_t best_cap, best_gpus; /* per_node: the best node so far */
+    int eligible;
+};
+
+/* Returns 1 once some domain holds the whole job (the job fits: stop). */
+static int never_add(struct cy *cy, const struct place_ctx *pc, struct never_acc *a, int i)
+{
+    const struct sched_node *sn = &cy->s->nodes[i];
+    struct sc_node e;
+    memset(&e, 0, sizeof(e));
+    e.type = cy->n[i].c.type;
+    e.ndev = cy->n[i].c.ndev;
+    e.gpu_mem_mib = cy->n[i].c.gpu_mem_mib;
+    e.cpu_free = sn->cpu_milli;
+    e.mem_free = sn->mem_bytes;
+    sc_recount(&e);
+    int c = sc_fit_count(&e, &pc->r, a->need);
+    a->eligible++;
+    if (a->per_node) {
+        if (c > a->best_cap || (c == a->best_cap && e.ndev > a->best_gpus)) {
+            a->best_cap = c;
+            a->best_gpus = e.ndev;
+        }
+        return a->best_cap >= a->need;
+    }
+    int d = a->L >= 0 ? cy_dom_of(cy, i, a->L) : 0;
+    a->gpus[d] += e.ndev;
+    if (c > 0 && a->S >= 0) {
+        int sd = cy_dom_of(cy, i, a->S);
+        c = a->seen[sd] == d + 1 ? 0 : 1; /* one replica per spread domain */
+        a->seen[sd] = d + 1;
+    }
+    a->cap[d] += c;
+    return a->cap[d] >= a->need;
+}
+
 int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
 {
     struct cy_key *k = pc->key >= 0 ? &cy->k[pc->key] : NULL;
@@ -311,53 +353,44 @@ int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
         return k->never == 2;
     }
     /* gangs need every replica in one domain of the required level (all
-     * nodes when none); a non-gang job needs room for one replica */
-    int L = pc->gang ? pc->L : -1, S = pc->gang ? pc->S : -1;
-    int need = pc->gang ? pc->want : 1;
-    /* one replica: its domain is a node (per_node), whatever the level */
-    int per_node = need == 1;
-    int nd = per_node ? GQ_MAX(cy->nn, 1) : L >= 0 ? cy->ndom[L] : 1;
-    int nsd = S >= 0 ? cy->ndom[S] : 1;
-    int64_t *cap = calloc((size_t)nd, sizeof(*cap));
-    int64_t *gpus = calloc((size_t)nd, sizeof(*gpus));
-    int *seen = calloc((size_t)nsd, sizeof(*seen));
-    if (!cap || !gpus || !seen) {
-        free(cap);
-        free(gpus);
-        free(seen);
+     * nodes when none); a non-gang job needs room for one replica; one
+     * replica's domain is a node (per_node), whatever the level */
+    struct never_acc a;
+    memset(&a, 0, sizeof(a));
+    a.L = pc->gang ? pc->L : -1;
+    a.S = pc->gang ? pc->S : -1;
+    a.need = pc->gang ? pc->want : 1;
+    a.per_node = a.need == 1;
+    a.nd = a.per_node ? 1 : a.L >= 0 ? GQ_MAX(cy->ndom[a.L], 1) : 1;
+    a.cap = calloc((size_t)a.nd, sizeof(*a.cap));
+    a.gpus = calloc((size_t)a.nd, sizeof(*a.gpus));
+    a.seen = a.S >= 0 ? calloc((size_t)GQ_MAX(cy->ndom[a.S], 1), sizeof(*a.seen)) : NULL;
+    if (!a.cap || !a.gpus || (a.S >= 0 && !a.seen)) {
+        free(a.cap);
+        free(a.gpus);
+        free(a.seen);
         return GQ_ENOMEM;
     }
-    int count[R_COUNT] = {0}, eligible = 0;
-    for (int i = 0; i < cy->nn; i++) {
-        int why = cy_shape_reason(cy, pc->jb, &pc->r, i);
-        count[why]++;
-        if (why != R_OK)
-            continue;
-        eligible++;
-        const struct sched_node *sn = &cy->s->nodes[i];
-        struct sc_node e;
-        memset(&e, 0, sizeof(e));
-        e.type = cy->n[i].c.type;
-        e.ndev = cy->n[i].c.ndev;
-        e.gpu_mem_mib = cy->n[i].c.gpu_mem_mib;
-        e.cpu_free = sn->cpu_milli;
-        e.mem_free = sn->mem_bytes;
-        sc_recount(&e);
-        int d = per_node ? i : L >= 0 ? cy_dom_of(cy, i, L) : 0;
-        gpus[d] += e.ndev;
-        int c = sc_fit_count(&e, &pc->r, need);
-        if (c > 0 && S >= 0) {
-            int sd = cy_dom_of(cy, i, S);
-            c = seen[sd] == d + 1 ? 0 : 1; /* one replica per spread domain */
-            seen[sd] = d + 1;
-        }
-        cap[d] += c;
-    }
+    /* the nodes it may use: its static class's list (ready, not cordoned)
+     * and the not-ready or cordoned nodes it would otherwise accept */
+    const struct cy_skey *sk = &cy->sk[pc->skey];
+    int fits = 0;
+    for (int x = 0; x < sk->nnodes && !fits; x++)
+        fits = never_add(cy, pc, &a, sk->nodes[x]);
+    for (int i = 0; i < cy->nn && !fits; i++)
+        if (cy->n[i].excluded && cy_shape_reason(cy, pc->jb, &pc->r, i) == R_OK)
+            fits = never_add(cy, pc, &a, i);
     int best = 0;
-    for (int d = 1; d < nd; d++)
-        if (cap[d] > cap[best] || (cap[d] == cap[best] && gpus[d] > gpus[best]))
+    for (int d = 1; d < a.nd; d++)
+        if (a.cap[d] > a.cap[best] || (a.cap[d] == a.cap[best] && a.gpus[d] > a.gpus[best]))
             best = d;
-    int never = eligible == 0 || cap[best] < need;
+    int64_t best_cap = a.per_node ? a.best_cap : a.cap[best];
+    int64_t best_gpus = a.per_node ? a.best_gpus : a.gpus[best];
+    int eligible = a.eligible, need = a.need, L = a.L, per_node = a.per_node;
+    free(a.cap);
+    free(a.gpus);
+    free(a.seen);
+    int never = !fits; /* the figures are complete only then */
     int rc = 0;
     if (never) {
         struct gq_buf b;
@@ -372,12 +405,14 @@ int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
             else
                 gq_buf_puts(&b, "; the eligible nodes have ");
             if (sc_is_gpu(&pc->r))
-                gq_buf_printf(&b, "%lld GPU%s and ", (long long)gpus[best], gpus[best] == 1 ? "" : "s");
+                gq_buf_printf(&b, "%lld GPU%s and ", (long long)best_gpus, best_gpus == 1 ? "" : "s");
             gq_buf_printf(&b, "fit%s %lld of %d replica%s; %d of %d node%s eligible",
-                          per_node || L >= 0 ? "s" : "", (long long)cap[best], need, need == 1 ? "" : "s",
+                          per_node || L >= 0 ? "s" : "", (long long)best_cap, need, need == 1 ? "" : "s",
                           eligible, cy->nn, cy->nn == 1 ? "" : "s");
         }
-        int used[R_COUNT] = {0}, first = 1;
+        int count[R_COUNT] = {0}, used[R_COUNT] = {0}, first = 1;
+        for (int i = 0; i < cy->nn; i++)
+            count[cy_shape_reason(cy, pc->jb, &pc->r, i)]++;
         for (;;) {
             int w = -1;
             for (int x = 1; x < R_COUNT; x++)
@@ -397,9 +432,6 @@ int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
         if (!*msg)
             rc = GQ_ENOMEM;
     }
-    free(cap);
-    free(gpus);
-    free(seen);
     if (rc)
         return rc;
     if (k) {
