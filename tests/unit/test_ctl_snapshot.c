@@ -644,6 +644,50 @@ static const struct api_condition *cond(const struct api_gpujob_status *s, const
     return NULL;
 }
 
+/* A waiting job the core says could not fit an empty cluster: condition
+ * Unschedulable=True with the core's figures; once it could, False (kept,
+ * with a new transition time); never shown on a job that never had it. */
+static void test_status_unschedulable(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"big\",\"namespace\":\"ns1\"},\"spec\":{\"gpu\":{\"count\":16},"
+               "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t T0 = 1767225600000LL;
+    const char *nodes[1];
+    const char *why = "needs 16 GPUs; the largest eligible node has 8 GPUs and fits 0 of 1 replica; 2 of 2 nodes eligible";
+    struct api_gpujob_status plain, u, u2, f, adm;
+    struct ctl_jobview v = {STORE_QUEUED, "0/2 nodes fit 16 GPUs: 2 fewer than 16 free GPUs", 1, 0, "", "", 0, 0,
+                            NULL, NULL, 0, 0, 0, 0, "Nodes", ""};
+    ctl_status_compute(&job, NULL, &v, T0, nodes, 1, &plain);
+    assert_null(cond(&plain, "Unschedulable"));
+    v.unschedulable = why;
+    ctl_status_compute(&job, &plain, &v, T0 + 1000, nodes, 1, &u);
+    assert_non_null(cond(&u, "Unschedulable"));
+    assert_string_equal(cond(&u, "Unschedulable")->status, "True");
+    assert_string_equal(cond(&u, "Unschedulable")->reason, "ExceedsCluster");
+    assert_string_equal(cond(&u, "Unschedulable")->message, why);
+    assert_string_equal(cond(&u, "Unschedulable")->last_transition_time, "2026-01-01T00:00:01Z");
+    assert_int_equal(u.state, API_STATE_QUEUED); /* it still waits */
+    ctl_status_compute(&job, &u, &v, T0 + 5000, nodes, 1, &u2);
+    assert_string_equal(cond(&u2, "Unschedulable")->last_transition_time, "2026-01-01T00:00:01Z");
+    v.unschedulable = "";
+    ctl_status_compute(&job, &u2, &v, T0 + 9000, nodes, 1, &f);
+    assert_string_equal(cond(&f, "Unschedulable")->status, "False");
+    assert_string_equal(cond(&f, "Unschedulable")->reason, "FitsCluster");
+    assert_string_equal(cond(&f, "Unschedulable")->last_transition_time, "2026-01-01T00:00:09Z");
+    /* admitted: a leftover text is not shown as True */
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0, NULL, NULL, 1, 0, T0, 1, NULL, why};
+    ctl_status_compute(&job, &u2, &v, T0 + 9000, nodes, 1, &adm);
+    assert_string_equal(cond(&adm, "Unschedulable")->status, "False");
+    api_gpujob_release(&job);
+}
+
 static void test_status_compute(void **state)
 {
     (void)state;
@@ -1126,6 +1170,7 @@ int main(void)
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
         cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_pods_live), cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_status_unschedulable),
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
