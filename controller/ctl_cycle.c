@@ -1726,7 +1726,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
-                            waiting ? j->memo->unsched_msg : NULL};
+                            waiting && !j->invalid_reason ? j->memo->unsched_msg : NULL};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
