@@ -50,6 +50,9 @@
 #define API_MAX_GPU_TYPES 8
 #define API_MAX_SELECTOR 8
 #define API_MAX_TOLERATIONS 8
+#define API_MAX_AFFINITY_TERMS 8   /* required nodeSelectorTerms */
+#define API_MAX_AFFINITY_EXPRS 16  /* matchExpressions + matchFields, all terms together */
+#define API_MAX_AFFINITY_VALUES 32 /* values, all expressions together */
 #define API_MAX_NAMESPACES 32
 #define API_MAX_QUOTA 16
 #define API_MAX_CONDITIONS 8
@@ -173,6 +176,31 @@ struct api_topology {
     char spread[API_LEVEL_MAX];
 };
 
+/* Required node affinity of the pod template
+ * (spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution):
+ * a node must match one term; a term matches when every expression does. Only
+ * the required part is decoded: preferredDuringScheduling... and pod
+ * (anti-)affinity are accepted and ignored by placement. */
+enum api_node_op { /* same order as the core's enum sched_match_op */
+    API_OP_IN = 0, API_OP_NOT_IN, API_OP_EXISTS, API_OP_DOES_NOT_EXIST, API_OP_GT, API_OP_LT
+};
+
+struct api_node_expr {
+    char key[API_LABEL_KEY_MAX]; /* label key; "metadata.name" when field */
+    int field;                   /* 1: from matchFields (the node name, In/NotIn) */
+    enum api_node_op op;
+    int v0, nvalues;             /* its values: values[v0 .. v0 + nvalues) of the affinity */
+};
+
+struct api_node_affinity {
+    int nterms; /* 0 = no required node affinity */
+    struct { int x0, nexprs; } terms[API_MAX_AFFINITY_TERMS]; /* exprs[x0 .. x0 + nexprs) */
+    int nexprs;
+    struct api_node_expr exprs[API_MAX_AFFINITY_EXPRS];
+    int nvalues;
+    char values[API_MAX_AFFINITY_VALUES][API_LABEL_VAL_MAX];
+};
+
 struct api_gpujob_spec {
     char team[API_NAME_MAX];      /* "" until defaulted from the namespace */
     enum api_class class;         /* NONE until defaulted (Batch) */
@@ -196,6 +224,7 @@ struct api_gpujob_spec {
     struct api_kv node_selector[API_MAX_SELECTOR];
     int ntolerations;
     struct api_toleration tolerations[API_MAX_TOLERATIONS];
+    struct api_node_affinity node_affinity;
     /* spec.team as written ("" = not given); after defaulting, team is the
      * namespace's Team and a different team_requested is refused (WrongTeam) */
     char team_requested[API_NAME_MAX];

@@ -209,6 +209,188 @@ static void decode_tolerations(struct api_errors *errs, const char *path, const 
     }
 }
 
+static const char *const node_ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", NULL};
+
+/* A whole decimal int64, as Kubernetes reads Gt/Lt operands (strconv.ParseInt). */
+static int is_int64(const char *s)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!*p || strlen(p) > 19)
+        return 0;
+    for (const char *q = p; *q; q++)
+        if (*q < '0' || *q > '9')
+            return 0;
+    if (strlen(p) == 19) /* 9223372036854775807 (or ...808 negative) at most */
+        return strcmp(p, s[0] == '-' ? "9223372036854775808" : "9223372036854775807") <= 0;
+    return 1;
+}
+
+/* One matchExpressions / matchFields entry at path p into the affinity. */
+static void decode_node_expr(struct api_errors *errs, const char *p, const cJSON *x, int field,
+                             struct api_node_affinity *na)
+{
+    static const char *const fields[] = {"key", "operator", "values", NULL};
+    char fp[API_ERR_PATH_MAX], vp[API_ERR_PATH_MAX], op[16] = "";
+    const cJSON *v, *val;
+    int ok = 1, opi = -1, nvals = 0, i = 0;
+    if (!api_expect_obj(errs, p, x))
+        return;
+    if (na->nexprs >= API_MAX_AFFINITY_EXPRS) {
+        api_errors_add(errs, p, "at most %d expressions in all terms together", API_MAX_AFFINITY_EXPRS);
+        return;
+    }
+    struct api_node_expr *e = &na->exprs[na->nexprs];
+    memset(e, 0, sizeof *e);
+    e->field = field;
+    api_check_fields(errs, p, x, fields);
+    api_path(fp, sizeof fp, p, "key");
+    if (!(v = cJSON_GetObjectItemCaseSensitive(x, "key"))) {
+        api_errors_add(errs, fp, "required");
+        ok = 0;
+    } else if (!api_get_str(errs, fp, v, e->key, sizeof e->key)) {
+        ok = 0;
+    } else if (field ? strcmp(e->key, "metadata.name") != 0 : !api_is_label_key(e->key)) {
+        if (field)
+            api_errors_add(errs, fp, "unknown field \"%s\"; known: metadata.name", e->key);
+        else
+            api_errors_add(errs, fp, "invalid label key \"%s\"", e->key);
+        ok = 0;
+    }
+    api_path(fp, sizeof fp, p, "operator");
+    if (!(v = cJSON_GetObjectItemCaseSensitive(x, "operator"))) {
+        api_errors_add(errs, fp, "required");
+        ok = 0;
+    } else if (!api_get_str(errs, fp, v, op, sizeof op)) {
+        ok = 0;
+    } else {
+        for (int k = 0; node_ops[k]; k++)
+            if (!strcmp(op, node_ops[k]))
+                opi = k;
+        if (opi < 0 || (field && opi != API_OP_IN && opi != API_OP_NOT_IN)) {
+            api_errors_add(errs, fp, "unknown operator \"%s\"; known: %s", op,
+                           field ? "In, NotIn" : "In, NotIn, Exists, DoesNotExist, Gt, Lt");
+            ok = 0;
+        }
+    }
+    api_path(vp, sizeof vp, p, "values");
+    if ((v = cJSON_GetObjectItemCaseSensitive(x, "values")) && !cJSON_IsNull(v)) {
+        if (!api_expect_arr(errs, vp, v))
+            return;
+        nvals = cJSON_GetArraySize(v);
+        if (na->nvalues + nvals > API_MAX_AFFINITY_VALUES) {
+            api_errors_add(errs, vp, "at most %d values in all expressions together",
+                           API_MAX_AFFINITY_VALUES);
+            return;
+        }
+        cJSON_ArrayForEach(val, v)
+        {
+            api_path_idx(fp, sizeof fp, vp, i);
+            if (!api_get_str(errs, fp, val, na->values[na->nvalues + i], sizeof na->values[0]))
+                ok = 0;
+            else if ((opi == API_OP_GT || opi == API_OP_LT) && !is_int64(na->values[na->nvalues + i])) {
+                api_errors_add(errs, fp, "must be an integer for operator %s, got \"%s\"", op,
+                               na->values[na->nvalues + i]);
+                ok = 0;
+            }
+            i++;
+        }
+    }
+    if (opi < 0)
+        return;
+    if ((opi == API_OP_IN || opi == API_OP_NOT_IN) && nvals == 0) {
+        api_errors_add(errs, vp, "required (at least one value) for operator %s", op);
+        ok = 0;
+    } else if ((opi == API_OP_EXISTS || opi == API_OP_DOES_NOT_EXIST) && nvals > 0) {
+        api_errors_add(errs, vp, "must be empty for operator %s", op);
+        ok = 0;
+    } else if ((opi == API_OP_GT || opi == API_OP_LT) && nvals != 1) {
+        api_errors_add(errs, vp, "must hold exactly one integer for operator %s, got %d values", op,
+                       nvals);
+        ok = 0;
+    }
+    if (!ok)
+        return;
+    e->op = (enum api_node_op)opi;
+    e->v0 = na->nvalues;
+    e->nvalues = nvals;
+    na->nvalues += nvals;
+    na->nexprs++;
+}
+
+/* spec.template.spec.affinity: the required node affinity terms (the rest is
+ * accepted and left to the pod). */
+static void decode_affinity(struct api_errors *errs, const cJSON *aff, struct api_node_affinity *na)
+{
+    static const char *const req_fields[] = {"nodeSelectorTerms", NULL};
+    static const char *const term_fields[] = {"matchExpressions", "matchFields", NULL};
+    static const char *const path =
+        "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+    char tp[API_ERR_PATH_MAX], p[API_ERR_PATH_MAX], xp[API_ERR_PATH_MAX];
+    const cJSON *nodeaff, *req, *terms, *t;
+    memset(na, 0, sizeof *na);
+    if (!api_expect_obj(errs, "spec.template.spec.affinity", aff))
+        return;
+    nodeaff = cJSON_GetObjectItemCaseSensitive(aff, "nodeAffinity");
+    if (!nodeaff || cJSON_IsNull(nodeaff))
+        return;
+    if (!api_expect_obj(errs, "spec.template.spec.affinity.nodeAffinity", nodeaff))
+        return;
+    req = cJSON_GetObjectItemCaseSensitive(nodeaff, "requiredDuringSchedulingIgnoredDuringExecution");
+    if (!req || cJSON_IsNull(req))
+        return;
+    if (!api_expect_obj(errs, path, req))
+        return;
+    api_check_fields(errs, path, req, req_fields);
+    api_path(tp, sizeof tp, path, "nodeSelectorTerms");
+    terms = cJSON_GetObjectItemCaseSensitive(req, "nodeSelectorTerms");
+    if (!terms) {
+        api_errors_add(errs, tp, "required");
+        return;
+    }
+    if (!api_expect_arr(errs, tp, terms))
+        return;
+    if (cJSON_GetArraySize(terms) == 0) {
+        api_errors_add(errs, tp, "must have at least one term");
+        return;
+    }
+    if (cJSON_GetArraySize(terms) > API_MAX_AFFINITY_TERMS) {
+        api_errors_add(errs, tp, "at most %d entries, got %d", API_MAX_AFFINITY_TERMS,
+                       cJSON_GetArraySize(terms));
+        return;
+    }
+    int i = 0;
+    cJSON_ArrayForEach(t, terms)
+    {
+        api_path_idx(p, sizeof p, tp, i++);
+        if (!api_expect_obj(errs, p, t))
+            continue;
+        api_check_fields(errs, p, t, term_fields);
+        int x0 = na->nexprs;
+        for (int f = 0; f < 2; f++) {
+            const char *name = term_fields[f];
+            const cJSON *arr = cJSON_GetObjectItemCaseSensitive(t, name), *x;
+            if (!arr || cJSON_IsNull(arr))
+                continue;
+            api_path(xp, sizeof xp, p, name);
+            if (!api_expect_arr(errs, xp, arr))
+                continue;
+            int k = 0;
+            cJSON_ArrayForEach(x, arr)
+            {
+                char ep[API_ERR_PATH_MAX];
+                api_path_idx(ep, sizeof ep, xp, k++);
+                decode_node_expr(errs, ep, x, f, na);
+            }
+        }
+        /* a term without expressions matches no node (as in Kubernetes) */
+        na->terms[na->nterms].x0 = x0;
+        na->terms[na->nterms].nexprs = na->nexprs - x0;
+        na->nterms++;
+    }
+}
+
 static void decode_template(struct api_errors *errs, const cJSON *tpl, struct api_gpujob_spec *sp)
 {
     const cJSON *ps, *cs, *c, *v;
@@ -265,6 +447,8 @@ static void decode_template(struct api_errors *errs, const cJSON *tpl, struct ap
                             &sp->nselector);
     if ((v = cJSON_GetObjectItemCaseSensitive(ps, "tolerations")))
         decode_tolerations(errs, "spec.template.spec.tolerations", v, sp);
+    if ((v = cJSON_GetObjectItemCaseSensitive(ps, "affinity")) && !cJSON_IsNull(v))
+        decode_affinity(errs, v, &sp->node_affinity);
 }
 
 static void decode_gpu(struct api_errors *errs, const cJSON *g, struct api_gpu *gpu)

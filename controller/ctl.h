@@ -304,6 +304,9 @@ struct ctl_jobview {
     int64_t enqueue_ms;
     int64_t arrival;
     const char *wait_reason;      /* waiting: ctl_wait_class_name of its class; else NULL */
+    /* waiting and it could not fit even an empty cluster: why, with the
+     * figures (condition Unschedulable=True); NULL or "" = it could */
+    const char *unschedulable;
 };
 
 /* Compute the status to write from prev (the object's current status, for

@@ -1170,21 +1170,8 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
         snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
-    } else if (j->job->template &&
-               cJSON_GetObjectItemCaseSensitive(
-                   cJSON_GetObjectItemCaseSensitive(
-                       cJSON_GetObjectItemCaseSensitive(
-                           cJSON_GetObjectItemCaseSensitive(j->job->template, "spec"), "affinity"),
-                       "nodeAffinity"),
-                   "requiredDuringSchedulingIgnoredDuringExecution")) {
-        /* The core honours nodeSelector but not node affinity terms; a pre-bound pod
-         * whose required node affinity refuses its node would be rejected by the
-         * kubelet, so hold the job with a condition instead of binding it. */
-        j->invalid_reason = "NodeAffinityUnsupported";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg),
-                 "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution "
-                 "is not supported; use spec.template.spec.nodeSelector, spec.pool or spec.gpu.types");
     }
+    /* required node affinity is decoded by api and placed by the core like nodeSelector */
 
     const struct rteam *bad_team;
     if (j->invalid_reason && (!strcmp(j->invalid_reason, "NoTeam") || !strcmp(j->invalid_reason, "UnknownTeam")) &&
@@ -1777,6 +1764,11 @@ static int run_sched(struct rc_ctx *r)
             j->memo->position = d->position;
             j->memo->gposition = ++gpos;
             gq_strlcpy(j->memo->reserved, d->reserved ? d->reserved : "", sizeof(j->memo->reserved));
+            const char *unsched = d->unschedulable && d->unschedulable_msg ? d->unschedulable_msg : "";
+            if (strcmp(j->memo->unsched_msg, unsched)) {
+                gq_strlcpy(j->memo->unsched_msg, unsched, sizeof(j->memo->unsched_msg));
+                job_touch(r, j);
+            }
         }
         if (rc)
             goto out;
@@ -1785,6 +1777,10 @@ static int run_sched(struct rc_ctx *r)
         struct cj *j = &r->jobs[s.job_in[k]];
         if (j->memo->wait_gen == 1) { /* no WAIT this time: no explanation */
             j->memo->wait_msg[0] = 0;
+            job_touch(r, j);
+        }
+        if (j->memo->wait_gen != 2 && j->memo->unsched_msg[0]) {
+            j->memo->unsched_msg[0] = 0;
             job_touch(r, j);
         }
         j->memo->wait_gen = 0;
@@ -1823,6 +1819,8 @@ static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq
                            (long long)v->enqueue_ms, (long long)v->arrival, (long long)j->job->meta.generation);
     for (int i = 0; !rc && i < j->pl.n; i++)
         rc = gq_buf_printf(b, "%s,", j->pl.rep[i].node);
+    if (!rc)
+        rc = gq_buf_printf(b, "|%s", v->unschedulable ? v->unschedulable : "");
     return rc;
 }
 
@@ -1881,7 +1879,8 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     struct ctl_jobview v = {j->state, msg, waiting ? pub->position : 0, j->row->preemptions,
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
-                            j->row->retries, j->row->enqueue_ms, j->row->arrival, reason};
+                            j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
+                            waiting && !j->invalid_reason ? j->memo->unsched_msg : NULL};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);

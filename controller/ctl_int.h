@@ -40,6 +40,7 @@ struct ctl_memo {
     int status_inflight;          /* a state transition being written (recomputed after) */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
     int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
+    char unsched_msg[SCHED_MSG_MAX]; /* last WAIT's unschedulable_msg ("" = fits an empty cluster) */
     int position;                 /* exact WAIT position of the last schedule in its Team's
                                    * queue (0 = none) */
     int gposition;                /* exact WAIT position of the last schedule across all

@@ -514,6 +514,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     int rc = 0;
     memset(s, 0, sizeof(*s));
     int nl = 0, nt = 0, nq = 0, nr = 0, ntol = 0, nsel = 0;
+    int naff_t = 0, naff_x = 0, naff_v = 0;
     for (int i = 0; i < in->nnodes; i++) {
         nl += cJSON_GetArraySize(obj_get(obj_get(in->nodes[i], "metadata"), "labels"));
         nt += cJSON_GetArraySize(obj_get(obj_get(in->nodes[i], "spec"), "taints"));
@@ -525,6 +526,9 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             nr += in->jobs[i].pl->n;
         ntol += in->jobs[i].job->spec.ntolerations;
         nsel += in->jobs[i].job->spec.nselector;
+        naff_t += in->jobs[i].job->spec.node_affinity.nterms;
+        naff_x += in->jobs[i].job->spec.node_affinity.nexprs;
+        naff_v += in->jobs[i].job->spec.node_affinity.nvalues;
     }
     s->nodes = calloc((size_t)in->nnodes + 1, sizeof(*s->nodes));
     s->gangq_milli = calloc((size_t)in->nnodes + 1, sizeof(*s->gangq_milli));
@@ -537,7 +541,16 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     s->job_in = calloc((size_t)in->njobs + 1, sizeof(*s->job_in));
     s->reps = calloc((size_t)nr + 1, sizeof(*s->reps));
     s->tols = calloc((size_t)ntol + 1, sizeof(*s->tols));
-    s->sels = calloc((size_t)nsel + 1, sizeof(*s->sels));
+    /* s->sels also holds, after the nsel selector entries, the jobs' node
+     * affinity: terms, then expressions, then value pointers (one block, one
+     * free; every element is pointer-aligned) */
+    size_t aff_off_t = ((size_t)nsel + 1) * sizeof(*s->sels);
+    size_t aff_off_x = aff_off_t + (size_t)naff_t * sizeof(struct sched_affinity_term);
+    size_t aff_off_v = aff_off_x + (size_t)naff_x * sizeof(struct sched_match_expr);
+    s->sels = calloc(1, aff_off_v + (size_t)naff_v * sizeof(const char *));
+    struct sched_affinity_term *aff_t = s->sels ? (void *)((char *)s->sels + aff_off_t) : NULL;
+    struct sched_match_expr *aff_x = s->sels ? (void *)((char *)s->sels + aff_off_x) : NULL;
+    const char **aff_v = s->sels ? (void *)((char *)s->sels + aff_off_v) : NULL;
     if (!s->nodes || !s->gangq_milli || !s->labels || !s->taints || !s->pools || !s->teams ||
         !s->quotas || !s->jobs || !s->job_in || !s->reps || !s->tols || !s->sels) {
         gq_errf(err, errlen, "snapshot: out of memory");
@@ -682,6 +695,26 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         for (int k = 0; k < sp->nselector; k++)
             s->sels[nsel++] = (struct sched_label){sp->node_selector[k].key, sp->node_selector[k].value};
         j->nnode_selector = sp->nselector;
+        /* template required node affinity: likewise (its strings: the api job's) */
+        const struct api_node_affinity *na = &sp->node_affinity;
+        j->affinity = na->nterms > 0 ? aff_t : NULL;
+        j->naffinity = na->nterms;
+        for (int t = 0; t < na->nterms; t++) {
+            aff_t->exprs = aff_x;
+            aff_t->nexprs = na->terms[t].nexprs;
+            for (int e = 0; e < na->terms[t].nexprs; e++) {
+                const struct api_node_expr *ax = &na->exprs[na->terms[t].x0 + e];
+                aff_x->key = ax->key;
+                aff_x->field = ax->field;
+                aff_x->op = (enum sched_match_op)ax->op; /* same order */
+                aff_x->values = aff_v;
+                aff_x->nvalues = ax->nvalues;
+                for (int v = 0; v < ax->nvalues; v++)
+                    *aff_v++ = na->values[ax->v0 + v];
+                aff_x++;
+            }
+            aff_t++;
+        }
         const struct sched_config *cfg = in->cfg;
         j->topo_required = sp->topology.required[0] ? sched_config_level(cfg, sp->topology.required) : -1;
         j->topo_preferred = sp->topology.preferred[0] ? sched_config_level(cfg, sp->topology.preferred) : -1;
@@ -852,6 +885,14 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
              admitted ? msg : "", now);
     add_cond(out, prev, "Running", s == STORE_RUNNING, s == STORE_RUNNING ? "PodsRunning" : "NotRunning",
              "", now);
+    /* a waiting job that could not fit even with every node empty says so
+     * with the figures; once it could, the condition turns False */
+    int waiting = s == STORE_QUEUED || s == STORE_PREEMPTED;
+    if (waiting && v->unschedulable && v->unschedulable[0])
+        add_cond(out, prev, "Unschedulable", 1, "ExceedsCluster", v->unschedulable, now);
+    else if (prev_cond(prev, "Unschedulable"))
+        add_cond(out, prev, "Unschedulable", 0, "FitsCluster",
+                 "the cluster has nodes that fit it when they are free", now);
     if (s == STORE_SUSPENDED)
         add_cond(out, prev, "Suspended", 1, "UserSuspended", "spec.suspend is true", now);
     if (s == STORE_PREEMPTED)

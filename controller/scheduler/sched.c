@@ -356,6 +356,29 @@ int cy_make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc)
     return 0;
 }
 
+/* A waiting job that found no place: could it fit with every node empty
+ * (all its acceptable types, whatever its quota allows)? */
+static int never_check(struct cy *cy, int jx, const struct place_ctx *pc)
+{
+    struct cy_job *cj = &cy->j[jx];
+    cj->never_msg = NULL;
+    if (cy->s->jobs[jx].state != SCHED_JOB_WAITING)
+        return 0;
+    struct place_ctx full;
+    if (pc->r.types != cj->r.types) {
+        int rc = cy_make_pc(cy, jx, cj->r.types, &full);
+        if (rc)
+            return rc;
+        pc = &full;
+    }
+    const char *m;
+    int rc = cy_never_fits(cy, pc, &m);
+    if (rc < 0)
+        return rc;
+    cj->never_msg = rc ? m : NULL;
+    return 0;
+}
+
 static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica *reps, int got)
 {
     struct sched_result_mem *m = cy->res->mem;
@@ -497,7 +520,9 @@ static int run(struct cy *cy)
                          got == 1 ? "" : "s");
                 rc = cy_wait_msg(cy, jx, NULL, 0, e);
             } else {
-                rc = cy_wait_msg(cy, jx, cy_key_message(cy, &pc), 1, NULL);
+                rc = never_check(cy, jx, &pc);
+                if (!rc)
+                    rc = cy_wait_msg(cy, jx, cy_key_message(cy, &pc), 1, NULL);
             }
             if (rc)
                 goto out;
@@ -571,6 +596,8 @@ static int run(struct cy *cy)
         } else {
             if (cy->reservations < cy->cfg->max_reservations)
                 rc = cy_reserve_for(cy, &pc);
+            if (!rc)
+                rc = never_check(cy, jx, &pc);
             if (rc)
                 goto out;
             rc = cy_wait_msg(cy, jx, nodes_part, 0, NULL);
@@ -603,6 +630,8 @@ static int run(struct cy *cy)
         d->message = cy->j[jx].msg;
         d->until = cy->j[jx].until;
         d->reserved = cy->j[jx].reserved;
+        d->unschedulable = cy->j[jx].never_msg != NULL;
+        d->unschedulable_msg = cy->j[jx].never_msg;
     }
     /* fix up replica pointers */
     for (size_t x = 0; x < cy->ndec; x++) {

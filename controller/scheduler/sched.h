@@ -93,6 +93,32 @@ int sched_config_level(const struct sched_config *c, const char *name);
 
 struct sched_label { const char *key; const char *value; };
 
+/* Required node affinity (Kubernetes nodeSelectorTerms). */
+enum sched_match_op {
+    SCHED_OP_IN = 0,         /* label present with one of values */
+    SCHED_OP_NOT_IN = 1,     /* label absent or not one of values */
+    SCHED_OP_EXISTS = 2,     /* label present (no values) */
+    SCHED_OP_DOES_NOT_EXIST = 3,
+    SCHED_OP_GT = 4,         /* label an integer greater than values[0] (an integer) */
+    SCHED_OP_LT = 5          /* label an integer less than values[0] */
+};
+
+/* One matchExpressions (field 0: key is a node label key) or matchFields
+ * (field 1: key is "metadata.name", op In or NotIn, compared with the node
+ * name) entry. values: caller-owned array of nvalues strings. */
+struct sched_match_expr {
+    const char *key;
+    int field;
+    enum sched_match_op op;
+    const char *const *values; int nvalues;
+};
+
+/* A node matches a term when it matches every expression of the term (a term
+ * without expressions matches no node, as in Kubernetes). */
+struct sched_affinity_term {
+    const struct sched_match_expr *exprs; int nexprs;
+};
+
 struct sched_taint {
     const char *key;
     const char *value; /* may be NULL */
@@ -241,6 +267,12 @@ struct sched_job {
      * claimed nodes whatever their priority. Ids not in the snapshot are
      * ignored. Appended. */
     const char *const *preempted_victims; int npreempted_victims;
+    /* Required node affinity (caller-owned, like node_selector): a node is
+     * eligible only when it matches at least one of the naffinity terms (and
+     * the node selector). naffinity 0 = no affinity. Nodes that match no term
+     * are never used for this job and count as "node affinity mismatch" in
+     * the explanation. Appended. */
+    const struct sched_affinity_term *affinity; int naffinity;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these
@@ -269,6 +301,8 @@ struct sched_decision {
     int for_job;      /* PREEMPT: the job it makes room for; WAIT/ADMIT: -1 */
     int position;     /* WAIT: 1-based position in its team's queue; else 0 */
     int nrep;         /* ADMIT: replicas placed */
+    int unschedulable; /* WAIT: could not fit even an empty cluster (see unschedulable_msg;
+                        * here it fills the padding before rep) */
     const struct sched_replica *rep; /* ADMIT: placement (result-owned) */
     const char *domain;  /* ADMIT: the tightest labelled domain, at or wider than the job's
                           * required (else preferred) level, holding every replica of this
@@ -285,6 +319,17 @@ struct sched_decision {
      * reserved_domain next cycle. The message ends "; reserves rack r1" /
      * "; reserves node n0" / "; reserves nodes n0,n1". Appended last. */
     const char *reserved;
+    /* WAIT of a job with every replica to place: unschedulable is 1 when it could not fit
+     * even with every node empty — the nodes its GPU types, GPU memory,
+     * pool, tolerations, node selector and node affinity allow (readiness
+     * and cordons ignored: they pass) hold fewer replicas than it needs, in
+     * any domain of its required level for a gang (distinct spread domains
+     * counted once), one for a non-gang job. Usage and quota are ignored.
+     * unschedulable_msg (result-owned, NULL when 0) gives the figures, e.g.
+     * "needs 16 GPUs (2x8) of H100 in one node; the largest eligible node
+     * has 8 GPUs and fits 1 of 2 replicas; 4 of 12 nodes eligible (8 node
+     * selector mismatch)". Appended last (the flag: unschedulable above). */
+    const char *unschedulable_msg;
 };
 
 struct sched_stats {

@@ -59,18 +59,117 @@ static int sel_match(const struct sched_node *sn, const struct sched_label *sel,
     return 1;
 }
 
+static int str_equal(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static int aff_equal(const struct sched_affinity_term *a, int na,
+                     const struct sched_affinity_term *b, int nb)
+{
+    if (na != nb)
+        return 0;
+    if (a == b)
+        return 1;
+    for (int t = 0; t < na; t++) {
+        if (a[t].nexprs != b[t].nexprs)
+            return 0;
+        for (int e = 0; e < a[t].nexprs; e++) {
+            const struct sched_match_expr *x = &a[t].exprs[e], *y = &b[t].exprs[e];
+            if (x->field != y->field || x->op != y->op || x->nvalues != y->nvalues ||
+                !str_equal(x->key, y->key))
+                return 0;
+            for (int v = 0; v < x->nvalues; v++)
+                if (!str_equal(x->values[v], y->values[v]))
+                    return 0;
+        }
+    }
+    return 1;
+}
+
+/* A whole decimal int64 (Kubernetes reads Gt/Lt operands and label values
+ * with strconv.ParseInt(s, 10, 64)); 0 when s is not one. */
+static int parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return 0;
+    const char *p = s;
+    int neg = 0;
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    if (!*p)
+        return 0;
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (lim - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+    return 1;
+}
+
+static int expr_match(const struct sched_node *sn, const struct sched_match_expr *x)
+{
+    const char *v = x->field ? sn->name : sc_label(sn, x->key);
+    int64_t a, b;
+    switch (x->op) {
+    case SCHED_OP_IN:
+    case SCHED_OP_NOT_IN: {
+        int in = 0;
+        for (int k = 0; v && !in && k < x->nvalues; k++)
+            in = str_equal(v, x->values[k]);
+        return x->op == SCHED_OP_IN ? in : !in;
+    }
+    case SCHED_OP_EXISTS: return v != NULL;
+    case SCHED_OP_DOES_NOT_EXIST: return v == NULL;
+    case SCHED_OP_GT:
+    case SCHED_OP_LT:
+        if (!v || x->nvalues != 1 || !parse_i64(v, &a) || !parse_i64(x->values[0], &b))
+            return 0;
+        return x->op == SCHED_OP_GT ? a > b : a < b;
+    }
+    return 0;
+}
+
+int cy_affinity_match(const struct sched_node *sn, const struct sched_affinity_term *aff,
+                      int naff)
+{
+    if (naff <= 0)
+        return 1;
+    for (int t = 0; t < naff; t++) {
+        int ok = aff[t].nexprs > 0;
+        for (int e = 0; ok && e < aff[t].nexprs; e++)
+            ok = expr_match(sn, &aff[t].exprs[e]);
+        if (ok)
+            return 1;
+    }
+    return 0;
+}
+
 int cy_static_reason(struct cy *cy, const struct sched_job *jb, const struct sc_req *r, int i)
 {
     const struct cy_node *n = &cy->n[i];
-    const struct sched_node *sn = &cy->s->nodes[i];
     if (n->excluded)
         return n->excluded;
+    return cy_shape_reason(cy, jb, r, i);
+}
+
+int cy_shape_reason(struct cy *cy, const struct sched_job *jb, const struct sc_req *r, int i)
+{
+    const struct cy_node *n = &cy->n[i];
+    const struct sched_node *sn = &cy->s->nodes[i];
     if (!cy_pool_access(cy, jb, n->pool))
         return R_POOL;
     if (sn->ntaints > 0 && !sc_tolerates(sn->taints, sn->ntaints, jb->tols, jb->ntols))
         return R_TAINT;
     if (jb->nnode_selector > 0 && !sel_match(sn, jb->node_selector, jb->nnode_selector))
         return R_SELECTOR;
+    if (jb->naffinity > 0 && !cy_affinity_match(sn, jb->affinity, jb->naffinity))
+        return R_AFFINITY;
     if (sc_is_gpu(r)) {
         if (n->c.ndev <= 0)
             return R_NOGPU;
@@ -93,7 +192,8 @@ int cy_skey_get(struct cy *cy, int jx, const struct sc_req *r)
         if (k->types == r->types && k->min_mem == r->min_mem_mib && k->pool == jb->pool &&
             k->cls == (int)jb->cls && k->gpu == gpu &&
             tols_equal(k->tols, k->ntols, jb->tols, jb->ntols) &&
-            sel_equal(k->sel, k->nsel, jb->node_selector, jb->nnode_selector))
+            sel_equal(k->sel, k->nsel, jb->node_selector, jb->nnode_selector) &&
+            aff_equal(k->aff, k->naff, jb->affinity, jb->naffinity))
             return i;
     }
     if (cy->nsk == cy->capsk) {
@@ -115,6 +215,8 @@ int cy_skey_get(struct cy *cy, int jx, const struct sc_req *r)
     k->ntols = jb->ntols;
     k->sel = jb->node_selector;
     k->nsel = jb->nnode_selector;
+    k->aff = jb->affinity;
+    k->naff = jb->naffinity;
     k->nodes = malloc((size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(int));
     if (!k->nodes)
         return GQ_ENOMEM;
@@ -438,6 +540,33 @@ int cy_build(struct cy *cy)
         for (int t = 0; t < jb->nnode_selector; t++)
             if (!jb->node_selector[t].key || !jb->node_selector[t].key[0])
                 return bad(cy, "job %s: node selector term %d has no key", jb->id, t);
+        if (jb->naffinity < 0 || (jb->naffinity > 0 && !jb->affinity))
+            return bad(cy, "job %s: bad node affinity (%d terms)", jb->id, jb->naffinity);
+        for (int t = 0; t < jb->naffinity; t++) {
+            const struct sched_affinity_term *at = &jb->affinity[t];
+            if (at->nexprs < 0 || (at->nexprs > 0 && !at->exprs))
+                return bad(cy, "job %s: node affinity term %d: bad expressions (%d)", jb->id, t,
+                           at->nexprs);
+            for (int e = 0; e < at->nexprs; e++) {
+                const struct sched_match_expr *mx = &at->exprs[e];
+                int64_t num;
+                if (!mx->key || !mx->key[0])
+                    return bad(cy, "job %s: node affinity term %d expression %d has no key", jb->id, t, e);
+                if (mx->nvalues < 0 || (mx->nvalues > 0 && !mx->values))
+                    return bad(cy, "job %s: node affinity term %d expression %d: bad values", jb->id, t, e);
+                for (int v = 0; v < mx->nvalues; v++)
+                    if (!mx->values[v])
+                        return bad(cy, "job %s: node affinity term %d expression %d: value %d is NULL",
+                                   jb->id, t, e, v);
+                if (mx->op < SCHED_OP_IN || mx->op > SCHED_OP_LT)
+                    return bad(cy, "job %s: node affinity term %d expression %d: operator %d unknown",
+                               jb->id, t, e, (int)mx->op);
+                if ((mx->op == SCHED_OP_GT || mx->op == SCHED_OP_LT) &&
+                    (mx->nvalues != 1 || !parse_i64(mx->values[0], &num)))
+                    return bad(cy, "job %s: node affinity term %d expression %d: Gt/Lt needs one integer",
+                               jb->id, t, e);
+            }
+        }
         if (req_from(cy, &jb->req, &cj->r) != 0)
             return bad(cy, "job %s: bad request (gpus %d)", jb->id, jb->req.gpus);
         cj->team = jb->team >= 0 ? jb->team : s->nteams;

@@ -31,6 +31,7 @@ enum {
     R_POOL,
     R_TAINT,
     R_SELECTOR,
+    R_AFFINITY,
     R_NOGPU,
     R_TYPE,
     R_GPUMEM,
@@ -119,16 +120,18 @@ struct cy_job {
     int32_t reserved_n;   /* nodes reserved */
     const char *msg;   /* WAIT message */
     int32_t pv_off, pv_n; /* its preempted_victims resolved (cy->pv), while it waits */
+    const char *never_msg; /* WAIT: why it could not fit an empty cluster (NULL: it could) */
 };
 
 /* static eligibility class: types, min memory, pool, class, tolerations,
- * node selector */
+ * node selector, node affinity */
 struct cy_skey {
     uint64_t types;
     int64_t min_mem;
-    int32_t pool, cls, ntols, gpu, nsel;
+    int32_t pool, cls, ntols, gpu, nsel, naff;
     const struct sched_toleration *tols;
     const struct sched_label *sel;
+    const struct sched_affinity_term *aff;
     int *nodes; /* statically eligible nodes, ascending */
     int nnodes;
 };
@@ -142,6 +145,8 @@ struct cy_key {
     int32_t failed;
     int32_t cursor; /* position in the static list of the first node that fitted */
     const char *msg;
+    int32_t never;  /* 0 not computed yet, 1 fits an empty cluster, 2 never fits */
+    const char *never_msg; /* result-owned, when never == 2 */
 };
 
 struct str_store {
@@ -237,6 +242,11 @@ int cy_make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc);
 
 /* sched_build.c */
 int cy_static_reason(struct cy *cy, const struct sched_job *jb, const struct sc_req *r, int i);
+/* The same without readiness and cordon (what an empty cluster would offer). */
+int cy_shape_reason(struct cy *cy, const struct sched_job *jb, const struct sc_req *r, int i);
+/* 1 when node sn matches at least one term (naff 0: always 1). */
+int cy_affinity_match(const struct sched_node *sn, const struct sched_affinity_term *aff,
+                      int naff);
 int cy_skey_get(struct cy *cy, int jx, const struct sc_req *r);
 int cy_key_get(struct cy *cy, const struct cy_key *probe);
 int cy_build(struct cy *cy);
@@ -267,6 +277,9 @@ double cy_team_share(const struct cy *cy, int t);
 
 /* sched_explain.c */
 const char *cy_key_message(struct cy *cy, struct place_ctx *pc);
+/* Could the job of pc fit with every node empty? Sets *msg (result-owned)
+ * when it could not. Returns 1 never fits, 0 fits, or a negative error. */
+int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg);
 int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked,
                 const char *extra);
 

@@ -63,6 +63,7 @@ static void reason_text(struct cy *cy, struct gq_buf *b, const struct place_ctx 
         break;
     case R_TAINT: gq_buf_puts(b, "taint not tolerated"); break;
     case R_SELECTOR: gq_buf_puts(b, "node selector mismatch"); break;
+    case R_AFFINITY: gq_buf_puts(b, "node affinity mismatch"); break;
     case R_NOGPU: gq_buf_puts(b, "no GPUs"); break;
     case R_TYPE:
         gq_buf_puts(b, "wrong GPU type (need ");
@@ -261,4 +262,181 @@ int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked
         return GQ_ENOMEM;
     cy->j[jx].msg = m;
     return 0;
+}
+
+/* ---------------- can it ever fit? ---------------- */
+
+/* What the job asks, in words: "16 GPUs (2x8) of T1|T2 in one node". */
+static void never_need_text(struct cy *cy, struct gq_buf *b, const struct place_ctx *pc)
+{
+    const struct sc_req *r = &pc->r;
+    const struct sched_job *jb = pc->jb;
+    int R = pc->gang ? pc->want : 1;
+    if (r->gpus > 0) {
+        gq_buf_printf(b, "needs %lld GPU%s", (long long)R * r->gpus, (long long)R * r->gpus == 1 ? "" : "s");
+        if (R > 1)
+            gq_buf_printf(b, " (%dx%d)", R, r->gpus);
+    } else if (r->milli > 0) {
+        if (R > 1)
+            gq_buf_printf(b, "needs %dx%dm GPU", R, r->milli);
+        else
+            gq_buf_printf(b, "needs %dm GPU", r->milli);
+    } else {
+        if (R > 1)
+            gq_buf_printf(b, "needs %dx%lldm cpu", R, (long long)r->cpu);
+        else
+            gq_buf_printf(b, "needs %lldm cpu", (long long)r->cpu);
+    }
+    if (sc_is_gpu(r) && jb->req.ntypes > 0) {
+        gq_buf_puts(b, " of ");
+        for (int i = 0; i < jb->req.ntypes; i++)
+            gq_buf_printf(b, "%s%s", i ? "|" : "", jb->req.types[i] ? jb->req.types[i] : "");
+    }
+    if (sc_is_gpu(r) && jb->req.min_gpu_mem_gib > 0)
+        gq_buf_printf(b, " with %d GiB GPU memory", jb->req.min_gpu_mem_gib);
+    if (!pc->gang && pc->want > 1)
+        gq_buf_puts(b, " for one replica");
+    if (pc->gang && pc->L >= 0)
+        gq_buf_printf(b, " in one %s", cy->cfg->levels[pc->L].name);
+    if (pc->gang && pc->S >= 0 && R > 1)
+        gq_buf_printf(b, " on distinct %s domains", cy->cfg->levels[pc->S].name);
+}
+
+/* Accumulates, over the nodes a job may use, what they hold with every
+ * device free: per domain of its level (per node for one replica). */
+struct never_acc {
+    int L, S, per_node, need, nd;
+    int64_t *cap, *gpus; /* per domain (nd); per_node: unused */
+    int *seen;           /* spread domain -> domain + 1 that took it */
+    int64_t best_cap, best_gpus; /* per_node: the best node so far */
+    int eligible;
+};
+
+/* Returns 1 once some domain holds the whole job (the job fits: stop). */
+static int never_add(struct cy *cy, const struct place_ctx *pc, struct never_acc *a, int i)
+{
+    const struct sched_node *sn = &cy->s->nodes[i];
+    struct sc_node e;
+    memset(&e, 0, sizeof(e));
+    e.type = cy->n[i].c.type;
+    e.ndev = cy->n[i].c.ndev;
+    e.gpu_mem_mib = cy->n[i].c.gpu_mem_mib;
+    e.cpu_free = sn->cpu_milli;
+    e.mem_free = sn->mem_bytes;
+    sc_recount(&e);
+    int c = sc_fit_count(&e, &pc->r, a->need);
+    a->eligible++;
+    if (a->per_node) {
+        if (c > a->best_cap || (c == a->best_cap && e.ndev > a->best_gpus)) {
+            a->best_cap = c;
+            a->best_gpus = e.ndev;
+        }
+        return a->best_cap >= a->need;
+    }
+    int d = a->L >= 0 ? cy_dom_of(cy, i, a->L) : 0;
+    a->gpus[d] += e.ndev;
+    if (c > 0 && a->S >= 0) {
+        int sd = cy_dom_of(cy, i, a->S);
+        c = a->seen[sd] == d + 1 ? 0 : 1; /* one replica per spread domain */
+        a->seen[sd] = d + 1;
+    }
+    a->cap[d] += c;
+    return a->cap[d] >= a->need;
+}
+
+int cy_never_fits(struct cy *cy, const struct place_ctx *pc, const char **msg)
+{
+    struct cy_key *k = pc->key >= 0 ? &cy->k[pc->key] : NULL;
+    *msg = NULL;
+    if (k && k->never) {
+        *msg = k->never_msg;
+        return k->never == 2;
+    }
+    /* gangs need every replica in one domain of the required level (all
+     * nodes when none); a non-gang job needs room for one replica; one
+     * replica's domain is a node (per_node), whatever the level */
+    struct never_acc a;
+    memset(&a, 0, sizeof(a));
+    a.L = pc->gang ? pc->L : -1;
+    a.S = pc->gang ? pc->S : -1;
+    a.need = pc->gang ? pc->want : 1;
+    a.per_node = a.need == 1;
+    a.nd = a.per_node ? 1 : a.L >= 0 ? GQ_MAX(cy->ndom[a.L], 1) : 1;
+    a.cap = calloc((size_t)a.nd, sizeof(*a.cap));
+    a.gpus = calloc((size_t)a.nd, sizeof(*a.gpus));
+    a.seen = a.S >= 0 ? calloc((size_t)GQ_MAX(cy->ndom[a.S], 1), sizeof(*a.seen)) : NULL;
+    if (!a.cap || !a.gpus || (a.S >= 0 && !a.seen)) {
+        free(a.cap);
+        free(a.gpus);
+        free(a.seen);
+        return GQ_ENOMEM;
+    }
+    /* the nodes it may use: its static class's list (ready, not cordoned)
+     * and the not-ready or cordoned nodes it would otherwise accept */
+    const struct cy_skey *sk = &cy->sk[pc->skey];
+    int fits = 0;
+    for (int x = 0; x < sk->nnodes && !fits; x++)
+        fits = never_add(cy, pc, &a, sk->nodes[x]);
+    for (int i = 0; i < cy->nn && !fits; i++)
+        if (cy->n[i].excluded && cy_shape_reason(cy, pc->jb, &pc->r, i) == R_OK)
+            fits = never_add(cy, pc, &a, i);
+    int best = 0;
+    for (int d = 1; d < a.nd; d++)
+        if (a.cap[d] > a.cap[best] || (a.cap[d] == a.cap[best] && a.gpus[d] > a.gpus[best]))
+            best = d;
+    int64_t best_cap = a.per_node ? a.best_cap : a.cap[best];
+    int64_t best_gpus = a.per_node ? a.best_gpus : a.gpus[best];
+    int eligible = a.eligible, need = a.need, L = a.L, per_node = a.per_node;
+    free(a.cap);
+    free(a.gpus);
+    free(a.seen);
+    int never = !fits; /* the figures are complete only then */
+    int rc = 0;
+    if (never) {
+        struct gq_buf b;
+        gq_buf_init(&b, SCHED_MSG_MAX);
+        never_need_text(cy, &b, pc);
+        if (eligible == 0) {
+            gq_buf_printf(&b, "; no node is eligible (%d node%s", cy->nn, cy->nn == 1 ? "" : "s");
+        } else {
+            if (per_node || L >= 0)
+                gq_buf_printf(&b, "; the largest eligible %s has ",
+                              per_node ? "node" : cy->cfg->levels[L].name);
+            else
+                gq_buf_puts(&b, "; the eligible nodes have ");
+            if (sc_is_gpu(&pc->r))
+                gq_buf_printf(&b, "%lld GPU%s and ", (long long)best_gpus, best_gpus == 1 ? "" : "s");
+            gq_buf_printf(&b, "fit%s %lld of %d replica%s; %d of %d node%s eligible",
+                          per_node || L >= 0 ? "s" : "", (long long)best_cap, need, need == 1 ? "" : "s",
+                          eligible, cy->nn, cy->nn == 1 ? "" : "s");
+        }
+        int count[R_COUNT] = {0}, used[R_COUNT] = {0}, first = 1;
+        for (int i = 0; i < cy->nn; i++)
+            count[cy_shape_reason(cy, pc->jb, &pc->r, i)]++;
+        for (;;) {
+            int w = -1;
+            for (int x = 1; x < R_COUNT; x++)
+                if (!used[x] && count[x] > 0 && (w < 0 || count[x] > count[w]))
+                    w = x;
+            if (w < 0)
+                break;
+            used[w] = 1;
+            gq_buf_printf(&b, "%s%d ", first ? (eligible == 0 ? ": " : " (") : ", ", count[w]);
+            reason_text(cy, &b, pc, w, NULL);
+            first = 0;
+        }
+        if (eligible == 0 || !first)
+            gq_buf_puts(&b, ")");
+        *msg = cy_res_str(cy, b.p ? b.p : "can never fit");
+        gq_buf_release(&b);
+        if (!*msg)
+            rc = GQ_ENOMEM;
+    }
+    if (rc)
+        return rc;
+    if (k) {
+        k->never = never ? 2 : 1;
+        k->never_msg = *msg;
+    }
+    return never;
 }

@@ -149,11 +149,13 @@ spec:
             nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [a100-01]}]}]
       containers: [{name: c, image: busybox}]
 YAML
-wait_jsonpath 20 "Queued False NodeAffinityUnsupported" -n research gpujob affine -o jsonpath='{.status.state} {.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}'
-assert_eq 0 "$(k -n research get pods -l gangq.io/job=affine -o name | wc -l)" "no pod bound for a job with required node affinity"
-assert_contains "$(k -n research describe gpujob affine)" "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution is not supported" "describe names the field"
+wait_jsonpath 20 Admitted -n research gpujob affine -o jsonpath='{.status.state}'
+wait_for 10 "affine pod created" bash -c "[ \$(kubectl -n research get pods -l gangq.io/job=affine -o name | wc -l) = 1 ]"
+pods=$(k -n research get pods -l gangq.io/job=affine -o json)
+assert_eq "a100-01 a100-01" "$(jq -r '.items[0] | "\(.spec.nodeName) \(.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0])"' <<<"$pods")" "bound to the node its required affinity names, affinity kept"
+assert_eq "" "$(k -n research get gpujob affine -o jsonpath='{.status.conditions[?(@.type=="Valid")].reason}')" "no Valid=False condition"
 k -n research delete gpujob affine --wait=false >/dev/null
-pass "required node affinity: held Queued with Valid=False NodeAffinityUnsupported, no pod bound"
+pass "required node affinity: admitted on the node it names, pod keeps its affinity"
 
 # A spec the schema accepts but the controller cannot use: Failed with the reason; fixed: queued.
 cat <<YAML | k apply -f - >/dev/null

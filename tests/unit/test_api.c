@@ -22,6 +22,13 @@
 #define TEAM(spec) "{'apiVersion':'gangq.io/v1alpha1','kind':'Team','metadata':{'name':'vision'},'spec':{" spec "}}"
 #define POOL(spec) "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUPool','metadata':{'name':'inference'},'spec':{" spec "}}"
 
+#define REQAFF "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+#define NSTERMS REQAFF ".nodeSelectorTerms"
+/* a CPU-only template whose required node affinity is raw / has these terms */
+#define AFFRAW(req) "'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}]," \
+                    "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':" req "}}}}"
+#define AFF(terms) AFFRAW("{'nodeSelectorTerms':[" terms "]}")
+
 enum kind { K_JOB, K_TEAM, K_POOL, K_PC };
 
 static char *dq(const char *s)
@@ -179,6 +186,57 @@ static const struct bad bad_cases[] = {
     {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
                 "'nodeSelector':{'pool':7}}}"),
      "spec.template.spec.nodeSelector.pool", "must be a string, got number"},
+    /* required node affinity */
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'In','values':['a']},"
+                    "{'key':'gen','operator':'Near','values':['1']}]}")),
+     NSTERMS "[0].matchExpressions[1].operator",
+     "unknown operator \"Near\"; known: In, NotIn, Exists, DoesNotExist, Gt, Lt"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'gen','operator':'Gt','values':['4.5']}]}")),
+     NSTERMS "[0].matchExpressions[0].values[0]", "must be an integer for operator Gt, got \"4.5\""},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'gen','operator':'Lt','values':['1','2']}]}")),
+     NSTERMS "[0].matchExpressions[0].values", "must hold exactly one integer for operator Lt, got 2 values"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'gen','operator':'Gt','values':['99999999999999999999']}]}")),
+     NSTERMS "[0].matchExpressions[0].values[0]",
+     "must be an integer for operator Gt, got \"99999999999999999999\""},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'In'}]}")),
+     NSTERMS "[0].matchExpressions[0].values", "required (at least one value) for operator In"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'NotIn','values':[]}]}")),
+     NSTERMS "[0].matchExpressions[0].values", "required (at least one value) for operator NotIn"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'Exists','values':['a']}]}")),
+     NSTERMS "[0].matchExpressions[0].values", "must be empty for operator Exists"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'operator':'Exists'}]}")),
+     NSTERMS "[0].matchExpressions[0].key", "required"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'bad key','operator':'Exists'}]}")),
+     NSTERMS "[0].matchExpressions[0].key", "invalid label key \"bad key\""},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone'}]}")),
+     NSTERMS "[0].matchExpressions[0].operator", "required"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'In','values':[1]}]}")),
+     NSTERMS "[0].matchExpressions[0].values[0]", "must be a string, got number"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'Exists','value':'a'}]}")),
+     NSTERMS "[0].matchExpressions[0].value", "unknown field"},
+    {K_JOB, JOB(AFF("{},{'matchFields':[{'key':'metadata.uid','operator':'In','values':['n1']}]}")),
+     NSTERMS "[1].matchFields[0].key", "unknown field \"metadata.uid\"; known: metadata.name"},
+    {K_JOB, JOB(AFF("{'matchFields':[{'key':'metadata.name','operator':'Exists'}]}")),
+     NSTERMS "[0].matchFields[0].operator", "unknown operator \"Exists\"; known: In, NotIn"},
+    {K_JOB, JOB(AFF("")), NSTERMS, "must have at least one term"},
+    {K_JOB, JOB(AFF("{},{},{},{},{},{},{},{},{}")), NSTERMS, "at most 8 entries, got 9"},
+    {K_JOB, JOB(AFF("'zone'")), NSTERMS "[0]", "must be an object, got string"},
+    {K_JOB, JOB(AFFRAW("{'nodeSelectorTerms':[{}],'nodeSelector':{}}")), REQAFF ".nodeSelector", "unknown field"},
+    {K_JOB, JOB(AFFRAW("{}")), NSTERMS, "required"},
+    {K_JOB, JOB(AFFRAW("[]")), REQAFF, "must be an object, got array"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'a','operator':'Exists'},{'key':'b','operator':'Exists'},"
+                    "{'key':'c','operator':'Exists'},{'key':'d','operator':'Exists'},{'key':'e','operator':'Exists'},"
+                    "{'key':'f','operator':'Exists'},{'key':'g','operator':'Exists'},{'key':'h','operator':'Exists'},"
+                    "{'key':'i','operator':'Exists'},{'key':'j','operator':'Exists'},{'key':'k','operator':'Exists'},"
+                    "{'key':'l','operator':'Exists'},{'key':'m','operator':'Exists'},{'key':'n','operator':'Exists'},"
+                    "{'key':'o','operator':'Exists'},{'key':'p','operator':'Exists'},{'key':'q','operator':'Exists'}]}")),
+     NSTERMS "[0].matchExpressions[16]", "at most 16 expressions in all terms together"},
+    {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'a','operator':'In','values':['1','2','3','4','5','6','7','8',"
+                    "'9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27',"
+                    "'28','29','30','31','32','33']}]}")),
+     NSTERMS "[0].matchExpressions[0].values", "at most 32 values in all expressions together"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],'affinity':[]}}"),
+     "spec.template.spec.affinity", "must be an object, got array"},
     /* object head and metadata */
     {K_JOB, "{'apiVersion':'gangq.io/v1alpha1','kind':'GPUJob','metadata':{'namespace':'ml'},'spec':{" TPL "}}",
      "metadata.name", "required"},
@@ -374,6 +432,63 @@ static void test_decode_fields(void **st)
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(copy.template, "metadata"),
                                                                 "labels"), "app")->valuestring, "x");
     api_gpujob_release(&copy);
+}
+
+/* Required node affinity: terms, expressions and values in order; the
+ * preferred part and pod (anti-)affinity are accepted and not decoded. */
+static void test_decode_affinity(void **st)
+{
+    (void)st;
+    struct api_gpujob job;
+    decode_job(JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+                   "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
+                   "{'matchExpressions':[{'key':'zone','operator':'In','values':['a','b']},"
+                   "{'key':'example.com/gen','operator':'Gt','values':['-3']}],"
+                   "'matchFields':[{'key':'metadata.name','operator':'NotIn','values':['n9']}]},"
+                   "{'matchExpressions':[{'key':'zone','operator':'DoesNotExist'}]},"
+                   "{}]},"
+                   "'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':1,'preference':"
+                   "{'matchExpressions':[{'key':'x','operator':'Bogus'}]}}]},"
+                   "'podAntiAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':[]}}}}"),
+               &job);
+    const struct api_node_affinity *na = &job.spec.node_affinity;
+    assert_int_equal(na->nterms, 3);
+    assert_int_equal(na->terms[0].x0, 0);
+    assert_int_equal(na->terms[0].nexprs, 3);
+    assert_int_equal(na->terms[1].x0, 3);
+    assert_int_equal(na->terms[1].nexprs, 1);
+    assert_int_equal(na->terms[2].nexprs, 0); /* matches no node */
+    assert_int_equal(na->nexprs, 4);
+    assert_string_equal(na->exprs[0].key, "zone");
+    assert_int_equal(na->exprs[0].op, API_OP_IN);
+    assert_int_equal(na->exprs[0].field, 0);
+    assert_int_equal(na->exprs[0].nvalues, 2);
+    assert_string_equal(na->values[na->exprs[0].v0 + 1], "b");
+    assert_int_equal(na->exprs[1].op, API_OP_GT);
+    assert_string_equal(na->values[na->exprs[1].v0], "-3");
+    assert_int_equal(na->exprs[2].field, 1);
+    assert_int_equal(na->exprs[2].op, API_OP_NOT_IN);
+    assert_string_equal(na->exprs[2].key, "metadata.name");
+    assert_string_equal(na->values[na->exprs[2].v0], "n9");
+    assert_int_equal(na->exprs[3].op, API_OP_DOES_NOT_EXIST);
+    assert_int_equal(na->exprs[3].nvalues, 0);
+    assert_int_equal(na->nvalues, 4);
+    api_gpujob_release(&job);
+    /* no affinity, only a preferred one, or a null required one: no terms */
+    static const char *const none[] = {
+        JOBT(""),
+        JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'affinity':{'nodeAffinity':{'preferredDuringSchedulingIgnoredDuringExecution':[]}}}}"),
+        JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':null}}}}"),
+        JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'affinity':{'podAffinity':{}}}}"),
+    };
+    for (size_t i = 0; i < GQ_ARRAY_LEN(none); i++) {
+        decode_job(none[i], &job);
+        assert_int_equal(job.spec.node_affinity.nterms, 0);
+        api_gpujob_release(&job);
+    }
 }
 
 static void test_defaults(void **st)
@@ -1025,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_team_pool_ok),
         cmocka_unit_test(test_status_encode),
         cmocka_unit_test(test_enums),
+        cmocka_unit_test(test_decode_affinity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -644,6 +644,50 @@ static const struct api_condition *cond(const struct api_gpujob_status *s, const
     return NULL;
 }
 
+/* A waiting job the core says could not fit an empty cluster: condition
+ * Unschedulable=True with the core's figures; once it could, False (kept,
+ * with a new transition time); never shown on a job that never had it. */
+static void test_status_unschedulable(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"big\",\"namespace\":\"ns1\"},\"spec\":{\"gpu\":{\"count\":16},"
+               "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t T0 = 1767225600000LL;
+    const char *nodes[1];
+    const char *why = "needs 16 GPUs; the largest eligible node has 8 GPUs and fits 0 of 1 replica; 2 of 2 nodes eligible";
+    struct api_gpujob_status plain, u, u2, f, adm;
+    struct ctl_jobview v = {STORE_QUEUED, "0/2 nodes fit 16 GPUs: 2 fewer than 16 free GPUs", 1, 0, "", "", 0, 0,
+                            NULL, NULL, 0, 0, 0, 0, "Nodes", ""};
+    ctl_status_compute(&job, NULL, &v, T0, nodes, 1, &plain);
+    assert_null(cond(&plain, "Unschedulable"));
+    v.unschedulable = why;
+    ctl_status_compute(&job, &plain, &v, T0 + 1000, nodes, 1, &u);
+    assert_non_null(cond(&u, "Unschedulable"));
+    assert_string_equal(cond(&u, "Unschedulable")->status, "True");
+    assert_string_equal(cond(&u, "Unschedulable")->reason, "ExceedsCluster");
+    assert_string_equal(cond(&u, "Unschedulable")->message, why);
+    assert_string_equal(cond(&u, "Unschedulable")->last_transition_time, "2026-01-01T00:00:01Z");
+    assert_int_equal(u.state, API_STATE_QUEUED); /* it still waits */
+    ctl_status_compute(&job, &u, &v, T0 + 5000, nodes, 1, &u2);
+    assert_string_equal(cond(&u2, "Unschedulable")->last_transition_time, "2026-01-01T00:00:01Z");
+    v.unschedulable = "";
+    ctl_status_compute(&job, &u2, &v, T0 + 9000, nodes, 1, &f);
+    assert_string_equal(cond(&f, "Unschedulable")->status, "False");
+    assert_string_equal(cond(&f, "Unschedulable")->reason, "FitsCluster");
+    assert_string_equal(cond(&f, "Unschedulable")->last_transition_time, "2026-01-01T00:00:09Z");
+    /* admitted: a leftover text is not shown as True */
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0, NULL, NULL, 1, 0, T0, 1, NULL, why};
+    ctl_status_compute(&job, &u2, &v, T0 + 9000, nodes, 1, &adm);
+    assert_string_equal(cond(&adm, "Unschedulable")->status, "False");
+    api_gpujob_release(&job);
+}
+
 static void test_status_compute(void **state)
 {
     (void)state;
@@ -659,7 +703,7 @@ static void test_status_compute(void **state)
     const char *nodes[4];
     struct api_gpujob_status q, a, r, r2, s;
 
-    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes"};
+    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes", NULL};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &q);
     assert_string_equal(q.wait_reason, "Nodes");
     assert_int_equal(q.state, API_STATE_QUEUED);
@@ -680,7 +724,7 @@ static void test_status_compute(void **state)
     gq_strlcpy(pl.domain, "rack-1", sizeof(pl.domain));
     assert_int_equal(ctl_placement_add(&pl, 0, "n1", 0xF), 0);
     assert_int_equal(ctl_placement_add(&pl, 1, "n2", 0xF), 0);
-    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes"};
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes", NULL};
     ctl_status_compute(&job, &q, &v, T0 + 1000, nodes, 4, &a);
     assert_string_equal(a.wait_reason, ""); /* not waiting: encoded null */
     assert_int_equal(a.state, API_STATE_ADMITTED);
@@ -724,7 +768,7 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&s, "Succeeded")->status, "True");
 
     v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL, 1, 0, 0, 0,
-                             "Waiting"};
+                             "Waiting", NULL};
     ctl_status_compute(&job, &r2, &v, T0 + 4000, nodes, 4, &s);
     assert_int_equal(s.state, API_STATE_PREEMPTED);
     assert_int_equal(s.preemptions, 2);
@@ -736,7 +780,7 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&s, "Preempted")->message, "lower priority");
 
     v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam", 0, 0, 0, 0,
-                             "Invalid"};
+                             "Invalid", NULL};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &s);
     assert_string_equal(s.wait_reason, "Invalid");
     assert_string_equal(cond(&s, "Valid")->status, "False");
@@ -802,7 +846,7 @@ static char *waiting_status(const struct api_gpujob *job, const struct ctl_waitp
     const char *nodes[1];
     struct api_gpujob_status st;
     struct ctl_jobview v = {state, p->msg, p->position, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0,
-                            ctl_wait_class_name(p->cls)};
+                            ctl_wait_class_name(p->cls), NULL};
     ctl_status_compute(job, NULL, &v, 1767225600000LL, nodes, 1, &st);
     cJSON *e = api_gpujob_status_encode(&st);
     assert_non_null(e);
@@ -931,7 +975,7 @@ static void test_wait_adopt(void **state)
     ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000);
     p.position = 4;
     struct ctl_jobview v = {STORE_QUEUED, p.msg, p.position, 0, "", "", 0, 0, NULL, NULL, 1, 0, T - 5000, 9,
-                            ctl_wait_class_name(p.cls)};
+                            ctl_wait_class_name(p.cls), NULL};
     struct api_gpujob_status written, back, again;
     ctl_status_compute(&job, NULL, &v, T, nodes, 1, &written);
     cJSON *w = api_gpujob_status_encode(&written);
@@ -1126,6 +1170,7 @@ int main(void)
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
         cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_pods_live), cmocka_unit_test(test_status_compute),
+        cmocka_unit_test(test_status_unschedulable),
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
