@@ -200,9 +200,9 @@ void ctl_pod_name(const char *job, const struct ctl_placement *p, const struct c
  * WORLD_SIZE, RANK, NODE_RANK, GANGQ_REPLICA_INDEX, GANGQ_REPLICA_COUNT,
  * GANGQ_MASTER_ADDR, GANGQ_MASTER_PORT, GANGQ_JOB_NAME). */
 extern const char *const ctl_rdv_vars[CTL_RDV_NVARS];
-/* 1 when job can name the headless Service and every replica's hostname
- * ("<job>-<replicas-1>" at most 63 characters), else 0 with the reason in
- * why (may be NULL). */
+/* 1 when job can name the headless Service and, when replicas > 1, every
+ * replica's hostname ("<job>-<replicas-1>" at most 63 characters), else 0
+ * with the reason in why (may be NULL). */
 int ctl_rdv_dns_ok(const char *job, int replicas, char *why, size_t whylen);
 /* Apply the rendezvous to a pod spec (the pod's "spec" object, modified in
  * place; strings copied): hostname/subdomain when replicas > 1 and

@@ -352,7 +352,9 @@ int ctl_rdv_dns_ok(const char *job, int replicas, char *why, size_t whylen)
             return 0;
         }
     }
-    int len = snprintf(last, sizeof(last), "-%d", replicas > 0 ? replicas - 1 : 0);
+    if (replicas <= 1)
+        return 1; /* the Service name only */
+    int len = snprintf(last, sizeof(last), "-%d", replicas - 1);
     if (len < 0 || n + (size_t)len > RDV_LABEL_MAX) {
         snprintf(why, whylen, "the hostname of the last replica (\"<job>%s\") would be %zu characters, "
                               "over %d", last, n + (size_t)(len > 0 ? len : 0), RDV_LABEL_MAX);
@@ -730,6 +732,9 @@ static void svc_get_cb(const struct kube_response *resp, void *ud)
                          "as it is and replica hostnames resolve only if it selects %s=%s", o->name,
                          CTL_LABEL_JOB, o->name);
                 svc_event(o, "Warning", "ServiceConflict", msg);
+            } else {
+                LOGA(o->c, GQ_LOG_INFO, "a service of the job's name is not the job's; not deleted",
+                     " job=%s service=%s", o->key, o->name);
             }
         } else if (!(want && !strcmp(ouid, uid)) && suid) {
             if (!kube_delete_rv_p(o->c->client, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb, o)) {
