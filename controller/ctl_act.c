@@ -620,7 +620,8 @@ static int pods_of_cb(const cJSON *o, void *ud)
  * failure is logged and Evented, never fatal to the job, and the pods are
  * created regardless). Created (critical lane, with the pods) at every
  * admission, 409 AlreadyExists looked at with a GET; deleted when the job is
- * gone or finished. Only a Service whose controller ownerReference names a
+ * gone (a finished job keeps it, like its finished pods, until it is deleted;
+ * its ownerReference lets the garbage collector delete it too). Only a Service whose controller ownerReference names a
  * GPUJob of the job's name is ever deleted (uid precondition), and one owned
  * by an earlier GPUJob of the same name is replaced. At most two creates per
  * chain of requests. */
@@ -642,24 +643,17 @@ static void svc_event(struct svc_op *o, const char *type, const char *reason, co
         ctl_act_event(o->c, job, type, reason, msg);
 }
 
-/* Whether the job should have its Service now: its GPUJob exists with more
- * than one replica and a usable name, and the store holds it under the same
- * uid, not finished. uid receives the GPUJob's uid. */
+/* Whether the job should have its Service now: its GPUJob exists (in the
+ * cache) with more than one replica and a usable name. uid receives its uid. */
 static int svc_wanted(struct svc_op *o, char *uid, size_t uidlen)
 {
-    char err[256];
-    struct store_job *row = NULL;
     const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
     const char *u = ctl_obj_str(job, "metadata", "uid");
     uid[0] = 0;
     if (!job || !u || job_replicas(job) < 2 || !ctl_rdv_dns_ok(o->name, job_replicas(job), NULL, 0))
         return 0;
     gq_strlcpy(uid, u, uidlen);
-    if (!o->c->st || store_job_get(o->c->st, o->key, &row, err, sizeof(err)))
-        return 0;
-    int want = !strcmp(row->uid, u) && row->state != STORE_SUCCEEDED && row->state != STORE_FAILED;
-    store_job_free(row);
-    return want;
+    return 1;
 }
 
 static void svc_post_cb(const struct kube_response *resp, void *ud)
@@ -799,8 +793,8 @@ static void svc_admit(struct gq_ctl *c, const cJSON *job, const char *key, const
         svc_post(o);
 }
 
-/* The job is gone or finished: its Service, if it is the job's, is deleted
- * (after a GET: only ours, and not one a newer GPUJob of the name holds). */
+/* The job is gone: its Service, if it is the job's, is deleted (after a GET:
+ * only ours, and not one a newer GPUJob of the name holds). */
 static void svc_release(struct gq_ctl *c, const char *key, const char *ns, const char *name)
 {
     struct svc_op *o;
@@ -882,8 +876,8 @@ static void act_delete(struct gq_ctl *c, struct op *o, int kind, const char *ns,
         row = NULL;
     if (row && (row->state == STORE_ADMITTED || row->state == STORE_RUNNING))
         ctl_placement_parse(row->placement, &pl, err, sizeof(err));
-    /* the job is gone (no row) or finished: its headless Service goes too */
-    if (kind == STORE_INTENT_DELETE && (!row || row->state == STORE_SUCCEEDED || row->state == STORE_FAILED))
+    /* the job is gone (its row too): its headless Service goes as well */
+    if (kind == STORE_INTENT_DELETE && !row)
         svc_release(c, o->key, ns, name);
     struct pod_list l = {ns, name, NULL, 0, 0};
     kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), pods_of_cb, &l);

@@ -7,7 +7,7 @@
 # deleting the job deletes the Service (by the controller: no garbage collector runs here).
 # Also: a single-replica job gets the environment (MASTER_ADDR=localhost) and no Service; a
 # job name too long for replica hostnames gets neither (a Warning Event says why) but still
-# RANK/WORLD_SIZE; a finished job's Service is deleted; a Service of the job's name that is not
+# RANK/WORLD_SIZE; a finished job keeps its Service until it is deleted; a Service of the job's name that is not
 # gangq's is left alone (Warning Event); spec.masterPort sets the port.
 . "$(dirname "$0")/lib.sh"
 
@@ -162,8 +162,10 @@ assert_eq "MASTER_PORT=23456 GANGQ_MASTER_PORT=23456" \
   "$(k -n rz get pod done-1-1 -o json | jq -r '.spec.containers[0].env | map(select(.name | test("MASTER_PORT"))) | map("\(.name)=\(.value)") | join(" ")')" "spec.masterPort"
 fakelet succeed rz -l gangq.io/job=done >/dev/null
 wait_jsonpath 30 Succeeded -n rz gpujob done -o jsonpath='{.status.state}'
+assert_eq "$(k -n rz get gpujob done -o jsonpath='{.metadata.uid}')" "$(k -n rz get service done -o jsonpath='{.metadata.ownerReferences[0].uid}')" "a finished job keeps its Service"
+k -n rz delete gpujob done --wait=false >/dev/null
 wait_for 30 "Service done deleted" bash -c "! kubectl -n rz get service done >/dev/null 2>&1"
-pass "spec.masterPort 23456 in MASTER_PORT; Succeeded: its Service deleted"
+pass "spec.masterPort 23456 in MASTER_PORT; Succeeded: Service kept (like the finished pods), deleted with the job"
 wait_jsonpath 30 Running -n rz gpujob web -o jsonpath='{.status.state}'
 wait_for 20 "ServiceConflict event" bash -c "kubectl -n rz get events --field-selector involvedObject.name=web,reason=ServiceConflict -o name | grep -q ."
 svc=$(k -n rz get service web -o json)
