@@ -618,13 +618,16 @@ static int pods_of_cb(const cJSON *o, void *ud)
 /* The Service of a multi-replica job (ctl_rdv_service) is kept in step with
  * the job outside the intents: its requests never hold an intent pending (a
  * failure is logged and Evented, never fatal to the job, and the pods are
- * created regardless). Created (critical lane, with the pods) at every
- * admission, 409 AlreadyExists looked at with a GET; deleted when the job is
- * gone (a finished job keeps it, like its finished pods, until it is deleted;
- * its ownerReference lets the garbage collector delete it too). Only a Service whose controller ownerReference names a
- * GPUJob of the job's name is ever deleted (uid precondition), and one owned
- * by an earlier GPUJob of the same name is replaced. At most two creates per
- * chain of requests. */
+ * created regardless; the next admission tries again). Created (critical
+ * lane, just before the pods) at every admission, a 409 AlreadyExists looked
+ * at with a GET; deleted when the job is gone (its DELETE intent finds no
+ * store row: one GET per deleted job). A finished job keeps it, like its
+ * finished pods, until the GPUJob is deleted; its ownerReference lets the
+ * garbage collector delete it too. Only a Service whose controller
+ * ownerReference names a GPUJob of the job's name is ever deleted (uid
+ * precondition); one owned by an earlier GPUJob of the same name is replaced;
+ * any other Service of that name is left alone (Warning ServiceConflict). At
+ * most two creates per chain of requests. */
 struct svc_op {
     struct gq_ctl *c;
     int creates; /* creates sent */
