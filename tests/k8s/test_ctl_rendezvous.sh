@@ -8,7 +8,8 @@
 # Also: a single-replica job gets the environment (MASTER_ADDR=localhost) and no Service; a
 # job name too long for replica hostnames gets neither (a Warning Event says why) but still
 # RANK/WORLD_SIZE; a finished job keeps its Service until it is deleted; a Service of the job's name that is not
-# gangq's is left alone (Warning Event); spec.masterPort sets the port.
+# gangq's is left alone (Warning Event), one an earlier GPUJob of the same name owned is
+# replaced; spec.masterPort sets the port.
 . "$(dirname "$0")/lib.sh"
 
 for i in 1 2 3 4 5; do
@@ -147,6 +148,22 @@ spec:
   gpu: {count: 1}
   template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}
 ---
+apiVersion: v1
+kind: Service
+metadata:
+  name: stale
+  namespace: rz
+  ownerReferences: [{apiVersion: gangq.io/v1alpha1, kind: GPUJob, name: stale, uid: 00000000-0000-0000-0000-0000000000aa, controller: true}]
+spec: {clusterIP: None, selector: {gangq.io/job: stale}}
+---
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: stale, namespace: rz}
+spec:
+  replicas: 2
+  gpu: {count: 1}
+  template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}
+---
 apiVersion: gangq.io/v1alpha1
 kind: GPUJob
 metadata: {name: done, namespace: rz}
@@ -170,6 +187,10 @@ wait_jsonpath 30 Running -n rz gpujob web -o jsonpath='{.status.state}'
 wait_for 20 "ServiceConflict event" bash -c "kubectl -n rz get events --field-selector involvedObject.name=web,reason=ServiceConflict -o name | grep -q ."
 svc=$(k -n rz get service web -o json)
 assert_eq "web null" "$(jq -r '"\(.spec.selector.app) \(.metadata.ownerReferences)"' <<<"$svc")" "foreign Service untouched"
+wait_jsonpath 30 Running -n rz gpujob stale -o jsonpath='{.status.state}'
+stale_uid=$(k -n rz get gpujob stale -o jsonpath='{.metadata.uid}')
+wait_jsonpath 30 "$stale_uid true" -n rz service stale -o jsonpath='{.metadata.ownerReferences[0].uid} {.spec.publishNotReadyAddresses}'
+pass "a Service left by an earlier GPUJob of the same name (owner uid ...00aa): replaced by one owned by the new job"
 k -n rz delete gpujob web --wait=false >/dev/null
 wait_for 30 "the release looked at web's Service" bash -c "grep 'not the job.s; not deleted' '$GQ_TEST_TMP/controller.log' | grep -q 'job=rz/web'"
 assert_ok "foreign Service kept after the job is deleted" k -n rz get service web
