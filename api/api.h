@@ -216,6 +216,8 @@ struct api_gpujob_spec {
     struct api_topology topology;
     char pool[API_NAME_MAX];      /* "" = pools home to the class */
     int suspend;
+    int32_t master_port;          /* spec.masterPort (1..65535): the replicas' MASTER_PORT;
+                                   * 0 = not given (the controller's default, 29500) */
     /* From spec.template.spec: per-replica requests = max(sum of containers,
      * max of initContainers), a container's request falling back to its limit. */
     int64_t cpu_milli;

@@ -504,7 +504,7 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
 {
     static const char *const fields[] = {"team", "class", "priorityClassName", "priority",
                                          "preemptible", "replicas", "gang", "gpu", "topology",
-                                         "pool", "suspend", "template", NULL};
+                                         "pool", "suspend", "masterPort", "template", NULL};
     const cJSON *spec, *v;
     struct api_gpujob_spec *sp;
     int before = errs->n + errs->dropped;
@@ -539,6 +539,12 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
         api_get_int(errs, "spec.replicas", v, 1, API_REPLICAS_MAX, &sp->replicas);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "suspend")))
         api_get_bool(errs, "spec.suspend", v, &sp->suspend);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "masterPort")) &&
+        api_get_int(errs, "spec.masterPort", v, 1, 65535, &sp->master_port) &&
+        (sp->master_port < 1 || sp->master_port > 65535)) {
+        api_errors_add(errs, "spec.masterPort", "must be 1..65535, got %d", sp->master_port);
+        sp->master_port = 0; /* 0 = not given */
+    }
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")))
         api_get_str(errs, "spec.pool", v, sp->pool, sizeof sp->pool);
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "gpu")))

@@ -179,6 +179,43 @@ void ctl_placement_remove(struct ctl_placement *p, int replica);
 void ctl_pod_name(const char *job, const struct ctl_placement *p, const struct ctl_prep *r,
                   char *out, size_t len);
 
+/* ------------------------------------------------------------ rendezvous */
+
+/* What a job's replicas need to find each other (ctl_act.c), as JobSet and
+ * Volcano's svc plugin give: a multi-replica job (replicas > 1) gets a
+ * headless Service named after the job (selector CTL_LABEL_JOB=<job>,
+ * publishNotReadyAddresses, owned by the GPUJob), and replica i's pod gets
+ * spec.hostname "<job>-<i>" and spec.subdomain "<job>", so it is
+ * "<job>-<i>.<job>.<ns>.svc" whatever the attempt in its pod name. Every
+ * container and init container gets CTL_RDV_NVARS variables (torchrun's names
+ * and gangq's own); a variable the template's container already sets in env is
+ * never replaced. A single-replica job gets the variables (MASTER_ADDR
+ * "localhost", WORLD_SIZE 1, RANK 0) and no Service. A job name that cannot
+ * name the Service (not a DNS-1035 label) or whose last replica's hostname
+ * would pass 63 characters gets no Service, no hostname and no MASTER_ADDR
+ * (the other variables still). */
+#define CTL_RDV_PORT_DEFAULT 29500
+#define CTL_RDV_NVARS 10
+/* Variable names in the order they are added (MASTER_ADDR, MASTER_PORT,
+ * WORLD_SIZE, RANK, NODE_RANK, GANGQ_REPLICA_INDEX, GANGQ_REPLICA_COUNT,
+ * GANGQ_MASTER_ADDR, GANGQ_MASTER_PORT, GANGQ_JOB_NAME). */
+extern const char *const ctl_rdv_vars[CTL_RDV_NVARS];
+/* 1 when job can name the headless Service and, when replicas > 1, every
+ * replica's hostname ("<job>-<replicas-1>" at most 63 characters), else 0
+ * with the reason in why (may be NULL). */
+int ctl_rdv_dns_ok(const char *job, int replicas, char *why, size_t whylen);
+/* Apply the rendezvous to a pod spec (the pod's "spec" object, modified in
+ * place; strings copied): hostname/subdomain when replicas > 1 and
+ * ctl_rdv_dns_ok, and the variables in every object of "containers" and
+ * "initContainers" (an "env" that is not an array leaves that container as it
+ * is). port: the master port. 0 or GQ_ENOMEM. */
+int ctl_rdv_apply(cJSON *pspec, const char *ns, const char *job, int replica, int replicas, int port);
+/* The job's headless Service (caller owns; NULL on allocation failure). */
+cJSON *ctl_rdv_service(const char *ns, const char *job, const char *uid);
+/* The master port of a GPUJob object: spec.masterPort when a number in
+ * 1..65535, else CTL_RDV_PORT_DEFAULT. */
+int ctl_rdv_port(const cJSON *job);
+
 /* ------------------------------------------------------------ objects */
 
 /* Label value of a Kubernetes object (NULL when absent). */

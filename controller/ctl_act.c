@@ -7,6 +7,10 @@
  * on delete count as done), otherwise it stays pending and is retried by a
  * later reconcile.
  *
+ * A multi-replica job also gets its headless Service, and every pod its
+ * rendezvous (hostname, subdomain, environment: ctl.h "rendezvous"); the
+ * Service's requests are outside the intents and never fail one.
+ *
  * Lanes (kube.h "Request priorities"): pod creates and deletes and status
  * patches that change status.state are critical; other status patches and
  * Events are low (cosmetic: bounded, coalesced per object, dropped first).
@@ -313,6 +317,181 @@ static cJSON *obj_child(cJSON *parent, const char *k)
     return cJSON_AddObjectToObject(parent, k);
 }
 
+/* ------------------------------------------------------------ rendezvous */
+
+const char *const ctl_rdv_vars[CTL_RDV_NVARS] = {
+    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "GANGQ_REPLICA_INDEX",
+    "GANGQ_REPLICA_COUNT", "GANGQ_MASTER_ADDR", "GANGQ_MASTER_PORT", "GANGQ_JOB_NAME",
+};
+
+#define RDV_LABEL_MAX 63
+
+int ctl_rdv_dns_ok(const char *job, int replicas, char *why, size_t whylen)
+{
+    size_t n = job ? strlen(job) : 0;
+    char last[24];
+    if (!why || !whylen) {
+        why = last; /* scratch: the reason is not wanted */
+        whylen = sizeof(last);
+    }
+    why[0] = 0;
+    if (!n || n > RDV_LABEL_MAX) {
+        snprintf(why, whylen, "the job name is %zu characters; a Service name is 1-%d", n, RDV_LABEL_MAX);
+        return 0;
+    }
+    if (job[0] < 'a' || job[0] > 'z' || job[n - 1] == '-') {
+        snprintf(why, whylen, "the job name is not a DNS-1035 label (a Service name starts with a "
+                              "lowercase letter and ends with a letter or digit)");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = job[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) {
+            snprintf(why, whylen, "the job name is not a DNS-1035 label ('%c' at %zu; a Service name "
+                                  "holds lowercase letters, digits and '-')", ch, i);
+            return 0;
+        }
+    }
+    if (replicas <= 1)
+        return 1; /* the Service name only */
+    int len = snprintf(last, sizeof(last), "-%d", replicas - 1);
+    if (len < 0 || n + (size_t)len > RDV_LABEL_MAX) {
+        snprintf(why, whylen, "the hostname of the last replica (\"<job>%s\") would be %zu characters, "
+                              "over %d", last, n + (size_t)(len > 0 ? len : 0), RDV_LABEL_MAX);
+        return 0;
+    }
+    return 1;
+}
+
+int ctl_rdv_port(const cJSON *job)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
+                                                      "masterPort");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65535)
+        return (int)v->valuedouble;
+    return CTL_RDV_PORT_DEFAULT;
+}
+
+/* Append {name, value} to env unless an entry already has that name. */
+static int env_add(cJSON *env, const char *name, const char *value)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, env)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(n) && n->valuestring && !strcmp(n->valuestring, name))
+            return 0; /* the template's own */
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "name", name) || !cJSON_AddStringToObject(o, "value", value) ||
+        !cJSON_AddItemToArray(env, o)) {
+        cJSON_Delete(o);
+        return GQ_ENOMEM;
+    }
+    return 0;
+}
+
+static int env_add_all(cJSON *containers, const char *const *vals)
+{
+    cJSON *ct;
+    if (!cJSON_IsArray(containers))
+        return 0;
+    cJSON_ArrayForEach(ct, containers)
+    {
+        if (!cJSON_IsObject(ct))
+            continue;
+        cJSON *env = cJSON_GetObjectItemCaseSensitive(ct, "env");
+        if (!env || cJSON_IsNull(env)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(ct, "env");
+            if (!(env = cJSON_AddArrayToObject(ct, "env")))
+                return GQ_ENOMEM;
+        }
+        if (!cJSON_IsArray(env))
+            continue; /* not a pod's env: the API server answers for it */
+        for (int i = 0; i < CTL_RDV_NVARS; i++)
+            if (vals[i] && env_add(env, ctl_rdv_vars[i], vals[i]))
+                return GQ_ENOMEM;
+    }
+    return 0;
+}
+
+int ctl_rdv_apply(cJSON *pspec, const char *ns, const char *job, int replica, int replicas, int port)
+{
+    char master[RDV_LABEL_MAX * 2 + API_NS_MAX + 16], host[RDV_LABEL_MAX + 1];
+    char sport[16], sworld[16], srank[16];
+    int dns = replicas > 1 && ctl_rdv_dns_ok(job, replicas, NULL, 0);
+    if (replicas > 1 && dns) {
+        snprintf(host, sizeof(host), "%s-%d", job, replica);
+        snprintf(master, sizeof(master), "%s-0.%s.%s.svc", job, job, ns ? ns : "default");
+        if (set_str(pspec, "hostname", host) || set_str(pspec, "subdomain", job))
+            return GQ_ENOMEM;
+    } else {
+        gq_strlcpy(master, "localhost", sizeof(master));
+    }
+    snprintf(sport, sizeof(sport), "%d", port);
+    snprintf(sworld, sizeof(sworld), "%d", replicas > 0 ? replicas : 1);
+    snprintf(srank, sizeof(srank), "%d", replica);
+    const char *maddr = replicas > 1 && !dns ? NULL : master; /* no stable name to give */
+    const char *vals[CTL_RDV_NVARS] = {maddr, sport, sworld, srank, srank, srank, sworld, maddr, sport, job};
+    int rc = env_add_all(cJSON_GetObjectItemCaseSensitive(pspec, "containers"), vals);
+    if (!rc)
+        rc = env_add_all(cJSON_GetObjectItemCaseSensitive(pspec, "initContainers"), vals);
+    return rc;
+}
+
+/* spec.replicas of a GPUJob object (1 when absent or not a number). */
+static int job_replicas(const cJSON *job)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
+                                                      "replicas");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= API_REPLICAS_MAX)
+        return (int)v->valuedouble;
+    return 1;
+}
+
+/* An ownerReferences array naming the GPUJob as controller. Caller owns. */
+static cJSON *owner_refs(const char *name, const char *uid)
+{
+    cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
+    if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
+        cJSON_Delete(refs);
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    if (set_str(ref, "apiVersion", API_GROUP_VERSION) || set_str(ref, "kind", "GPUJob") ||
+        set_str(ref, "name", name) || set_str(ref, "uid", uid ? uid : "") ||
+        !cJSON_AddTrueToObject(ref, "controller") || !cJSON_AddTrueToObject(ref, "blockOwnerDeletion")) {
+        cJSON_Delete(refs);
+        return NULL;
+    }
+    return refs;
+}
+
+cJSON *ctl_rdv_service(const char *ns, const char *job, const char *uid)
+{
+    cJSON *svc = cJSON_CreateObject();
+    cJSON *meta = svc ? cJSON_AddObjectToObject(svc, "metadata") : NULL;
+    cJSON *labels = meta ? cJSON_AddObjectToObject(meta, "labels") : NULL;
+    cJSON *spec = svc ? cJSON_AddObjectToObject(svc, "spec") : NULL;
+    cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;
+    cJSON *refs = owner_refs(job, uid);
+    int ok = svc && meta && labels && spec && sel && refs && !set_str(svc, "apiVersion", "v1") &&
+             !set_str(svc, "kind", "Service") && !set_str(meta, "name", job) &&
+             !set_str(meta, "namespace", ns) && !set_str(labels, CTL_LABEL_JOB, job) &&
+             !set_str(spec, "clusterIP", "None") && !set_str(sel, CTL_LABEL_JOB, job) &&
+             cJSON_AddTrueToObject(spec, "publishNotReadyAddresses");
+    if (ok && !cJSON_AddItemToObject(meta, "ownerReferences", refs))
+        ok = 0;
+    else if (ok)
+        refs = NULL;
+    cJSON_Delete(refs);
+    if (!ok) {
+        cJSON_Delete(svc);
+        return NULL;
+    }
+    return svc;
+}
+
 /* Build the pod for one replica from the template made gangq's
  * (api_pod_template_sanitize: no gangq.io/ labels or annotations of the
  * user's, no finalizers, grace capped at max_grace_s). Caller owns the result. */
@@ -371,26 +550,16 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
         }
     }
     if (ok) {
-        cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
-        ok = refs && ref && cJSON_AddItemToArray(refs, ref);
-        if (!ok) {
+        cJSON *refs = owner_refs(name, uid);
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
+        if (!refs || !cJSON_AddItemToObject(meta, "ownerReferences", refs)) {
             cJSON_Delete(refs);
-            if (!refs)
-                cJSON_Delete(ref);
-        } else {
-            ok = !set_str(ref, "apiVersion", API_GROUP_VERSION) && !set_str(ref, "kind", "GPUJob") &&
-                 !set_str(ref, "name", name) && !set_str(ref, "uid", uid ? uid : "") &&
-                 cJSON_AddTrueToObject(ref, "controller") &&
-                 cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
-            cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
-            if (!cJSON_AddItemToObject(meta, "ownerReferences", refs)) {
-                cJSON_Delete(refs);
-                ok = 0;
-            }
+            ok = 0;
         }
     }
     if (ok) {
-        ok = !set_str(pspec, "nodeName", p->node);
+        ok = !set_str(pspec, "nodeName", p->node) &&
+             !ctl_rdv_apply(pspec, ns, name, p->replica, job_replicas(job), ctl_rdv_port(job));
         cJSON *cs = cJSON_GetObjectItemCaseSensitive(pspec, "containers");
         cJSON *c0 = cJSON_GetArrayItem(cs, 0);
         if (ok && c0 && count > 0) {
@@ -444,6 +613,199 @@ static int pods_of_cb(const cJSON *o, void *ud)
     return 0;
 }
 
+/* ------------------------------------------------------------ headless Service */
+
+/* The Service of a multi-replica job (ctl_rdv_service) is kept in step with
+ * the job outside the intents: its requests never hold an intent pending (a
+ * failure is logged and Evented, never fatal to the job, and the pods are
+ * created regardless; the next admission tries again). Created (critical
+ * lane, just before the pods) at every admission, a 409 AlreadyExists looked
+ * at with a GET; deleted when the job is gone (its DELETE intent finds no
+ * store row: one GET per deleted job). A finished job keeps it, like its
+ * finished pods, until the GPUJob is deleted; its ownerReference lets the
+ * garbage collector delete it too. Only a Service whose controller
+ * ownerReference names a GPUJob of the job's name is ever deleted (uid
+ * precondition); one owned by an earlier GPUJob of the same name is replaced;
+ * any other Service of that name is left alone (Warning ServiceConflict). At
+ * most two creates per chain of requests. */
+struct svc_op {
+    struct gq_ctl *c;
+    int creates; /* creates sent */
+    char key[CTL_KEY_MAX];
+    char ns[API_NS_MAX], name[API_NAME_MAX];
+    char path[CTL_PATH_MAX], coll[CTL_PATH_MAX];
+};
+
+static void svc_post(struct svc_op *o);
+static void svc_get(struct svc_op *o);
+
+static void svc_event(struct svc_op *o, const char *type, const char *reason, const char *msg)
+{
+    const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
+    if (job)
+        ctl_act_event(o->c, job, type, reason, msg);
+}
+
+/* Whether the job should have its Service now: its GPUJob exists (in the
+ * cache) with more than one replica and a usable name. uid receives its uid. */
+static int svc_wanted(struct svc_op *o, char *uid, size_t uidlen)
+{
+    const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
+    const char *u = ctl_obj_str(job, "metadata", "uid");
+    uid[0] = 0;
+    if (!job || !u || job_replicas(job) < 2 || !ctl_rdv_dns_ok(o->name, job_replicas(job), NULL, 0))
+        return 0;
+    gq_strlcpy(uid, u, uidlen);
+    return 1;
+}
+
+static void svc_post_cb(const struct kube_response *resp, void *ud)
+{
+    struct svc_op *o = ud;
+    char msg[1024];
+    if (resp->rc == GQ_OK) {
+        LOGA(o->c, GQ_LOG_INFO, "headless service created", " job=%s service=%s", o->key, o->name);
+    } else if (resp->rc == GQ_ECONFLICT) {
+        svc_get(o); /* exists: whose? */
+        return;
+    } else {
+        LOGA(o->c, GQ_LOG_WARN, "headless service not created; replicas may not resolve each other",
+             " job=%s status=%ld err=\"%s\"", o->key, resp->status, resp->errmsg);
+        snprintf(msg, sizeof(msg), "headless Service %s not created (HTTP %ld: %s); replica hostnames "
+                 "will not resolve until the job is admitted again", o->name, resp->status, resp->errmsg);
+        svc_event(o, "Warning", "ServiceFailed", msg);
+    }
+    free(o);
+}
+
+static void svc_delete_cb(const struct kube_response *resp, void *ud)
+{
+    struct svc_op *o = ud;
+    char uid[API_UID_MAX];
+    if (resp->rc == GQ_OK || resp->rc == GQ_ENOTFOUND) {
+        LOGA(o->c, GQ_LOG_INFO, "headless service deleted", " job=%s service=%s", o->key, o->name);
+        if (o->creates < 2 && svc_wanted(o, uid, sizeof(uid))) {
+            svc_post(o); /* it was an earlier GPUJob's */
+            return;
+        }
+    } else if (resp->rc != GQ_ECONFLICT) { /* 409: it changed since the GET; left as it is */
+        LOGA(o->c, GQ_LOG_WARN, "headless service not deleted", " job=%s status=%ld err=\"%s\"", o->key,
+             resp->status, resp->errmsg);
+    }
+    free(o);
+}
+
+static void svc_get_cb(const struct kube_response *resp, void *ud)
+{
+    struct svc_op *o = ud;
+    char uid[API_UID_MAX], msg[1024];
+    int want = svc_wanted(o, uid, sizeof(uid));
+    if (resp->rc == GQ_ENOTFOUND) {
+        if (want && o->creates < 2) {
+            svc_post(o);
+            return;
+        }
+    } else if (resp->rc != GQ_OK) {
+        LOGA(o->c, GQ_LOG_WARN, "headless service: GET failed", " job=%s status=%ld err=\"%s\"", o->key,
+             resp->status, resp->errmsg);
+    } else {
+        cJSON *svc = kube_response_json(resp);
+        const cJSON *refs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(svc, "metadata"),
+                                                             "ownerReferences");
+        const cJSON *ref, *owner = NULL;
+        cJSON_ArrayForEach(ref, refs)
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
+                owner = ref;
+        const char *av = ctl_obj_str(owner, "apiVersion", NULL), *kind = ctl_obj_str(owner, "kind", NULL);
+        const char *oname = ctl_obj_str(owner, "name", NULL), *ouid = ctl_obj_str(owner, "uid", NULL);
+        int ours = av && kind && oname && ouid && !strncmp(av, "gangq.io/", 9) && !strcmp(kind, "GPUJob") &&
+                   !strcmp(oname, o->name);
+        const char *suid = ctl_obj_str(svc, "metadata", "uid");
+        if (!ours) {
+            if (want) {
+                LOGA(o->c, GQ_LOG_WARN, "a service of the job's name exists and is not the job's; left as it is",
+                     " job=%s service=%s", o->key, o->name);
+                snprintf(msg, sizeof(msg), "Service %s exists and is not owned by this GPUJob; it is left "
+                         "as it is and replica hostnames resolve only if it selects %s=%s", o->name,
+                         CTL_LABEL_JOB, o->name);
+                svc_event(o, "Warning", "ServiceConflict", msg);
+            } else {
+                LOGA(o->c, GQ_LOG_INFO, "a service of the job's name is not the job's; not deleted",
+                     " job=%s service=%s", o->key, o->name);
+            }
+        } else if (!(want && !strcmp(ouid, uid)) && suid) {
+            if (!kube_delete_rv_p(o->c->client, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb, o)) {
+                cJSON_Delete(svc);
+                return;
+            }
+        }
+        cJSON_Delete(svc);
+    }
+    free(o);
+}
+
+static void svc_get(struct svc_op *o)
+{
+    if (kube_get(o->c->client, o->path, svc_get_cb, o))
+        free(o);
+}
+
+static void svc_post(struct svc_op *o)
+{
+    const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
+    cJSON *svc = job ? ctl_rdv_service(o->ns, o->name, ctl_obj_str(job, "metadata", "uid")) : NULL;
+    o->creates++;
+    if (!svc || kube_create_p(o->c->client, KUBE_PRIO_CRITICAL, o->coll, svc, svc_post_cb, o))
+        free(o);
+    cJSON_Delete(svc);
+}
+
+static struct svc_op *svc_op_new(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+{
+    struct svc_op *o = calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    o->c = c;
+    gq_strlcpy(o->key, key, sizeof(o->key));
+    gq_strlcpy(o->ns, ns, sizeof(o->ns));
+    gq_strlcpy(o->name, name, sizeof(o->name));
+    if (kube_path(o->coll, sizeof(o->coll), "/api/v1", ns, "services", NULL, NULL) ||
+        kube_path(o->path, sizeof(o->path), "/api/v1", ns, "services", name, NULL)) {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Admission of a job: its Service, when it has more than one replica. */
+static void svc_admit(struct gq_ctl *c, const cJSON *job, const char *key, const char *ns, const char *name)
+{
+    char why[256], msg[1024];
+    int n = job_replicas(job);
+    if (n < 2)
+        return;
+    if (!ctl_rdv_dns_ok(name, n, why, sizeof(why))) {
+        LOGA(c, GQ_LOG_WARN, "no headless service or replica hostnames", " job=%s why=\"%s\"", key, why);
+        snprintf(msg, sizeof(msg), "no headless Service, replica hostnames or MASTER_ADDR: %s; the "
+                 "replicas get RANK and WORLD_SIZE only", why);
+        ctl_act_event(c, job, "Warning", "NoRendezvousService", msg);
+        return;
+    }
+    struct svc_op *o = svc_op_new(c, key, ns, name);
+    if (o)
+        svc_post(o);
+}
+
+/* The job is gone: its Service, if it is the job's, is deleted (after a GET:
+ * only ours, and not one a newer GPUJob of the name holds). */
+static void svc_release(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+{
+    struct svc_op *o;
+    if (!ctl_rdv_dns_ok(name, 1, NULL, 0) || !(o = svc_op_new(c, key, ns, name)))
+        return;
+    svc_get(o);
+}
+
 /* ADMIT: create the placed replicas' pods that do not exist yet. */
 static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char *name)
 {
@@ -474,6 +836,7 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
         o->failed = 1;
         goto out;
     }
+    svc_admit(c, job, o->key, ns, name); /* before the pods, never holding them back */
     for (int k = 0; k < pl.n; k++) {
         char podname[API_NAME_MAX + 32];
         ctl_pod_name(name, &pl, &pl.rep[k], podname, sizeof(podname));
@@ -506,15 +869,19 @@ out:
 }
 
 /* PREEMPT/SUSPEND/DELETE: delete the job's pods that its placement does not hold. */
-static void act_delete(struct gq_ctl *c, struct op *o, const char *ns, const char *name)
+static void act_delete(struct gq_ctl *c, struct op *o, int kind, const char *ns, const char *name)
 {
     char err[256];
     struct store_job *row = NULL;
     struct ctl_placement pl;
     ctl_placement_init(&pl);
-    if (!store_job_get(c->st, o->key, &row, err, sizeof(err)) &&
-        (row->state == STORE_ADMITTED || row->state == STORE_RUNNING))
+    if (store_job_get(c->st, o->key, &row, err, sizeof(err)))
+        row = NULL;
+    if (row && (row->state == STORE_ADMITTED || row->state == STORE_RUNNING))
         ctl_placement_parse(row->placement, &pl, err, sizeof(err));
+    /* the job is gone (its row too): its headless Service goes as well */
+    if (kind == STORE_INTENT_DELETE && !row)
+        svc_release(c, o->key, ns, name);
     struct pod_list l = {ns, name, NULL, 0, 0};
     kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), pods_of_cb, &l);
     for (int i = 0; i < l.n; i++) {
@@ -601,7 +968,7 @@ void ctl_act_intents(struct gq_ctl *c)
             act_admit(c, o, ns, name);
         else if (p->kind == STORE_INTENT_PREEMPT || p->kind == STORE_INTENT_SUSPEND ||
                  p->kind == STORE_INTENT_DELETE)
-            act_delete(c, o, ns, name);
+            act_delete(c, o, p->kind, ns, name);
         o->armed = 1;
         op_settle(o);
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The controller under deploy/'s RBAC, as its ServiceAccount (a TokenRequest token, sent over
 # https with the cluster CA): it takes the Lease in gangq-system, admits a GPUJob, creates its
-# pods, writes GPUJob and Team status, sends Events, deletes the pods on suspend — and the API
+# pods and headless Service, writes GPUJob and Team status, sends Events, deletes the pods on
+# suspend and the Service with the job — and the API
 # server refused none of its requests (no 403 for that user in the audit log).
 # gq-env: GQ_AUTHZ=RBAC
 . "$(dirname "$0")/lib.sh"
@@ -46,6 +47,7 @@ spec:
 YAML
 wait_jsonpath 30 Running -n rb gpujob train -o jsonpath='{.status.state}'
 assert_eq 2 "$(k -n rb get pods -l gangq.io/job=train -o name | wc -l)" "two pods created"
+wait_for 20 "headless Service of the 2-replica job" bash -c "[ \"\$(kubectl -n rb get service train -o jsonpath='{.spec.clusterIP}')\" = None ]"
 wait_for 20 "Team status written" bash -c "[ -n \"\$(kubectl get team rb -o jsonpath='{.status}')\" ]"
 wait_for 20 "an Event about the job" bash -c "kubectl -n rb get events --field-selector involvedObject.name=train -o name | grep -q ."
 pass "as the ServiceAccount: Lease taken, job admitted and Running, pods created, statuses and an Event written"
@@ -55,12 +57,16 @@ wait_jsonpath 30 Suspended -n rb gpujob train -o jsonpath='{.status.state}'
 wait_for 30 "pods deleted" bash -c "[ \$(kubectl -n rb get pods -l gangq.io/job=train -o name | wc -l) = 0 ]"
 pass "suspend: pods deleted by the controller"
 
+k -n rb delete gpujob train --wait=false >/dev/null
+wait_for 30 "the job's Service deleted by the controller" bash -c "! kubectl -n rb get service train >/dev/null 2>&1"
+pass "job deleted: its headless Service deleted by the controller"
+
 gq_ctl_stop
 n=$(jq -c --arg u "$sa" 'select(.user.username == $u)' "$GQ_ENV_DIR/audit.log" | wc -l)
 [ "$n" -gt 10 ] || fail "the audit log holds only $n requests by $sa"
 denied=$(jq -c --arg u "$sa" 'select(.user.username == $u and .responseStatus.code == 403) | [.verb, .objectRef.resource, .objectRef.subresource, .objectRef.namespace, .objectRef.name]' "$GQ_ENV_DIR/audit.log")
 assert_eq "" "$denied" "requests of $sa the API server refused"
-for vr in "list gpujobs" "watch gpujobs" "list nodes" "watch pods" "create pods" "delete pods" "patch gpujobs" "create events" "update leases"; do
+for vr in "list gpujobs" "watch gpujobs" "list nodes" "watch pods" "create pods" "delete pods" "patch gpujobs" "create events" "update leases" "create services" "get services" "delete services"; do
   set -- $vr
   c=$(jq -c --arg u "$sa" --arg v "$1" --arg r "$2" 'select(.user.username == $u and .verb == $v and .objectRef.resource == $r and .responseStatus.code < 300)' "$GQ_ENV_DIR/audit.log" | wc -l)
   [ "$c" -gt 0 ] || fail "no successful $vr by $sa in the audit log"

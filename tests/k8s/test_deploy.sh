@@ -31,7 +31,8 @@ pass "deploy/ applied: Deployment with 2 replicas, args, probes, metrics annotat
 # RBAC: what the controller's identity may and may not do, asked of the API server's
 # authorizer with SubjectAccessReviews (explicit group/resource: no discovery, CRDs not needed).
 # The allowed list is every request the controller makes (controller/: informers list+watch,
-# pod create/delete/get, status patch, re-read get after a 409, Event create, the Lease).
+# pod create/delete/get, Service create/get/delete, status patch, re-read get after a 409,
+# Event create, the Lease).
 can() { # VERB GROUP RESOURCE [SUBRESOURCE] [NAMESPACE] [NAME]
   k create -o jsonpath='{.status.allowed}' -f - <<JSON
 {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
@@ -59,6 +60,10 @@ no_ update gangq.io gpupools finalizers
 for v in create delete get; do yes_ "$v" "" pods "" team-a; done
 for v in update patch deletecollection; do no_ "$v" "" pods "" team-a; done
 no_ patch "" pods status team-a
+# a multi-replica job's headless Service: created, looked at after a 409, deleted with the job
+for v in create delete get; do yes_ "$v" "" services "" team-a; done
+for v in update patch list watch deletecollection; do no_ "$v" "" services "" team-a; done
+no_ create "" endpoints "" team-a
 for v in create update patch delete; do no_ "$v" "" nodes; done
 yes_ create "" events "" team-a
 for v in patch update delete; do no_ "$v" "" events "" team-a; done
