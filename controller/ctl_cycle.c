@@ -2032,7 +2032,77 @@ static int team_entry(const struct api_team *tm, const char *product)
 }
 
 /* Fill tt (CTL_TEAM_TYPES rows) for Team tm; returns the row count. */
-static int team_types(struct rc_ctx *r, const struct api_team *tm, struct ttype *tt)
+static size_t name_hash(const char *s)
+{
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Group the jobs by the Team in force they name: tjobs holds job indices, the
+ * jobs of r->tinfo[k] (when it has a spec in force) are tjobs[tstart[k] ..
+ * tstart[k+1]). Both owned by the caller (free). GQ_ENOMEM. */
+static int team_buckets(struct rc_ctx *r, int **tjobs, int **tstart)
+{
+    size_t nb = 1;
+    while (nb < (size_t)r->ntinfo * 2 + 2)
+        nb <<= 1;
+    int *slot = malloc(nb * sizeof(*slot));
+    int *tk = malloc(((size_t)r->njobs + 1) * sizeof(*tk));
+    int *start = calloc((size_t)r->ntinfo + 2, sizeof(*start));
+    int *out = malloc(((size_t)r->njobs + 1) * sizeof(*out));
+    if (!slot || !tk || !start || !out) {
+        free(slot);
+        free(tk);
+        free(start);
+        free(out);
+        return GQ_ENOMEM;
+    }
+    for (size_t b = 0; b < nb; b++)
+        slot[b] = -1;
+    for (int k = 0; k < r->ntinfo; k++) {
+        const struct rteam *ti = &r->tinfo[k];
+        if (ti->idx < 0)
+            continue;
+        size_t b = name_hash(r->teams[ti->idx].meta.name) & (nb - 1);
+        while (slot[b] >= 0)
+            b = (b + 1) & (nb - 1);
+        slot[b] = k;
+    }
+    for (int i = 0; i < r->njobs; i++) {
+        const char *team = r->jobs[i].job->spec.team;
+        tk[i] = -1;
+        for (size_t b = name_hash(team) & (nb - 1); slot[b] >= 0; b = (b + 1) & (nb - 1))
+            if (!strcmp(r->teams[r->tinfo[slot[b]].idx].meta.name, team)) {
+                tk[i] = slot[b];
+                break;
+            }
+        if (tk[i] >= 0)
+            start[tk[i] + 1]++;
+    }
+    for (int k = 0; k < r->ntinfo; k++)
+        start[k + 1] += start[k];
+    int *fill = calloc((size_t)r->ntinfo + 1, sizeof(*fill));
+    if (!fill) {
+        free(slot);
+        free(tk);
+        free(start);
+        free(out);
+        return GQ_ENOMEM;
+    }
+    for (int i = 0; i < r->njobs; i++)
+        if (tk[i] >= 0)
+            out[start[tk[i]] + fill[tk[i]]++] = i;
+    free(fill);
+    free(slot);
+    free(tk);
+    *tjobs = out;
+    *tstart = start;
+    return 0;
+}
+
+static int team_types(struct rc_ctx *r, const struct api_team *tm, const int *jobs, int njobs, struct ttype *tt)
 {
     int n = 0;
     for (int e = 0; e < tm->nquota && n < CTL_TEAM_TYPES; e++, n++) {
@@ -2041,10 +2111,10 @@ static int team_types(struct rc_ctx *r, const struct api_team *tm, struct ttype 
         tt[n].has_nominal = 1;
         tt[n].nominal_milli = (int64_t)tm->quota[e].gpus * 1000;
     }
-    for (int i = 0; i < r->njobs; i++) {
-        const struct cj *j = &r->jobs[i];
+    for (int jx = 0; jx < njobs; jx++) {
+        const struct cj *j = &r->jobs[jobs[jx]];
         int64_t per = j->row && holds(j->state) ? job_rep_milli(j) : 0;
-        if (!per || strcmp(j->job->spec.team, tm->meta.name))
+        if (!per)
             continue;
         for (int k = 0; k < j->pl.n; k++) {
             const char *prod = node_product(r, j->pl.rep[k].node);
@@ -2160,6 +2230,12 @@ static void team_pool_status(struct rc_ctx *r)
                                        CTL_M_POOL_ALLOCATED, CTL_M_POOL_PENDING_JOBS};
     for (size_t g = 0; g < sizeof(objg) / sizeof(objg[0]); g++)
         gq_metrics_clear(r->c->metrics, objg[g]);
+    /* the jobs of each Team in force, in one pass (not a pass per Team) */
+    int *tjobs = NULL, *tstart = NULL;
+    if (team_buckets(r, &tjobs, &tstart)) {
+        LOGC(r->c, GQ_LOG_WARN, "out of memory for Team status: not written this reconcile", NULL);
+        return;
+    }
     for (int k = 0; k < r->ntinfo; k++) {
         const struct rteam *ti = &r->tinfo[k];
         const struct api_team *tm = ti->idx >= 0 ? &r->teams[ti->idx] : NULL;
@@ -2168,13 +2244,15 @@ static void team_pool_status(struct rc_ctx *r)
         struct ttype tt[CTL_TEAM_TYPES];
         int gpos[API_MAX_PENDING_HEAD] = {0}, gph[API_MAX_PENDING_HEAD] = {0};
         int64_t used_milli = 0, pend_milli = 0;
-        int nt = tm ? team_types(r, tm, tt) : 0;
+        const int *mine = tjobs + tstart[k];
+        int nmine = tm ? tstart[k + 1] - tstart[k] : 0;
+        int nt = tm ? team_types(r, tm, mine, nmine, tt) : 0;
         memset(&st, 0, sizeof(st));
         for (int q = 0; tm && q < tm->nquota; q++)
             st.quota += tm->quota[q].gpus;
-        for (int i = 0; tm && i < r->njobs; i++) {
-            const struct cj *j = &r->jobs[i];
-            if (!j->row || strcmp(j->job->spec.team, tm->meta.name))
+        for (int x = 0; x < nmine; x++) {
+            const struct cj *j = &r->jobs[mine[x]];
+            if (!j->row)
                 continue;
             if (holds(j->state)) {
                 st.running++;
@@ -2254,6 +2332,35 @@ static void team_pool_status(struct rc_ctx *r)
             counted_status(r, key, path, p, urgent);
         cJSON_Delete(p);
     }
+    free(tjobs);
+    free(tstart);
+    /* devices held and foreign GPUs per node (by r->nix index), in one pass */
+    uint32_t *nused = r->npools ? calloc((size_t)r->nnix + 1, sizeof(*nused)) : NULL;
+    int *nforeign = r->npools ? calloc((size_t)r->nnix + 1, sizeof(*nforeign)) : NULL;
+    if (r->npools && (!nused || !nforeign)) {
+        free(nused);
+        free(nforeign);
+        LOGC(r->c, GQ_LOG_WARN, "out of memory for GPUPool status: not written this reconcile", NULL);
+        return;
+    }
+    for (int i = 0; r->npools && i < r->njobs; i++) {
+        const struct cj *j = &r->jobs[i];
+        const struct ctl_placement *jp = holds(j->state) ? &j->pl : &j->term;
+        for (int k = 0; k < jp->n; k++) {
+            struct rnode *rn = node_find(r, jp->rep[k].node);
+            if (rn)
+                nused[rn - r->nix] |= jp->rep[k].devs;
+        }
+    }
+    for (int f = 0; r->npools && f < r->nforeign; f++) {
+        const char *nn = ctl_obj_str(r->foreign[f], "spec", "nodeName");
+        struct rnode *rn = nn ? node_find(r, nn) : NULL;
+        if (rn) {
+            struct ctl_podusage u;
+            ctl_pod_usage(r->foreign[f], &u);
+            nforeign[rn - r->nix] += u.gpus;
+        }
+    }
     for (int pi = 0; pi < r->npools; pi++) {
         const struct api_gpupool *pl = &r->pools[pi];
         struct api_gpupool_status st = {0};
@@ -2263,23 +2370,9 @@ static void team_pool_status(struct rc_ctx *r)
             struct ctl_nodeinfo ni;
             ctl_node_info(r->nodes[n], &ni);
             const char *name = ctl_obj_str(r->nodes[n], "metadata", "name");
-            uint32_t used = 0;
-            int fgpus = 0;
-            for (int i = 0; i < r->njobs; i++) {
-                const struct cj *j = &r->jobs[i];
-                const struct ctl_placement *jp = holds(j->state) ? &j->pl : &j->term;
-                for (int k = 0; k < jp->n; k++)
-                    if (!strcmp(jp->rep[k].node, name))
-                        used |= jp->rep[k].devs;
-            }
-            for (int f = 0; f < r->nforeign; f++) {
-                const char *nn = ctl_obj_str(r->foreign[f], "spec", "nodeName");
-                if (nn && !strcmp(nn, name)) {
-                    struct ctl_podusage u;
-                    ctl_pod_usage(r->foreign[f], &u);
-                    fgpus += u.gpus;
-                }
-            }
+            struct rnode *rn = name ? node_find(r, name) : NULL;
+            uint32_t used = rn ? nused[rn - r->nix] : 0;
+            int fgpus = rn ? nforeign[rn - r->nix] : 0;
             int alloc = __builtin_popcount(used) + fgpus;
             if (alloc > ni.gpus)
                 alloc = ni.gpus;
@@ -2311,6 +2404,8 @@ static void team_pool_status(struct rc_ctx *r)
             counted_status(r, key, path, p, "");
         cJSON_Delete(p);
     }
+    free(nused);
+    free(nforeign);
 }
 
 /* ------------------------------------------------------------ waiting jobs */
