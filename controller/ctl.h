@@ -107,6 +107,13 @@ struct ctl_config {
     int position_head;             /* default 10; 0 = no positions published */
     double position_interval_s;    /* default 5 */
     double wait_message_interval_s; /* default 60 */
+    /* A job's status is written at most once per status_settle_s (the first
+     * time no sooner than status_settle_s after its creation), so a state it
+     * leaves within that time (Queued admitted at once, Admitted whose pods
+     * are Running, Running that Succeeded) is replaced by the next one
+     * instead of written. Succeeded, Failed and an invalid spec are written at
+     * once. 0 = every change at once. Default 2. */
+    double status_settle_s;
 };
 
 /* The option table (ctl_config.c): every option's defaults, parsing and usage

@@ -50,6 +50,10 @@ const struct ctl_option ctl_options[] = {
     {"wait-message-interval", CTL_OPT_DURATION, F(wait_message_interval_s), "60s", 0, 0, 0, NULL, " DUR",
      "a waiting job's status.message is rewritten at once when its\n"
      "state or wait reason changes, else at most this often"},
+    {"status-settle", CTL_OPT_DURATION, F(status_settle_s), "2s", 0, 0, 0, NULL, " DUR",
+     "a job's status is written at most this often (first: this long\n"
+     "after creation); a state left sooner is never written; finished\n"
+     "and invalid jobs at once"},
     {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, NULL, " DUR",
      "cap on the termination grace of gangq's pods"},
     {"db-max-pages", CTL_OPT_INT, F(db_max_pages), NULL, 0, 0, INT64_MAX, "a page count", " N",

@@ -101,6 +101,7 @@ struct rc_ctx {
     int in_txn;                   /* the cycle's store transaction is open */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
     int full;                     /* every job is examined in full (else only dirty ones) */
+    int64_t settle_next;          /* earliest status write held back by --status-settle (0 = none) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -322,7 +323,8 @@ static void job_touch(struct rc_ctx *r, struct cj *j)
 /* Examined in full by this reconcile: a full pass, or the job is dirty. */
 static int job_dirty(const struct rc_ctx *r, const struct cj *j)
 {
-    return r->full || !j->memo || !j->memo->prepared || j->memo->dirty_upto >= r->c->reconciles;
+    return r->full || !j->memo || !j->memo->prepared || j->memo->dirty_upto >= r->c->reconciles ||
+           (j->memo->settle_due_ms && j->memo->settle_due_ms <= r->now);
 }
 
 static int transition(struct rc_ctx *r, struct cj *j, int state, const char *placement,
@@ -734,6 +736,28 @@ static int64_t creation_ms(const struct cj *j, int64_t now)
     if (j->job->meta.creation_timestamp[0] && !kube_time_parse(j->job->meta.creation_timestamp, &w))
         return (int64_t)(w * 1000.0);
     return now;
+}
+
+/* --status-settle: when a status write of this job is held back, the time it
+ * is due, else 0. A job's status is written at most once per settle interval
+ * (the first one no sooner than that after the job's creation), so a state it
+ * leaves within the interval is never written; Succeeded, Failed and an
+ * invalid spec are written at once. */
+static int64_t status_held(const struct rc_ctx *r, const struct cj *j)
+{
+    int64_t iv = (int64_t)(r->c->cfg.status_settle_s * 1000.0);
+    if (iv <= 0 || !j->memo || !j->decoded || j->state == STORE_SUCCEEDED || j->state == STORE_FAILED ||
+        (j->invalid_reason && !j->failed_invalid))
+        return 0;
+    int64_t from = j->memo->status_sent_ms ? j->memo->status_sent_ms : creation_ms(j, r->now);
+    return r->now >= from && r->now - from < iv ? from + iv : 0;
+}
+
+static void settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)
+{
+    j->memo->settle_due_ms = due;
+    if (!r->settle_next || due < r->settle_next)
+        r->settle_next = due;
 }
 
 static int team_exists(struct rc_ctx *r, const char *name)
@@ -1885,9 +1909,17 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
     if (have_sig && j->memo->last_status && j->memo->status_sig && !strcmp(j->memo->status_sig, sig.p)) {
+        j->memo->settle_due_ms = 0; /* what is written is still right */
         gq_buf_release(&sig);
         return;
     }
+    int64_t due = status_held(r, j);
+    if (due) {
+        settle_hold(r, j, due); /* written then, unless replaced or unchanged by then */
+        gq_buf_release(&sig);
+        return;
+    }
+    j->memo->settle_due_ms = 0;
     struct api_gpujob_status prev, out;
     struct api_errors e;
     api_errors_init(&e);
@@ -1923,9 +1955,12 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         cJSON_Delete(cur);
     }
     char path[CTL_PATH_MAX];
+    const char *before = j->memo->last_status;
     if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
                    j->job->meta.name, NULL))
         ctl_act_status(r->c, j->key, path, patch);
+    if (j->memo->last_status != before)
+        j->memo->status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);
     /* last_status now holds the status of these inputs (written, in flight
      * or already equal); a failed patch clears last_status, so it is
@@ -2445,8 +2480,9 @@ static void waiting_publish(struct rc_ctx *r)
         }
         struct ctl_waitpub was = m->pub;
         /* an Event speaks for the core's explanation or a problem, not a
-         * stored message awaiting the next schedule */
-        if (ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
+         * stored message awaiting the next schedule; a wait the status does
+         * not show yet (--status-settle) is neither published nor evented */
+        if (!status_held(r, j) && ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
             (inv || m->wait_msg[0])) {
             /* one per wait reason per wait: the message names the reason its
              * conditions now carry */
@@ -2816,6 +2852,8 @@ void ctl_reconcile(struct gq_ctl *c)
              " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
         ctl_reconcile_result(c, rc, r->err);
     } else {
+        if (r->settle_next)
+            ctl_settle_at(c, r->settle_next);
         int64_t dt = ctl_now_ms() - r->now;
         c->m.cycle_us_total += (uint64_t)dt * 1000;
         gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",

@@ -113,6 +113,10 @@ struct ctl_memo {
      * state is a transition, written in the critical lane */
     uint64_t status_gen;
     char status_state[32];
+    /* --status-settle: when a status was last sent for this job (0 = never
+     * since start), and when a write it holds back is due (0 = none) */
+    int64_t status_sent_ms;
+    int64_t settle_due_ms;
 };
 
 struct ctl_memo_table {
@@ -217,7 +221,8 @@ struct gq_ctl {
      * all in one transaction at the start of the next reconcile */
     int64_t *done_ids;
     size_t ndone, capdone;
-    ev_timer debounce, resync, stop_timer;
+    ev_timer debounce, resync, stop_timer, settle_timer;
+    int64_t settle_at_ms;         /* settle_timer fires then (0 = not armed) */
     ev_signal sigterm, sigint;
     ev_tstamp stop_deadline;
     struct ctl_metrics_counters m;
@@ -236,6 +241,9 @@ struct gq_ctl {
 
 /* ctl_main.c */
 void ctl_mark_dirty(struct gq_ctl *c);
+/* Reconcile again at due_ms (wall clock, ms): a status write held back by
+ * --status-settle is due then. An earlier one already armed is kept. */
+void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
 /* A reconcile ended: committed (rc 0) or failed and rolled back (err says why). */
 void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err);
 int64_t ctl_now_ms(void);

@@ -82,6 +82,27 @@ static void debounce_cb(struct ev_loop *loop, ev_timer *w, int revents)
     maybe_reconcile(w->data);
 }
 
+static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gq_ctl *c = w->data;
+    c->settle_at_ms = 0;
+    ctl_mark_dirty(c); /* the jobs whose held status is due are dirty then */
+}
+
+void ctl_settle_at(struct gq_ctl *c, int64_t due_ms)
+{
+    if (c->stopping || (c->settle_at_ms && c->settle_at_ms <= due_ms))
+        return;
+    int64_t now = ctl_now_ms();
+    double d = due_ms > now ? (double)(due_ms - now) / 1000.0 : 0.;
+    ev_timer_stop(c->loop, &c->settle_timer);
+    ev_timer_set(&c->settle_timer, d + 0.001, 0.);
+    ev_timer_start(c->loop, &c->settle_timer);
+    c->settle_at_ms = due_ms;
+}
+
 static void log_relists(struct gq_ctl *c)
 {
     uint64_t total = 0;
@@ -297,6 +318,7 @@ static void begin_stop(struct gq_ctl *c)
     c->stopping = 1;
     ev_timer_stop(loop, &c->debounce);
     ev_timer_stop(loop, &c->resync);
+    ev_timer_stop(loop, &c->settle_timer);
     for (int i = 0; i < INF_COUNT; i++)
         kube_informer_stop(c->inf[i]);
     if (c->leader)
@@ -602,6 +624,8 @@ int ctl_run(const struct ctl_config *cfg)
     c->resync.data = c;
     ev_timer_init(&c->stop_timer, stop_timer_cb, 0.05, 0.05);
     c->stop_timer.data = c;
+    ev_timer_init(&c->settle_timer, settle_cb, 1., 0.);
+    c->settle_timer.data = c;
     ev_signal_init(&c->sigterm, signal_cb, SIGTERM);
     c->sigterm.data = c;
     ev_signal_init(&c->sigint, signal_cb, SIGINT);
@@ -650,6 +674,7 @@ out:
     ev_timer_stop(c->loop, &c->debounce);
     ev_timer_stop(c->loop, &c->resync);
     ev_timer_stop(c->loop, &c->stop_timer);
+    ev_timer_stop(c->loop, &c->settle_timer);
     ev_signal_stop(c->loop, &c->sigterm);
     ev_signal_stop(c->loop, &c->sigint);
     gq_httpd_free(c->httpd);
