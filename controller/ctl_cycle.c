@@ -739,18 +739,33 @@ static int64_t creation_ms(const struct cj *j, int64_t now)
 }
 
 /* --status-settle: when a status write of this job is held back, the time it
- * is due, else 0. A job's status is written at most once per settle interval
- * (the first one no sooner than that after the job's creation), so a state it
- * leaves within the interval is never written; Succeeded, Failed and an
- * invalid spec are written at once. */
+ * is due, else 0. A state is written once the job has been in it for the
+ * settle interval (a new job's Queued: since its creation), and a job's status
+ * at most once per interval, so a state it leaves sooner (Queued admitted at
+ * once, Admitted whose pods run, Running that finished) is never written.
+ * Succeeded, Failed and an invalid spec are written at once. */
 static int64_t status_held(const struct rc_ctx *r, const struct cj *j)
 {
     int64_t iv = (int64_t)(r->c->cfg.status_settle_s * 1000.0);
-    if (iv <= 0 || !j->memo || !j->decoded || j->state == STORE_SUCCEEDED || j->state == STORE_FAILED ||
+    struct ctl_memo *m = j->memo;
+    if (iv <= 0 || !m || !j->decoded || j->state == STORE_SUCCEEDED || j->state == STORE_FAILED ||
         (j->invalid_reason && !j->failed_invalid))
         return 0;
-    int64_t from = j->memo->status_sent_ms ? j->memo->status_sent_ms : creation_ms(j, r->now);
-    return r->now >= from && r->now - from < iv ? from + iv : 0;
+    if (!m->state_since_ms) {
+        /* first seen since start: a new job's wait counts from its creation */
+        m->state_since_ms = j->state == STORE_QUEUED ? creation_ms(j, r->now) : r->now;
+        m->since_state = j->state;
+    } else if (m->since_state != j->state) {
+        m->state_since_ms = r->now;
+        m->since_state = j->state;
+    }
+    int64_t due = 0;
+    if (r->now >= m->state_since_ms && r->now - m->state_since_ms < iv)
+        due = m->state_since_ms + iv;
+    if (m->status_sent_ms && r->now >= m->status_sent_ms && r->now - m->status_sent_ms < iv &&
+        m->status_sent_ms + iv > due)
+        due = m->status_sent_ms + iv;
+    return due;
 }
 
 static void settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)

@@ -117,6 +117,8 @@ struct ctl_memo {
      * since start), and when a write it holds back is due (0 = none) */
     int64_t status_sent_ms;
     int64_t settle_due_ms;
+    int since_state;              /* the store state seen last, since state_since_ms */
+    int64_t state_since_ms;       /* (0 = not seen yet) */
 };
 
 struct ctl_memo_table {
