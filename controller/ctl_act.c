@@ -14,33 +14,112 @@
  * Lanes (kube.h "Request priorities"): pod creates and deletes and status
  * patches that change status.state are critical; other status patches and
  * Events are low (cosmetic: bounded, coalesced per object, dropped first).
+ *
+ * The interface (ctl_act.h) is the whole of what it sees of the controller:
+ * requests through struct ctl_act_kube, lookups in the GPUJob and pod caches,
+ * the store's rows and intents, and hooks for what happened.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "ctl_int.h"
+#include "ctl.h"
+#include "ctl_act.h"
+#include "log.h"
+#include "store.h"
 
-#define LOGA(c, lvl, msg, ...) gq_log((c)->cfg.log_level, lvl, "act", msg, __VA_ARGS__)
+#define LOGA(a, lvl, msg, ...) gq_log((a)->log_level, lvl, "act", msg, __VA_ARGS__)
+
+/* ------------------------------------------------------------ requests */
+
+static int k_create(void *k, enum kube_prio prio, const char *coll, const cJSON *obj, kube_response_cb cb,
+                    void *ud)
+{
+    return kube_create_p(k, prio, coll, obj, cb, ud);
+}
+
+static int k_delete_rv(void *k, enum kube_prio prio, const char *path, long grace_s, const char *uid,
+                       const char *rv, kube_response_cb cb, void *ud)
+{
+    return kube_delete_rv_p(k, prio, path, grace_s, uid, rv, cb, ud);
+}
+
+static int k_get(void *k, const char *path, kube_response_cb cb, void *ud)
+{
+    return kube_get(k, path, cb, ud);
+}
+
+static int k_patch_status(void *k, enum kube_prio prio, const char *path, const cJSON *patch,
+                          kube_response_cb cb, void *ud)
+{
+    return kube_patch_status_p(k, prio, path, patch, cb, ud);
+}
+
+static int k_event(void *k, enum kube_prio prio, const struct kube_objref *ref, const char *type,
+                   const char *reason, const char *msg, const char *instance, kube_response_cb cb, void *ud)
+{
+    return kube_event_create_p(k, prio, ref, type, reason, msg, instance, cb, ud);
+}
+
+static size_t k_drop_queued(void *k, enum kube_prio prio)
+{
+    return kube_client_drop_queued(k, prio);
+}
+
+const struct ctl_act_kube ctl_act_kube_client = {k_create, k_delete_rv, k_get, k_patch_status, k_event,
+                                                 k_drop_queued};
+
+/* ------------------------------------------------------------ intents */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube_ctx,
+                  const struct kube_cache *jobs, const struct kube_cache *pods,
+                  const struct ctl_act_hooks *hooks, int log_level, double max_grace_s,
+                  const char *identity)
+{
+    memset(a, 0, sizeof(*a));
+    a->kube = kube;
+    a->kube_ctx = kube_ctx;
+    a->jobs = jobs;
+    a->pods = pods;
+    a->hooks = *hooks;
+    a->log_level = log_level;
+    a->max_grace_s = max_grace_s;
+    gq_strlcpy(a->identity, identity ? identity : "", sizeof(a->identity));
+}
+
+void ctl_act_release(struct ctl_act *a)
+{
+    free(a->inflight);
+    free(a->done);
+    a->inflight = a->done = NULL;
+    a->ninflight = a->capinflight = a->ndone = a->capdone = 0;
+}
 
 struct op {
-    struct gq_ctl *c;
+    struct ctl_act *a;
     int64_t intent_id; /* 0: not an intent (stray cleanup) */
     int outstanding;
     int failed;
     int armed;         /* all requests issued */
-    int cleanup;       /* counts on the memo's cleanup_inflight */
     char key[CTL_KEY_MAX];
 };
 
-/* c->inflight_intents is kept sorted: lookups are O(log n) (the reconcile
- * asks for every pending intent). Position of id, or where it would go. */
-static size_t inflight_pos(const struct gq_ctl *c, int64_t id)
+/* a->inflight is kept sorted: lookups are O(log n) (the reconcile asks for
+ * every pending intent). Position of id, or where it would go. */
+static size_t inflight_pos(const struct ctl_act *a, int64_t id)
 {
-    size_t lo = 0, hi = c->ninflight;
+    size_t lo = 0, hi = a->ninflight;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c->inflight_intents[mid] < id)
+        if (a->inflight[mid] < id)
             lo = mid + 1;
         else
             hi = mid;
@@ -48,80 +127,79 @@ static size_t inflight_pos(const struct gq_ctl *c, int64_t id)
     return lo;
 }
 
-int ctl_intent_inflight(const struct gq_ctl *c, int64_t id)
+int ctl_act_inflight(const struct ctl_act *a, int64_t id)
 {
-    size_t p = inflight_pos(c, id);
-    return p < c->ninflight && c->inflight_intents[p] == id;
+    size_t p = inflight_pos(a, id);
+    return p < a->ninflight && a->inflight[p] == id;
 }
 
-static int inflight_add(struct gq_ctl *c, int64_t id)
+static int inflight_add(struct ctl_act *a, int64_t id)
 {
-    if (c->ninflight == c->capinflight) {
-        size_t cap = c->capinflight ? c->capinflight * 2 : 32;
-        int64_t *n = realloc(c->inflight_intents, cap * sizeof(*n));
+    if (a->ninflight == a->capinflight) {
+        size_t cap = a->capinflight ? a->capinflight * 2 : 32;
+        int64_t *n = realloc(a->inflight, cap * sizeof(*n));
         if (!n)
             return GQ_ENOMEM;
-        c->inflight_intents = n;
-        c->capinflight = cap;
+        a->inflight = n;
+        a->capinflight = cap;
     }
-    size_t p = inflight_pos(c, id);
-    memmove(&c->inflight_intents[p + 1], &c->inflight_intents[p], (c->ninflight - p) * sizeof(int64_t));
-    c->inflight_intents[p] = id;
-    c->ninflight++;
+    size_t p = inflight_pos(a, id);
+    memmove(&a->inflight[p + 1], &a->inflight[p], (a->ninflight - p) * sizeof(int64_t));
+    a->inflight[p] = id;
+    a->ninflight++;
     return 0;
 }
 
-static void inflight_del(struct gq_ctl *c, int64_t id)
+static void inflight_del(struct ctl_act *a, int64_t id)
 {
-    size_t p = inflight_pos(c, id);
-    if (p < c->ninflight && c->inflight_intents[p] == id) {
-        memmove(&c->inflight_intents[p], &c->inflight_intents[p + 1],
-                (c->ninflight - p - 1) * sizeof(int64_t));
-        c->ninflight--;
+    size_t p = inflight_pos(a, id);
+    if (p < a->ninflight && a->inflight[p] == id) {
+        memmove(&a->inflight[p], &a->inflight[p + 1], (a->ninflight - p - 1) * sizeof(int64_t));
+        a->ninflight--;
     }
 }
 
-static int done_add(struct gq_ctl *c, int64_t id)
+static int done_add(struct ctl_act *a, int64_t id)
 {
-    if (c->ndone == c->capdone) {
-        size_t cap = c->capdone ? c->capdone * 2 : 64;
-        int64_t *n = realloc(c->done_ids, cap * sizeof(*n));
+    if (a->ndone == a->capdone) {
+        size_t cap = a->capdone ? a->capdone * 2 : 64;
+        int64_t *n = realloc(a->done, cap * sizeof(*n));
         if (!n)
             return GQ_ENOMEM;
-        c->done_ids = n;
-        c->capdone = cap;
+        a->done = n;
+        a->capdone = cap;
     }
-    c->done_ids[c->ndone++] = id;
+    a->done[a->ndone++] = id;
     return 0;
 }
 
-void ctl_act_flush_done(struct gq_ctl *c)
+void ctl_act_flush_done(struct ctl_act *a)
 {
     char err[256];
-    if (!c->ndone || !c->st || store_in_cycle(c->st))
+    if (!a->ndone || !a->st || store_in_cycle(a->st))
         return;
-    int rc = store_begin_cycle(c->st, err, sizeof(err));
-    for (size_t i = 0; !rc && i < c->ndone; i++) {
-        rc = store_intent_done(c->st, c->done_ids[i], ctl_now_ms(), err, sizeof(err));
+    int rc = store_begin_cycle(a->st, err, sizeof(err));
+    for (size_t i = 0; !rc && i < a->ndone; i++) {
+        rc = store_intent_done(a->st, a->done[i], wall_ms(), err, sizeof(err));
         if (rc == GQ_ENOTFOUND)
             rc = 0; /* no longer pending */
     }
     if (rc) {
-        if (store_in_cycle(c->st))
-            store_rollback_cycle(c->st);
+        if (store_in_cycle(a->st))
+            store_rollback_cycle(a->st);
     } else {
-        rc = store_commit_cycle(c->st, err, sizeof(err));
+        rc = store_commit_cycle(a->st, err, sizeof(err));
     }
     if (rc) {
-        c->m.store_errors++;
-        LOGA(c, GQ_LOG_ERROR, "intents done not recorded; retried next cycle", " n=%zu err=\"%s\"",
-             c->ndone, err);
+        a->store_errors++;
+        LOGA(a, GQ_LOG_ERROR, "intents done not recorded; retried next cycle", " n=%zu err=\"%s\"",
+             a->ndone, err);
         return;
     }
-    LOGA(c, GQ_LOG_DEBUG, "intents done", " n=%zu", c->ndone);
-    for (size_t i = 0; i < c->ndone; i++)
-        inflight_del(c, c->done_ids[i]);
-    c->ndone = 0;
+    LOGA(a, GQ_LOG_DEBUG, "intents done", " n=%zu", a->ndone);
+    for (size_t i = 0; i < a->ndone; i++)
+        inflight_del(a, a->done[i]);
+    a->ndone = 0;
 }
 
 /* Called when a request ends or when all were issued. */
@@ -129,31 +207,27 @@ static void op_settle(struct op *o)
 {
     if (!o->armed || o->outstanding > 0)
         return;
-    struct gq_ctl *c = o->c;
-    if (o->intent_id && !o->failed && !done_add(c, o->intent_id)) {
+    struct ctl_act *a = o->a;
+    if (o->intent_id && !o->failed && !done_add(a, o->intent_id)) {
         /* recorded (and left in flight) by ctl_act_flush_done */
-        LOGA(c, GQ_LOG_DEBUG, "intent acted on", " id=%lld job=%s", (long long)o->intent_id, o->key);
+        LOGA(a, GQ_LOG_DEBUG, "intent acted on", " id=%lld job=%s", (long long)o->intent_id, o->key);
     } else if (o->intent_id) {
         if (!o->failed) {
             char err[256];
-            if (store_intent_done(c->st, o->intent_id, ctl_now_ms(), err, sizeof(err))) {
-                c->m.store_errors++;
-                LOGA(c, GQ_LOG_ERROR, "intent done not recorded", " id=%lld err=\"%s\"",
+            if (!a->st || store_intent_done(a->st, o->intent_id, wall_ms(), err, sizeof(err))) {
+                if (!a->st)
+                    gq_strlcpy(err, "store not open", sizeof(err));
+                a->store_errors++;
+                LOGA(a, GQ_LOG_ERROR, "intent done not recorded", " id=%lld err=\"%s\"",
                      (long long)o->intent_id, err);
             } else {
-                LOGA(c, GQ_LOG_DEBUG, "intent done", " id=%lld job=%s", (long long)o->intent_id, o->key);
+                LOGA(a, GQ_LOG_DEBUG, "intent done", " id=%lld job=%s", (long long)o->intent_id, o->key);
             }
         }
-        inflight_del(c, o->intent_id);
+        inflight_del(a, o->intent_id);
     }
-    if (o->cleanup) {
-        struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
-        if (m && m->cleanup_inflight > 0)
-            m->cleanup_inflight--;
-        if (m)
-            m->cleanup_done_ms = ctl_now_ms();
-    }
-    ctl_mark_key(c, o->key);
+    if (a->hooks.settled)
+        a->hooks.settled(a->hooks.ctx, o->intent_id, o->key, !o->failed);
     free(o);
 }
 
@@ -166,11 +240,10 @@ static void create_cb(const struct kube_response *resp, void *ud)
         /* refused for what the pod is (400 bad request, 403 forbidden, 422
          * invalid): retrying cannot help; the next reconcile fails the job */
         if (resp->status == 400 || resp->status == 403 || resp->status == 422) {
-            struct ctl_memo *m = ctl_memo_get(&o->c->memo, o->key, 0);
-            if (m)
-                gq_strlcpy(m->create_err, resp->errmsg, sizeof(m->create_err));
+            if (o->a->hooks.pod_create_refused)
+                o->a->hooks.pod_create_refused(o->a->hooks.ctx, o->key, resp->errmsg);
         }
-        LOGA(o->c, GQ_LOG_WARN, "pod create failed; will retry", " job=%s status=%ld err=\"%s\"",
+        LOGA(o->a, GQ_LOG_WARN, "pod create failed; will retry", " job=%s status=%ld err=\"%s\"",
              o->key, resp->status, resp->errmsg);
     }
     op_settle(o);
@@ -185,7 +258,7 @@ static void delete_cb(const struct kube_response *resp, void *ud)
      * looked at again by a later reconcile with its current state */
     if (resp->rc != GQ_OK && resp->rc != GQ_ENOTFOUND && resp->rc != GQ_ECONFLICT) {
         o->failed = 1;
-        LOGA(o->c, GQ_LOG_WARN, "pod delete failed; will retry", " job=%s status=%ld err=\"%s\"",
+        LOGA(o->a, GQ_LOG_WARN, "pod delete failed; will retry", " job=%s status=%ld err=\"%s\"",
              o->key, resp->status, resp->errmsg);
     }
     op_settle(o);
@@ -194,15 +267,15 @@ static void delete_cb(const struct kube_response *resp, void *ud)
 /* The grace period of a delete: grace when >= 0 (0 for a lost node), else
  * the pod's own (Kubernetes default 30 s), never above --max-grace-period, so
  * a template cannot keep its GPUs past a preemption or suspend. */
-static long grace_cap(const struct gq_ctl *c)
+static long grace_cap(const struct ctl_act *a)
 {
-    double d = c->cfg.max_grace_period_s;
+    double d = a->max_grace_s;
     return d >= 0 && d < 1e9 ? (long)d : 1000000000L;
 }
 
-static long delete_grace(const struct gq_ctl *c, const cJSON *pod, long grace)
+static long delete_grace(const struct ctl_act *a, const cJSON *pod, long grace)
 {
-    long cap = grace_cap(c);
+    long cap = grace_cap(a);
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
                                                       "terminationGracePeriodSeconds");
     if (grace < 0)
@@ -223,27 +296,25 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
     }
     o->outstanding++;
     /* only the pod as we saw it: one that finished meanwhile (Succeeded) is kept */
-    if (kube_delete_rv_p(o->c->client, KUBE_PRIO_CRITICAL, path, delete_grace(o->c, pod, grace), uid, rv,
-                         delete_cb, o)) {
+    struct ctl_act *a = o->a;
+    if (a->kube->delete_rv(a->kube_ctx, KUBE_PRIO_CRITICAL, path, delete_grace(a, pod, grace), uid, rv,
+                           delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
     }
 }
 
-void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const char *key)
+void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const char *key)
 {
     struct op *o = calloc(1, sizeof(*o));
-    if (!o)
+    if (!o) {
+        if (a->hooks.settled)
+            a->hooks.settled(a->hooks.ctx, 0, key ? key : "", 0);
         return;
-    o->c = c;
-    if (key) {
-        gq_strlcpy(o->key, key, sizeof(o->key));
-        struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
-        if (m) {
-            m->cleanup_inflight++;
-            o->cleanup = 1;
-        }
     }
+    o->a = a;
+    if (key)
+        gq_strlcpy(o->key, key, sizeof(o->key));
     op_delete(o, pod, grace);
     o->armed = 1;
     op_settle(o);
@@ -251,7 +322,7 @@ void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const ch
 
 /* A pod absent from the cache: only the API server says whether it is gone. */
 struct confirm_op {
-    struct gq_ctl *c;
+    struct ctl_act *a;
     char key[CTL_KEY_MAX];
     char name[API_NAME_MAX + 32];
 };
@@ -259,45 +330,37 @@ struct confirm_op {
 static void confirm_cb(const struct kube_response *resp, void *ud)
 {
     struct confirm_op *o = ud;
-    struct gq_ctl *c = o->c;
-    struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
-    if (m) {
-        m->confirm_inflight = 0;
-        if (resp->rc == GQ_ENOTFOUND) {
-            gq_strlcpy(m->gone_pod, o->name, sizeof(m->gone_pod));
-            LOGA(c, GQ_LOG_WARN, "pod absent from the cache is gone (GET 404)", " job=%s pod=%s", o->key,
-                 o->name);
-        } else {
-            m->missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
-            if (resp->rc == GQ_OK)
-                LOGA(c, GQ_LOG_INFO, "pod absent from the cache exists (GET 200): the pod watch lags",
-                     " job=%s pod=%s", o->key, o->name);
-            else
-                LOGA(c, GQ_LOG_WARN, "pod absent from the cache: GET failed; asking again later",
-                     " job=%s pod=%s status=%ld err=\"%s\"", o->key, o->name, resp->status, resp->errmsg);
-        }
-    }
-    ctl_mark_key(c, o->key);
+    struct ctl_act *a = o->a;
+    if (resp->rc == GQ_ENOTFOUND)
+        LOGA(a, GQ_LOG_WARN, "pod absent from the cache is gone (GET 404)", " job=%s pod=%s", o->key, o->name);
+    else if (resp->rc == GQ_OK)
+        LOGA(a, GQ_LOG_INFO, "pod absent from the cache exists (GET 200): the pod watch lags", " job=%s pod=%s",
+             o->key, o->name);
+    else
+        LOGA(a, GQ_LOG_WARN, "pod absent from the cache: GET failed; asking again later",
+             " job=%s pod=%s status=%ld err=\"%s\"", o->key, o->name, resp->status, resp->errmsg);
+    if (a->hooks.pod_confirmed)
+        a->hooks.pod_confirmed(a->hooks.ctx, o->key, o->name, resp->rc);
     free(o);
 }
 
-void ctl_act_confirm_pod(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name)
 {
-    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     char path[CTL_PATH_MAX];
-    if (!m || m->confirm_inflight || kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL))
-        return;
+    int rc = kube_path(path, sizeof(path), "/api/v1", ns, "pods", name, NULL);
+    if (rc)
+        return rc;
     struct confirm_op *o = calloc(1, sizeof(*o));
     if (!o)
-        return;
-    o->c = c;
+        return GQ_ENOMEM;
+    o->a = a;
     gq_strlcpy(o->key, key, sizeof(o->key));
     gq_strlcpy(o->name, name, sizeof(o->name));
-    if (kube_get(c->client, path, confirm_cb, o)) {
+    if ((rc = a->kube->get(a->kube_ctx, path, confirm_cb, o))) {
         free(o);
-        return;
+        return rc;
     }
-    m->confirm_inflight = 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------ pods */
@@ -583,9 +646,9 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
     return pod;
 }
 
-static const cJSON *find_pod(struct gq_ctl *c, const char *ns, const char *name)
+static const cJSON *find_pod(struct ctl_act *a, const char *ns, const char *name)
 {
-    return kube_informer_get(c->inf[INF_PODS], ns, name);
+    return kube_cache_get(a->pods, ns, name);
 }
 
 struct pod_list {
@@ -629,7 +692,7 @@ static int pods_of_cb(const cJSON *o, void *ud)
  * any other Service of that name is left alone (Warning ServiceConflict). At
  * most two creates per chain of requests. */
 struct svc_op {
-    struct gq_ctl *c;
+    struct ctl_act *a;
     int creates; /* creates sent */
     char key[CTL_KEY_MAX];
     char ns[API_NS_MAX], name[API_NAME_MAX];
@@ -641,16 +704,16 @@ static void svc_get(struct svc_op *o);
 
 static void svc_event(struct svc_op *o, const char *type, const char *reason, const char *msg)
 {
-    const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
+    const cJSON *job = kube_cache_get(o->a->jobs, o->ns, o->name);
     if (job)
-        ctl_act_event(o->c, job, type, reason, msg);
+        ctl_act_event(o->a, job, type, reason, msg);
 }
 
 /* Whether the job should have its Service now: its GPUJob exists (in the
  * cache) with more than one replica and a usable name. uid receives its uid. */
 static int svc_wanted(struct svc_op *o, char *uid, size_t uidlen)
 {
-    const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
+    const cJSON *job = kube_cache_get(o->a->jobs, o->ns, o->name);
     const char *u = ctl_obj_str(job, "metadata", "uid");
     uid[0] = 0;
     if (!job || !u || job_replicas(job) < 2 || !ctl_rdv_dns_ok(o->name, job_replicas(job), NULL, 0))
@@ -664,12 +727,12 @@ static void svc_post_cb(const struct kube_response *resp, void *ud)
     struct svc_op *o = ud;
     char msg[1024];
     if (resp->rc == GQ_OK) {
-        LOGA(o->c, GQ_LOG_INFO, "headless service created", " job=%s service=%s", o->key, o->name);
+        LOGA(o->a, GQ_LOG_INFO, "headless service created", " job=%s service=%s", o->key, o->name);
     } else if (resp->rc == GQ_ECONFLICT) {
         svc_get(o); /* exists: whose? */
         return;
     } else {
-        LOGA(o->c, GQ_LOG_WARN, "headless service not created; replicas may not resolve each other",
+        LOGA(o->a, GQ_LOG_WARN, "headless service not created; replicas may not resolve each other",
              " job=%s status=%ld err=\"%s\"", o->key, resp->status, resp->errmsg);
         snprintf(msg, sizeof(msg), "headless Service %s not created (HTTP %ld: %s); replica hostnames "
                  "will not resolve until the job is admitted again", o->name, resp->status, resp->errmsg);
@@ -683,13 +746,13 @@ static void svc_delete_cb(const struct kube_response *resp, void *ud)
     struct svc_op *o = ud;
     char uid[API_UID_MAX];
     if (resp->rc == GQ_OK || resp->rc == GQ_ENOTFOUND) {
-        LOGA(o->c, GQ_LOG_INFO, "headless service deleted", " job=%s service=%s", o->key, o->name);
+        LOGA(o->a, GQ_LOG_INFO, "headless service deleted", " job=%s service=%s", o->key, o->name);
         if (o->creates < 2 && svc_wanted(o, uid, sizeof(uid))) {
             svc_post(o); /* it was an earlier GPUJob's */
             return;
         }
     } else if (resp->rc != GQ_ECONFLICT) { /* 409: it changed since the GET; left as it is */
-        LOGA(o->c, GQ_LOG_WARN, "headless service not deleted", " job=%s status=%ld err=\"%s\"", o->key,
+        LOGA(o->a, GQ_LOG_WARN, "headless service not deleted", " job=%s status=%ld err=\"%s\"", o->key,
              resp->status, resp->errmsg);
     }
     free(o);
@@ -706,7 +769,7 @@ static void svc_get_cb(const struct kube_response *resp, void *ud)
             return;
         }
     } else if (resp->rc != GQ_OK) {
-        LOGA(o->c, GQ_LOG_WARN, "headless service: GET failed", " job=%s status=%ld err=\"%s\"", o->key,
+        LOGA(o->a, GQ_LOG_WARN, "headless service: GET failed", " job=%s status=%ld err=\"%s\"", o->key,
              resp->status, resp->errmsg);
     } else {
         cJSON *svc = kube_response_json(resp);
@@ -723,18 +786,19 @@ static void svc_get_cb(const struct kube_response *resp, void *ud)
         const char *suid = ctl_obj_str(svc, "metadata", "uid");
         if (!ours) {
             if (want) {
-                LOGA(o->c, GQ_LOG_WARN, "a service of the job's name exists and is not the job's; left as it is",
+                LOGA(o->a, GQ_LOG_WARN, "a service of the job's name exists and is not the job's; left as it is",
                      " job=%s service=%s", o->key, o->name);
                 snprintf(msg, sizeof(msg), "Service %s exists and is not owned by this GPUJob; it is left "
                          "as it is and replica hostnames resolve only if it selects %s=%s", o->name,
                          CTL_LABEL_JOB, o->name);
                 svc_event(o, "Warning", "ServiceConflict", msg);
             } else {
-                LOGA(o->c, GQ_LOG_INFO, "a service of the job's name is not the job's; not deleted",
+                LOGA(o->a, GQ_LOG_INFO, "a service of the job's name is not the job's; not deleted",
                      " job=%s service=%s", o->key, o->name);
             }
         } else if (!(want && !strcmp(ouid, uid)) && suid) {
-            if (!kube_delete_rv_p(o->c->client, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb, o)) {
+            if (!o->a->kube->delete_rv(o->a->kube_ctx, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb,
+                                       o)) {
                 cJSON_Delete(svc);
                 return;
             }
@@ -746,26 +810,26 @@ static void svc_get_cb(const struct kube_response *resp, void *ud)
 
 static void svc_get(struct svc_op *o)
 {
-    if (kube_get(o->c->client, o->path, svc_get_cb, o))
+    if (o->a->kube->get(o->a->kube_ctx, o->path, svc_get_cb, o))
         free(o);
 }
 
 static void svc_post(struct svc_op *o)
 {
-    const cJSON *job = kube_informer_get(o->c->inf[INF_JOBS], o->ns, o->name);
+    const cJSON *job = kube_cache_get(o->a->jobs, o->ns, o->name);
     cJSON *svc = job ? ctl_rdv_service(o->ns, o->name, ctl_obj_str(job, "metadata", "uid")) : NULL;
     o->creates++;
-    if (!svc || kube_create_p(o->c->client, KUBE_PRIO_CRITICAL, o->coll, svc, svc_post_cb, o))
+    if (!svc || o->a->kube->create(o->a->kube_ctx, KUBE_PRIO_CRITICAL, o->coll, svc, svc_post_cb, o))
         free(o);
     cJSON_Delete(svc);
 }
 
-static struct svc_op *svc_op_new(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+static struct svc_op *svc_op_new(struct ctl_act *a, const char *key, const char *ns, const char *name)
 {
     struct svc_op *o = calloc(1, sizeof(*o));
     if (!o)
         return NULL;
-    o->c = c;
+    o->a = a;
     gq_strlcpy(o->key, key, sizeof(o->key));
     gq_strlcpy(o->ns, ns, sizeof(o->ns));
     gq_strlcpy(o->name, name, sizeof(o->name));
@@ -778,46 +842,46 @@ static struct svc_op *svc_op_new(struct gq_ctl *c, const char *key, const char *
 }
 
 /* Admission of a job: its Service, when it has more than one replica. */
-static void svc_admit(struct gq_ctl *c, const cJSON *job, const char *key, const char *ns, const char *name)
+static void svc_admit(struct ctl_act *a, const cJSON *job, const char *key, const char *ns, const char *name)
 {
     char why[256], msg[1024];
     int n = job_replicas(job);
     if (n < 2)
         return;
     if (!ctl_rdv_dns_ok(name, n, why, sizeof(why))) {
-        LOGA(c, GQ_LOG_WARN, "no headless service or replica hostnames", " job=%s why=\"%s\"", key, why);
+        LOGA(a, GQ_LOG_WARN, "no headless service or replica hostnames", " job=%s why=\"%s\"", key, why);
         snprintf(msg, sizeof(msg), "no headless Service, replica hostnames or MASTER_ADDR: %s; the "
                  "replicas get RANK and WORLD_SIZE only", why);
-        ctl_act_event(c, job, "Warning", "NoRendezvousService", msg);
+        ctl_act_event(a, job, "Warning", "NoRendezvousService", msg);
         return;
     }
-    struct svc_op *o = svc_op_new(c, key, ns, name);
+    struct svc_op *o = svc_op_new(a, key, ns, name);
     if (o)
         svc_post(o);
 }
 
 /* The job is gone: its Service, if it is the job's, is deleted (after a GET:
  * only ours, and not one a newer GPUJob of the name holds). */
-static void svc_release(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+static void svc_release(struct ctl_act *a, const char *key, const char *ns, const char *name)
 {
     struct svc_op *o;
-    if (!ctl_rdv_dns_ok(name, 1, NULL, 0) || !(o = svc_op_new(c, key, ns, name)))
+    if (!ctl_rdv_dns_ok(name, 1, NULL, 0) || !(o = svc_op_new(a, key, ns, name)))
         return;
     svc_get(o);
 }
 
 /* ADMIT: create the placed replicas' pods that do not exist yet. */
-static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char *name)
+static void act_admit(struct ctl_act *a, struct op *o, const char *ns, const char *name)
 {
     char err[256];
     struct store_job *row = NULL;
     struct ctl_placement pl;
     ctl_placement_init(&pl);
-    if (store_job_get(c->st, o->key, &row, err, sizeof(err)))
+    if (store_job_get(a->st, o->key, &row, err, sizeof(err)))
         goto out; /* job gone: nothing to create (its DELETE intent cleans up) */
     if (row->state != STORE_ADMITTED && row->state != STORE_RUNNING)
         goto out; /* stale admission: superseded by a later decision */
-    const cJSON *job = kube_informer_get(c->inf[INF_JOBS], ns, name);
+    const cJSON *job = kube_cache_get(a->jobs, ns, name);
     if (!job) {
         o->failed = 1; /* the next reconcile deletes the row and rolls back */
         goto out;
@@ -828,7 +892,7 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
         goto out;
     }
     if (ctl_placement_parse(row->placement, &pl, err, sizeof(err))) {
-        LOGA(c, GQ_LOG_ERROR, "bad placement", " job=%s err=\"%s\"", o->key, err);
+        LOGA(a, GQ_LOG_ERROR, "bad placement", " job=%s err=\"%s\"", o->key, err);
         goto out;
     }
     char coll[CTL_PATH_MAX];
@@ -836,30 +900,26 @@ static void act_admit(struct gq_ctl *c, struct op *o, const char *ns, const char
         o->failed = 1;
         goto out;
     }
-    svc_admit(c, job, o->key, ns, name); /* before the pods, never holding them back */
+    svc_admit(a, job, o->key, ns, name); /* before the pods, never holding them back */
     for (int k = 0; k < pl.n; k++) {
         char podname[API_NAME_MAX + 32];
         ctl_pod_name(name, &pl, &pl.rep[k], podname, sizeof(podname));
-        if (find_pod(c, ns, podname))
+        if (find_pod(a, ns, podname))
             continue;
-        cJSON *pod = build_pod(job, row, &pl, &pl.rep[k], grace_cap(c));
+        cJSON *pod = build_pod(job, row, &pl, &pl.rep[k], grace_cap(a));
         if (!pod) {
             o->failed = 1;
             continue;
         }
         o->outstanding++;
-        if (kube_create_p(c->client, KUBE_PRIO_CRITICAL, coll, pod, create_cb, o)) {
+        if (a->kube->create(a->kube_ctx, KUBE_PRIO_CRITICAL, coll, pod, create_cb, o)) {
             o->outstanding--;
             o->failed = 1;
         } else {
-            LOGA(c, GQ_LOG_INFO, "creating pod", " job=%s pod=%s node=%s", o->key, podname,
+            LOGA(a, GQ_LOG_INFO, "creating pod", " job=%s pod=%s node=%s", o->key, podname,
                  pl.rep[k].node);
-            struct ctl_memo *m = ctl_memo_get(&c->memo, o->key, 0);
-            if (m) { /* it may run before the pod watch shows it */
-                m->created_attempt = pl.attempt;
-                gq_strlcpy(m->created_pod, podname, sizeof(m->created_pod));
-                m->created_ms = ctl_now_ms();
-            }
+            if (a->hooks.pod_create_sent) /* it may run before the pod watch shows it */
+                a->hooks.pod_create_sent(a->hooks.ctx, o->key, pl.attempt, podname);
         }
         cJSON_Delete(pod);
     }
@@ -869,21 +929,21 @@ out:
 }
 
 /* PREEMPT/SUSPEND/DELETE: delete the job's pods that its placement does not hold. */
-static void act_delete(struct gq_ctl *c, struct op *o, int kind, const char *ns, const char *name)
+static void act_delete(struct ctl_act *a, struct op *o, int kind, const char *ns, const char *name)
 {
     char err[256];
     struct store_job *row = NULL;
     struct ctl_placement pl;
     ctl_placement_init(&pl);
-    if (store_job_get(c->st, o->key, &row, err, sizeof(err)))
+    if (store_job_get(a->st, o->key, &row, err, sizeof(err)))
         row = NULL;
     if (row && (row->state == STORE_ADMITTED || row->state == STORE_RUNNING))
         ctl_placement_parse(row->placement, &pl, err, sizeof(err));
     /* the job is gone (its row too): its headless Service goes as well */
     if (kind == STORE_INTENT_DELETE && !row)
-        svc_release(c, o->key, ns, name);
+        svc_release(a, o->key, ns, name);
     struct pod_list l = {ns, name, NULL, 0, 0};
-    kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), pods_of_cb, &l);
+    kube_cache_foreach(a->pods, pods_of_cb, &l);
     for (int i = 0; i < l.n; i++) {
         const cJSON *pod = l.v[i];
         if (ctl_pod_terminal(pod) && row)
@@ -899,7 +959,7 @@ static void act_delete(struct gq_ctl *c, struct op *o, int kind, const char *ns,
             continue; /* held by a newer admission */
         if (ctl_obj_str(pod, "metadata", "deletionTimestamp"))
             continue;
-        LOGA(c, GQ_LOG_INFO, "deleting pod", " job=%s pod=%s", o->key, ctl_obj_str(pod, "metadata", "name"));
+        LOGA(a, GQ_LOG_INFO, "deleting pod", " job=%s pod=%s", o->key, ctl_obj_str(pod, "metadata", "name"));
         op_delete(o, pod, -1);
     }
     free(l.v);
@@ -935,19 +995,21 @@ static int pend_cb(void *ud, const struct store_intent *in)
     return 0;
 }
 
-void ctl_act_intents(struct gq_ctl *c)
+void ctl_act_intents(struct ctl_act *a)
 {
     char err[256];
     struct pend_list l = {0};
-    if (store_intents_pending(c->st, pend_cb, &l, err, sizeof(err))) {
-        c->m.store_errors++;
-        LOGA(c, GQ_LOG_ERROR, "reading intents failed", " err=\"%s\"", err);
+    if (!a->st)
+        return;
+    if (store_intents_pending(a->st, pend_cb, &l, err, sizeof(err))) {
+        a->store_errors++;
+        LOGA(a, GQ_LOG_ERROR, "reading intents failed", " err=\"%s\"", err);
         free(l.v);
         return;
     }
     for (int i = 0; i < l.n; i++) {
         struct pend *p = &l.v[i];
-        if (ctl_intent_inflight(c, p->id))
+        if (ctl_act_inflight(a, p->id))
             continue;
         char ns[API_NS_MAX], name[API_NAME_MAX];
         const char *slash = strchr(p->key, '/');
@@ -957,18 +1019,18 @@ void ctl_act_intents(struct gq_ctl *c)
         ns[slash - p->key] = 0;
         gq_strlcpy(name, slash + 1, sizeof(name));
         struct op *o = calloc(1, sizeof(*o));
-        if (!o || inflight_add(c, p->id)) {
+        if (!o || inflight_add(a, p->id)) {
             free(o);
             break;
         }
-        o->c = c;
+        o->a = a;
         o->intent_id = p->id;
         gq_strlcpy(o->key, p->key, sizeof(o->key));
         if (p->kind == STORE_INTENT_ADMIT)
-            act_admit(c, o, ns, name);
+            act_admit(a, o, ns, name);
         else if (p->kind == STORE_INTENT_PREEMPT || p->kind == STORE_INTENT_SUSPEND ||
                  p->kind == STORE_INTENT_DELETE)
-            act_delete(c, o, p->kind, ns, name);
+            act_delete(a, o, p->kind, ns, name);
         o->armed = 1;
         op_settle(o);
     }
@@ -978,118 +1040,70 @@ void ctl_act_intents(struct gq_ctl *c)
 /* ------------------------------------------------------------ status, events */
 
 struct status_op {
-    struct gq_ctl *c;
+    struct ctl_act *a;
     char key[CTL_KEY_MAX + 8];
     char path[CTL_PATH_MAX];
-    uint64_t gen;      /* memo->status_gen when submitted */
-    int transition;    /* changes status.state: critical, holds status_inflight */
+    uint64_t gen;      /* the caller's number */
+    int transition;    /* changes status.state: critical */
     char state[32];    /* the patch's status.state ("" = none) */
 };
 
 static void reread_cb(const struct kube_response *resp, void *ud)
 {
-    struct gq_ctl *c = ud;
+    struct ctl_act *a = ud;
     (void)resp; /* the informer delivers the fresh object; reconcile from it */
-    ctl_mark_dirty(c);
+    if (a->hooks.mark_dirty)
+        a->hooks.mark_dirty(a->hooks.ctx);
 }
 
 static void status_cb(const struct kube_response *resp, void *ud)
 {
     struct status_op *s = ud;
-    struct ctl_memo *m = ctl_memo_get(&s->c->memo, s->key, 0);
-    if (m) {
-        if (s->transition && m->status_inflight > 0)
-            m->status_inflight--;
-        if (resp->rc == GQ_OK) {
-            if (s->state[0])
-                gq_strlcpy(m->status_state, s->state, sizeof(m->status_state));
-        } else if (resp->not_sent == KUBE_NOT_SENT_SUPERSEDED) {
-            /* a newer status of the object replaced it before it was sent */
-        } else if (s->gen == m->status_gen) {
-            /* the latest write failed or was dropped (low lane full): the next
-             * reconcile computes the status again and writes it. 409: from
-             * fresh state; 404: the object is gone. Never a blind retry. */
-            free(m->last_status);
-            m->last_status = NULL;
-            ctl_mark_key(s->c, s->key); /* computed and written again */
-        }
-        if (resp->rc == GQ_ECONFLICT && kube_get(s->c->client, s->path, reread_cb, s->c))
-            ctl_mark_dirty(s->c);
+    struct ctl_act *a = s->a;
+    struct ctl_act_status_end e = {s->key, s->path, s->gen, s->transition, s->state,
+                                   resp->rc, resp->status, resp->not_sent};
+    if (a->hooks.status_end && a->hooks.status_end(a->hooks.ctx, &e)) {
+        if (resp->rc == GQ_ECONFLICT && a->kube->get(a->kube_ctx, s->path, reread_cb, a) && a->hooks.mark_dirty)
+            a->hooks.mark_dirty(a->hooks.ctx);
         if (resp->rc != GQ_OK && resp->rc != GQ_ENOTFOUND && !resp->not_sent)
-            LOGA(s->c, GQ_LOG_WARN, "status patch failed", " obj=%s status=%ld err=\"%s\"", s->key,
-                 resp->status, resp->errmsg);
+            LOGA(a, GQ_LOG_WARN, "status patch failed", " obj=%s status=%ld err=\"%s\"", s->key, resp->status,
+                 resp->errmsg);
     }
     free(s);
 }
 
-/* The state the object has as far as we know: what the API server last
- * accepted from us, else (no write yet, e.g. after a restart) the cached
- * GPUJob's status.state; NULL when unknown. */
-static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key)
+int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
+                         int transition, const char *state, uint64_t gen)
 {
-    char ns[API_NS_MAX], name[API_NAME_MAX];
-    const char *slash = strchr(memo_key, '/');
-    if (m->status_state[0])
-        return m->status_state;
-    if (!slash || (size_t)(slash - memo_key) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name))
-        return NULL;
-    memcpy(ns, memo_key, (size_t)(slash - memo_key));
-    ns[slash - memo_key] = 0;
-    gq_strlcpy(name, slash + 1, sizeof(name));
-    return ctl_obj_str(kube_informer_get(c->inf[INF_JOBS], ns, name), "status", "state");
-}
-
-void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
-{
-    struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
-    if (!m || m->status_inflight)
-        return; /* a transition is being written: recomputed after it */
-    char *json = cJSON_PrintUnformatted(patch);
-    if (!json)
-        return;
-    if (m->last_status && !strcmp(m->last_status, json)) {
-        free(json);
-        return;
-    }
     struct status_op *s = calloc(1, sizeof(*s));
-    if (!s) {
-        free(json);
-        return;
-    }
-    s->c = c;
-    gq_strlcpy(s->key, memo_key, sizeof(s->key));
+    int rc;
+    if (!s)
+        return GQ_ENOMEM;
+    s->a = a;
+    gq_strlcpy(s->key, key, sizeof(s->key));
     gq_strlcpy(s->path, path, sizeof(s->path));
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
-    if (cJSON_IsString(st) && st->valuestring) {
-        const char *known = known_state(c, m, memo_key);
-        gq_strlcpy(s->state, st->valuestring, sizeof(s->state));
-        s->transition = !known || strcmp(known, s->state) != 0;
-    }
-    s->gen = m->status_gen + 1;
-    if (kube_patch_status_p(c->client, s->transition ? KUBE_PRIO_CRITICAL : KUBE_PRIO_LOW, path, patch,
-                            status_cb, s)) {
-        free(json);
+    gq_strlcpy(s->state, state ? state : "", sizeof(s->state));
+    s->gen = gen;
+    s->transition = transition;
+    if ((rc = a->kube->patch_status(a->kube_ctx, transition ? KUBE_PRIO_CRITICAL : KUBE_PRIO_LOW, path, patch,
+                                    status_cb, s))) {
         free(s);
-        return;
+        return rc;
     }
-    m->status_gen = s->gen;
-    free(m->last_status);
-    m->last_status = json;
-    if (s->transition)
-        m->status_inflight++;
+    return 0;
 }
 
-void ctl_act_stop(struct gq_ctl *c)
+void ctl_act_stop(struct ctl_act *a)
 {
-    if (!c->client)
+    if (!a->kube || !a->kube_ctx)
         return;
-    size_t n = kube_client_drop_queued(c->client, KUBE_PRIO_LOW);
+    size_t n = a->kube->drop_queued(a->kube_ctx, KUBE_PRIO_LOW);
     if (n)
-        LOGA(c, GQ_LOG_INFO, "shutdown: cosmetic writes dropped (status is written again by the next leader)",
+        LOGA(a, GQ_LOG_INFO, "shutdown: cosmetic writes dropped (status is written again by the next leader)",
              " dropped=%zu", n);
 }
 
-void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const char *reason,
+void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const char *reason,
                    const char *msg)
 {
     struct kube_objref ref = {API_GROUP_VERSION,
@@ -1100,6 +1114,6 @@ void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const c
                               ctl_obj_str(obj, "metadata", "resourceVersion")};
     if (!ref.name)
         return;
-    if (kube_event_create_p(c->client, KUBE_PRIO_LOW, &ref, type, reason, msg, c->identity, NULL, NULL))
-        LOGA(c, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
+    if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL))
+        LOGA(a, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
 }

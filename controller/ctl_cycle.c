@@ -1429,7 +1429,7 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
     j->memo->create_err[0] = 0;
     for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++) {
         const struct store_intent *in = &r->intents[r->iidx[p].i];
-        if (in->kind == STORE_INTENT_ADMIT && !ctl_intent_inflight(r->c, in->id) &&
+        if (in->kind == STORE_INTENT_ADMIT && !ctl_act_inflight(&r->c->act, in->id) &&
             (rc = store_intent_done(r->c->st, in->id, r->now, r->err, sizeof(r->err))))
             return rc;
     }
@@ -1531,7 +1531,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     if (!missing)
         j->memo->missing_since_ms = 0;
     if (confirm[0] && !nlost)
-        ctl_act_confirm_pod(r->c, j->key, j->job->meta.namespace, confirm);
+        ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, confirm);
     int rc = 0;
     if (nlost) {
         j->memo->missing_since_ms = 0;
@@ -1612,7 +1612,7 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
         m->created_attempt = 0; /* seen (the cache follows it from now on), or gone */
     if (m->created_attempt) {
         if (r->now - m->created_ms > CTL_MISSING_GRACE_MS) {
-            ctl_act_confirm_pod(r->c, j->key, j->job->meta.namespace, m->created_pod);
+            ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, m->created_pod);
             m->created_ms = r->now; /* asked again after another grace period */
         }
         return 1;
@@ -1902,7 +1902,7 @@ static void wait_conditions(struct api_gpujob_status *out, const struct api_gpuj
 static void job_status(struct rc_ctx *r, struct cj *j)
 {
     if (!j->decoded || !j->row || j->memo->status_inflight)
-        return; /* in flight: ctl_act_status would drop it; recomputed next cycle */
+        return; /* in flight: ctl_status_write would drop it; recomputed next cycle */
     const char *msg = j->row->message;
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
     const struct ctl_waitpub *pub = &j->memo->pub;
@@ -1973,7 +1973,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     const char *before = j->memo->last_status;
     if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
                    j->job->meta.name, NULL))
-        ctl_act_status(r->c, j->key, path, patch);
+        ctl_status_write(r->c, j->key, path, patch);
     if (j->memo->last_status != before)
         j->memo->status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);
@@ -2038,7 +2038,7 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
         return; /* in flight: computed again next reconcile */
     if (!r->pub_epoch && m->last_status && m->status_sig && !strcmp(m->status_sig, urgent))
         return;
-    ctl_act_status(r->c, key, path, patch);
+    ctl_status_write(r->c, key, path, patch);
     char *u = strdup(urgent);
     if (u) {
         free(m->status_sig);
@@ -2355,7 +2355,7 @@ static void team_pool_status(struct rc_ctx *r)
                 if (!strcmp(prev.conditions[c].type, "Valid"))
                     pc = &prev.conditions[c];
             if (!(pc && !strcmp(pc->status, "False") && !strcmp(pc->message, st.conditions[0].message))) {
-                ctl_act_event(r->c, ti->obj, "Warning", "NamespaceConflict", st.conditions[0].message);
+                ctl_act_event(&r->c->act, ti->obj, "Warning", "NamespaceConflict", st.conditions[0].message);
                 LOGC(r->c, GQ_LOG_WARN, "team claims a namespace an older team owns",
                      " team=%s namespace=%s owner=%s", name, tm->namespaces[nsi], older->meta.name);
             }
@@ -2363,7 +2363,7 @@ static void team_pool_status(struct rc_ctx *r)
         if (ti->bad[0] && m && m->invalid_reported_gen != ti->gen) {
             /* once per invalid generation (and once more after a restart) */
             m->invalid_reported_gen = ti->gen;
-            ctl_act_event(r->c, ti->obj, "Warning", "InvalidSpec", st.conditions[0].message);
+            ctl_act_event(&r->c->act, ti->obj, "Warning", "InvalidSpec", st.conditions[0].message);
             struct store_audit a = {0, r->now, "gangq", "team-invalid", name, "", "", "",
                                     st.conditions[0].message};
             if (store_audit_add(r->c->st, &a, r->err, sizeof(r->err)))
@@ -2503,7 +2503,7 @@ static void waiting_publish(struct rc_ctx *r)
              * conditions now carry */
             char emsg[SCHED_MSG_MAX + 64];
             snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->pub.cls), msg ? msg : "");
-            ctl_act_event(c, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
+            ctl_act_event(&c->act, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
         }
         if (waiting && epoch)
             m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
@@ -2655,7 +2655,7 @@ static void cleanup_strays(struct rc_ctx *r)
                 char w[256];
                 long grace = (nn && nn[0] && node_lost(r, nn, w, sizeof(w))) ? 0 : -1;
                 LOGC(c, GQ_LOG_INFO, "deleting stray pod", " job=%s pod=%s", m->key, f->name);
-                ctl_act_delete_pod(c, pod, grace, m->key);
+                ctl_pod_delete(c, pod, grace, m->key);
             }
         }
 }
@@ -2734,7 +2734,7 @@ static int64_t mono_ns(void)
 static int phase_gather(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    ctl_act_flush_done(c); /* before reading the pending intents */
+    ctl_act_flush_done(&c->act); /* before reading the pending intents */
     r->now = ctl_now_ms();
     c->reconciles++;
     /* a full pass: asked for (resync timer, a Team, pool, class or node
@@ -2822,9 +2822,9 @@ static int phase_act(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     for (int i = 0; i < r->nev; i++)
-        ctl_act_event(c, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
+        ctl_act_event(&c->act, r->ev[i].obj, r->ev[i].type, r->ev[i].reason, r->ev[i].msg);
     waiting_publish(r);
-    ctl_act_intents(c);
+    ctl_act_intents(&c->act);
     cleanup_strays(r);
     return 0;
 }

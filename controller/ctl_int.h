@@ -1,6 +1,9 @@
 /*
  * ctl_int.h — internals shared by ctl_main.c (loop, CLI), ctl_cycle.c
- * (reconcile) and ctl_act.c (actuator). Not a public interface.
+ * (reconcile), ctl_memo.c (memo table) and ctl_wire.c (the controller's side
+ * of the actuator). Not a public interface. The actuator (ctl_act.c) does not
+ * include it: it sees only ctl_act.h, and struct gq_ctl embeds its struct
+ * ctl_act.
  *
  * Ownership: struct gq_ctl owns every member. Memo entries (struct ctl_memo)
  * are owned by the memo table; request callbacks never hold a memo pointer,
@@ -15,6 +18,7 @@
 #include <ev.h>
 
 #include "ctl.h"
+#include "ctl_act.h"
 #include "httpd.h"
 #include "kube.h"
 #include "metrics.h"
@@ -49,7 +53,7 @@ struct ctl_memo {
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
     /* A pod of this job the API server said is gone: a delete event
-     * (ctl_pod_deleted) or a GET answering 404 (ctl_act_confirm_pod). A
+     * (ctl_pod_deleted) or a GET answering 404 (ctl_pod_confirm). A
      * placed pod absent from the cache is lost only when named here; a
      * lagging watch never counts. Cleared by a new admission. */
     char gone_pod[API_NAME_MAX + 32];
@@ -107,7 +111,7 @@ struct ctl_memo {
      * a restart forgets it (the victims' stored preempted_by remains). */
     char **victims;
     int nvictims, capvictims;
-    /* status writes (ctl_act_status): status_gen numbers them (only the latest
+    /* status writes (ctl_status_write): status_gen numbers them (only the latest
      * one's failure clears last_status); status_state is the status.state the
      * API server last accepted from us ("" = none yet): a patch with another
      * state is a transition, written in the critical lane */
@@ -216,13 +220,10 @@ struct gq_ctl {
     int64_t last_usage_ms;
     int64_t last_prune_ms;
     int64_t pos_pub_ms;   /* positions and Teams' pendingHead last published */
-    int64_t *inflight_intents; /* intent ids being acted on (sorted) */
-    size_t ninflight, capinflight;
-    /* intents acted on, not yet marked done in the store: still in
-     * inflight_intents (never acted on twice); ctl_act_flush_done marks them
-     * all in one transaction at the start of the next reconcile */
-    int64_t *done_ids;
-    size_t ndone, capdone;
+    /* the actuator: its in-flight and done intent sets (ctl_act_flush_done
+     * marks the done ones at the start of the next reconcile); its kube
+     * client, caches and store are c's (borrowed), its hooks ctl_wire.c's */
+    struct ctl_act act;
     ev_timer debounce, resync, stop_timer, settle_timer;
     int64_t settle_at_ms;         /* settle_timer fires then (0 = not armed) */
     ev_signal sigterm, sigint;
@@ -283,26 +284,21 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
 /* An informer DELETED of a pod: a gangq pod's name is recorded as gone on its job's memo. */
 void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 
-/* ctl_act.c */
-int ctl_intent_inflight(const struct gq_ctl *c, int64_t id);
-/* Mark the acted-on intents done in one store transaction (kept for the next
- * call when it fails). */
-void ctl_act_flush_done(struct gq_ctl *c);
-/* Act on every pending intent not already in flight. */
-void ctl_act_intents(struct gq_ctl *c);
-/* Shutdown: drop the cosmetic writes still waiting (counted); transitions,
- * pod creates and deletes keep draining within the shutdown wait. */
-void ctl_act_stop(struct gq_ctl *c);
+/* ctl_wire.c: the actuator (ctl_act.h) wired to the controller, and the
+ * actuator's requests that first consult the memo. */
+/* Fill c->act (client, caches, configuration, hooks): after the client and
+ * the informers exist. c->act.st follows c->st (ctl_store_open). */
+void ctl_act_wire(struct gq_ctl *c);
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
- * the memo's cleanup counter when key is non-NULL. */
-void ctl_act_delete_pod(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);
+ * the memo's cleanup counter of key (when it has a memo) until it ends. */
+void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);
 /* Ask the API server for a pod absent from the cache (GET): a 404 records it
  * as gone on the memo of key; any other answer restarts missing_since_ms. One
- * at a time per memo. */
-void ctl_act_confirm_pod(struct gq_ctl *c, const char *key, const char *ns, const char *name);
-/* Patch a status subresource if json differs from memo->last_status. */
-void ctl_act_status(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
-void ctl_act_event(struct gq_ctl *c, const cJSON *obj, const char *type, const char *reason,
-                   const char *msg);
+ * at a time per memo; none without a memo. */
+void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name);
+/* Patch a status subresource if its JSON differs from memo->last_status
+ * (the memo of memo_key is created); nothing while a transition of it is
+ * being written (recomputed after). */
+void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
 
 #endif

@@ -230,6 +230,7 @@ static int ctl_store_open(struct gq_ctl *c)
         gq_log(c->cfg.log_level, GQ_LOG_ERROR, "ctl", err, NULL);
         return GQ_EIO;
     }
+    c->act.st = c->st;
     if (c->cfg.db_max_pages > 0 && store_set_max_pages(c->st, c->cfg.db_max_pages, err, sizeof(err)))
         gq_log(c->cfg.log_level, GQ_LOG_WARN, "ctl", err, NULL);
     int64_t n = 0;
@@ -323,7 +324,7 @@ static void begin_stop(struct gq_ctl *c)
         kube_informer_stop(c->inf[i]);
     if (c->leader)
         kube_leader_stop(c->leader);
-    ctl_act_stop(c);
+    ctl_act_stop(&c->act);
     c->stop_deadline = ev_now(loop) + c->cfg.shutdown_wait_s;
     ev_timer_set(&c->stop_timer, 0.02, 0.05);
     ev_timer_start(loop, &c->stop_timer);
@@ -349,7 +350,7 @@ static void counter_to(struct gq_metric *h, double v)
 static void metrics_refresh(struct gq_ctl *c)
 {
     counter_to(c->mh.cycles, (double)c->m.cycles);
-    counter_to(c->mh.store_errors, (double)c->m.store_errors);
+    counter_to(c->mh.store_errors, (double)(c->m.store_errors + c->act.store_errors));
     gq_metrics_set(c->mh.leader, c->leading ? 1 : 0);
     for (int s = 0; s < STORE_NSTATES; s++)
         gq_metrics_set(c->mh.jobs[s], (double)c->m.jobs_by_state[s]);
@@ -618,6 +619,7 @@ int ctl_run(const struct ctl_config *cfg)
             goto out;
         }
     }
+    ctl_act_wire(c);
     ev_timer_init(&c->debounce, debounce_cb, c->cfg.debounce_s, 0.);
     c->debounce.data = c;
     ev_timer_init(&c->resync, resync_cb, c->cfg.cycle_interval_s, c->cfg.cycle_interval_s);
@@ -683,7 +685,7 @@ out:
     for (int i = 0; i < INF_COUNT; i++)
         kube_informer_free(c->inf[i]);
     kube_client_free(c->client);
-    ctl_act_flush_done(c); /* intents acted on before the stop */
+    ctl_act_flush_done(&c->act); /* intents acted on before the stop */
     kube_config_release(&c->kcfg);
     if (c->st && store_in_cycle(c->st))
         store_rollback_cycle(c->st);
@@ -692,8 +694,7 @@ out:
     ctl_memo_table_release(&c->memo);
     ctl_objset_release(&c->jobs_set);
     ctl_objset_release(&c->foreign_set);
-    free(c->inflight_intents);
-    free(c->done_ids);
+    ctl_act_release(&c->act);
     free(c);
     kube_global_cleanup();
     return rc;

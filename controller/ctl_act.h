@@ -1,0 +1,161 @@
+/*
+ * ctl_act.h — the actuator's interface: what ctl_act.c needs and what it
+ * tells back, and nothing else of the controller.
+ *
+ * Role: act on committed store intents (create a gang's pods bound to their
+ * nodes and its headless Service; delete pods for preempt / suspend / requeue
+ * / deletion), delete stray pods, ask the API server about a pod absent from
+ * the cache, send status patches and Events. It owns the in-flight and done
+ * intent sets; it does not know struct gq_ctl, the memo table, the reconcile
+ * or the loop. What an outcome means to the controller (a job examined again,
+ * a refused create failing the job, a pod recorded as gone, a status written
+ * again) is the controller's, told through struct ctl_act_hooks.
+ *
+ * Invariants:
+ * - An intent is in the in-flight set from the moment it is acted on until
+ *   its requests end: a failure (or a store error) removes it, so a later
+ *   ctl_act_intents acts on it again; success puts it in the done set too
+ *   (still in flight: never acted on twice) until ctl_act_flush_done marks it
+ *   done in the store. Both sets are bounded by the pending intents.
+ * - Every op ends with exactly one hooks.settled call; every request's
+ *   callback runs from the loop, never inside the call that sent it (the
+ *   kube client's rule; a test's struct ctl_act_kube must keep it).
+ * - Requests of an op never hold a pointer into the caches: objects are
+ *   looked up again when a callback runs.
+ *
+ * Ownership: the controller owns the struct ctl_act (embedded) and fills it
+ * with ctl_act_init before the first call; ctl_act_release frees the sets.
+ * kube, kube_ctx, jobs, pods, st and hooks.ctx are borrowed and must outlive
+ * every request in flight (st may be NULL until the store is opened: then no
+ * intent is read or marked). Strings passed to hooks are valid for the call
+ * only. Objects passed in (pods, patches, GPUJobs) are borrowed for the call.
+ */
+#ifndef GQ_CTL_ACT_H
+#define GQ_CTL_ACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "kube.h"
+
+struct store;
+
+/* The requests the actuator sends, as kube.h's writers with a priority
+ * (kube_create_p, kube_delete_rv_p, kube_get, kube_patch_status_p,
+ * kube_event_create_p, kube_client_drop_queued) on the context k. Each
+ * returns 0 when the request was queued (cb then runs exactly once, later),
+ * else an error (cb never runs). */
+struct ctl_act_kube {
+    int (*create)(void *k, enum kube_prio prio, const char *collection_path, const cJSON *obj,
+                  kube_response_cb cb, void *ud);
+    int (*delete_rv)(void *k, enum kube_prio prio, const char *path, long grace_s, const char *uid,
+                     const char *rv, kube_response_cb cb, void *ud);
+    int (*get)(void *k, const char *path, kube_response_cb cb, void *ud);
+    int (*patch_status)(void *k, enum kube_prio prio, const char *path, const cJSON *patch,
+                        kube_response_cb cb, void *ud);
+    int (*event)(void *k, enum kube_prio prio, const struct kube_objref *ref, const char *type,
+                 const char *reason, const char *msg, const char *instance, kube_response_cb cb,
+                 void *ud);
+    size_t (*drop_queued)(void *k, enum kube_prio prio);
+};
+/* kube.h's functions; k is a struct kube_client *. */
+extern const struct ctl_act_kube ctl_act_kube_client;
+
+/* The end of a status patch (ctl_act_patch_status), as sent. */
+struct ctl_act_status_end {
+    const char *key;     /* the memo key it was sent for */
+    const char *path;    /* the status subresource */
+    uint64_t gen;        /* the caller's number for it */
+    int transition;      /* it changes status.state (critical lane) */
+    const char *state;   /* the patch's status.state ("" = none) */
+    int rc;              /* struct kube_response's rc, status and not_sent */
+    long status;
+    int not_sent;
+};
+
+/* What the actuator tells the controller. Every hook is called from a
+ * request callback or from the call that acted, never from the controller's
+ * own call into a hook; key is a job key "namespace/name" ("" = none). */
+struct ctl_act_hooks {
+    void *ctx;
+    /* An op ended: intent_id > 0 acted on (ok: every request succeeded, the
+     * intent is in the done set) or not (ok 0: it left the in-flight set and
+     * is retried by a later ctl_act_intents); intent_id 0: the deletes of one
+     * ctl_act_delete_pod for key ended. */
+    void (*settled)(void *ctx, int64_t intent_id, const char *key, int ok);
+    /* A create of pod (of the admission numbered attempt) was queued: it may
+     * run before the pod watch shows it. */
+    void (*pod_create_sent)(void *ctx, const char *key, int attempt, const char *pod);
+    /* The API server refused a pod of key for what it is (400, 403, 422):
+     * retrying cannot help. msg is its answer. */
+    void (*pod_create_refused)(void *ctx, const char *key, const char *msg);
+    /* The answer to ctl_act_confirm_pod: rc GQ_ENOTFOUND = pod is gone; GQ_OK
+     * = it exists (the watch lags); else the GET failed. */
+    void (*pod_confirmed)(void *ctx, const char *key, const char *pod, int rc);
+    /* A status patch ended (sent or not). Returns 1 when the controller
+     * still knows the object (the actuator then logs a failure and, on a 409,
+     * asks the API server for the object again), 0 when it forgot it. */
+    int (*status_end)(void *ctx, const struct ctl_act_status_end *e);
+    /* Reconcile again soon: a fresh object is on its way through a watch. */
+    void (*mark_dirty)(void *ctx);
+};
+
+struct ctl_act {
+    /* requests (borrowed) */
+    const struct ctl_act_kube *kube;
+    void *kube_ctx;
+    /* informer caches of GPUJobs and pods (borrowed): lookups only */
+    const struct kube_cache *jobs, *pods;
+    struct store *st;         /* borrowed; NULL until opened */
+    struct ctl_act_hooks hooks;
+    /* configuration (copied) */
+    int log_level;
+    double max_grace_s;       /* delete grace cap (< 0 or huge: none) */
+    char identity[128];       /* Events' reporting instance */
+    /* counters, read by the controller's metrics */
+    uint64_t store_errors;
+    /* intents being acted on (sorted) and those acted on, not yet marked done
+     * in the store (also in flight) */
+    int64_t *inflight;
+    size_t ninflight, capinflight;
+    int64_t *done;
+    size_t ndone, capdone;
+};
+
+/* Zero a and set what it needs (copies identity; the rest borrowed). */
+void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube_ctx,
+                  const struct kube_cache *jobs, const struct kube_cache *pods,
+                  const struct ctl_act_hooks *hooks, int log_level, double max_grace_s,
+                  const char *identity);
+/* Free the sets (requests in flight must have ended). */
+void ctl_act_release(struct ctl_act *a);
+
+/* Intent id id is being acted on (or was, and is not marked done yet). */
+int ctl_act_inflight(const struct ctl_act *a, int64_t id);
+/* Mark the acted-on intents done in one store transaction (kept for the next
+ * call when it fails; nothing while a store transaction is open). */
+void ctl_act_flush_done(struct ctl_act *a);
+/* Act on every pending intent of the store not already in flight. */
+void ctl_act_intents(struct ctl_act *a);
+/* Shutdown: drop the cosmetic writes still waiting (counted); transitions,
+ * pod creates and deletes keep draining within the shutdown wait. */
+void ctl_act_stop(struct ctl_act *a);
+/* Delete one pod as cached (uid and resourceVersion preconditions); grace <
+ * 0 = the pod's own, never above max_grace_s. Ends with settled(0, key). */
+void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const char *key);
+/* Ask the API server for a pod absent from the cache (GET); the answer goes
+ * to pod_confirmed. 0 when sent, else an error (no hook call). */
+int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);
+/* Patch a status subresource: the critical lane when transition, else the
+ * low one (coalesced by path). state: the patch's status.state ("" none);
+ * gen: the caller's number, echoed in status_end. A 409 of a known object
+ * asks the API server for it again (GET, then mark_dirty). 0 when queued,
+ * else an error (no hook call). */
+int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
+                         int transition, const char *state, uint64_t gen);
+/* An Event about obj (kind from the object, GPUJob by default), low lane. */
+void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const char *reason,
+                   const char *msg);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * ctl_wire.c — the controller's side of the actuator (ctl_act.h): the hooks
+ * through which the actuator's outcomes reach the memo table and the
+ * reconcile loop, and the requests that consult a memo before they reach the
+ * actuator (a status write only when it changed, one pod GET at a time, a
+ * stray pod delete counted on its job's memo).
+ *
+ * Memos are looked up again by key in every hook: a memo may be dropped while
+ * a request for it is in flight (ctl_int.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+
+static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
+{
+    struct gq_ctl *c = ctx;
+    (void)ok; /* a failed intent stays pending: the next reconcile acts again */
+    if (!intent_id && key[0]) { /* ctl_pod_delete's deletes ended */
+        struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+        if (m && m->cleanup_inflight > 0)
+            m->cleanup_inflight--;
+        if (m)
+            m->cleanup_done_ms = ctl_now_ms();
+    }
+    ctl_mark_key(c, key);
+}
+
+static void hook_pod_create_sent(void *ctx, const char *key, int attempt, const char *pod)
+{
+    struct gq_ctl *c = ctx;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (m) {
+        m->created_attempt = attempt;
+        gq_strlcpy(m->created_pod, pod, sizeof(m->created_pod));
+        m->created_ms = ctl_now_ms();
+    }
+}
+
+static void hook_pod_create_refused(void *ctx, const char *key, const char *msg)
+{
+    struct gq_ctl *c = ctx;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (m)
+        gq_strlcpy(m->create_err, msg, sizeof(m->create_err));
+}
+
+static void hook_pod_confirmed(void *ctx, const char *key, const char *pod, int rc)
+{
+    struct gq_ctl *c = ctx;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (m) {
+        m->confirm_inflight = 0;
+        if (rc == GQ_ENOTFOUND)
+            gq_strlcpy(m->gone_pod, pod, sizeof(m->gone_pod));
+        else
+            m->missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
+    }
+    ctl_mark_key(c, key);
+}
+
+static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
+{
+    struct gq_ctl *c = ctx;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, e->key, 0);
+    if (!m)
+        return 0;
+    if (e->transition && m->status_inflight > 0)
+        m->status_inflight--;
+    if (e->rc == GQ_OK) {
+        if (e->state[0])
+            gq_strlcpy(m->status_state, e->state, sizeof(m->status_state));
+    } else if (e->not_sent == KUBE_NOT_SENT_SUPERSEDED) {
+        /* a newer status of the object replaced it before it was sent */
+    } else if (e->gen == m->status_gen) {
+        /* the latest write failed or was dropped (low lane full): the next
+         * reconcile computes the status again and writes it. 409: from
+         * fresh state; 404: the object is gone. Never a blind retry. */
+        free(m->last_status);
+        m->last_status = NULL;
+        ctl_mark_key(c, e->key); /* computed and written again */
+    }
+    return 1;
+}
+
+static void hook_mark_dirty(void *ctx)
+{
+    ctl_mark_dirty(ctx);
+}
+
+void ctl_act_wire(struct gq_ctl *c)
+{
+    const struct ctl_act_hooks hooks = {c, hook_settled, hook_pod_create_sent, hook_pod_create_refused,
+                                        hook_pod_confirmed, hook_status_end, hook_mark_dirty};
+    ctl_act_init(&c->act, &ctl_act_kube_client, c->client, kube_informer_cache(c->inf[INF_JOBS]),
+                 kube_informer_cache(c->inf[INF_PODS]), &hooks, c->cfg.log_level, c->cfg.max_grace_period_s,
+                 c->identity);
+    c->act.st = c->st;
+}
+
+void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key)
+{
+    struct ctl_memo *m = key ? ctl_memo_get(&c->memo, key, 0) : NULL;
+    if (m)
+        m->cleanup_inflight++; /* until hook_settled */
+    ctl_act_delete_pod(&c->act, pod, grace, key);
+}
+
+void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name)
+{
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (!m || m->confirm_inflight)
+        return;
+    if (!ctl_act_confirm_pod(&c->act, key, ns, name))
+        m->confirm_inflight = 1; /* until hook_pod_confirmed */
+}
+
+/* The state the object has as far as we know: what the API server last
+ * accepted from us, else (no write yet, e.g. after a restart) the cached
+ * GPUJob's status.state; NULL when unknown. */
+static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key)
+{
+    char ns[API_NS_MAX], name[API_NAME_MAX];
+    const char *slash = strchr(memo_key, '/');
+    if (m->status_state[0])
+        return m->status_state;
+    if (!slash || (size_t)(slash - memo_key) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name))
+        return NULL;
+    memcpy(ns, memo_key, (size_t)(slash - memo_key));
+    ns[slash - memo_key] = 0;
+    gq_strlcpy(name, slash + 1, sizeof(name));
+    return ctl_obj_str(kube_informer_get(c->inf[INF_JOBS], ns, name), "status", "state");
+}
+
+void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
+{
+    struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
+    if (!m || m->status_inflight)
+        return; /* a transition is being written: recomputed after it */
+    char *json = cJSON_PrintUnformatted(patch);
+    if (!json)
+        return;
+    if (m->last_status && !strcmp(m->last_status, json)) {
+        free(json);
+        return;
+    }
+    char state[32] = "";
+    int transition = 0;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
+    if (cJSON_IsString(st) && st->valuestring) {
+        const char *known = known_state(c, m, memo_key);
+        gq_strlcpy(state, st->valuestring, sizeof(state));
+        transition = !known || strcmp(known, state) != 0;
+    }
+    uint64_t gen = m->status_gen + 1;
+    if (ctl_act_patch_status(&c->act, memo_key, path, patch, transition, state, gen)) {
+        free(json);
+        return;
+    }
+    m->status_gen = gen;
+    free(m->last_status);
+    m->last_status = json;
+    if (transition)
+        m->status_inflight++; /* until hook_status_end */
+}
