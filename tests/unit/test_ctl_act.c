@@ -585,7 +585,8 @@ static void test_confirm_pod(void **state)
     assert_int_equal(f->r.confirmed, 1);
 }
 
-/* Status patches: a transition goes critical, another patch low; the end is
+/* Status patches: a transition goes normal (pod writes alone are critical),
+ * another patch low; the end is
  * told with what was sent; a 409 of a known object reads it again (then
  * mark_dirty), of a forgotten one does nothing more. */
 static void test_status_patch(void **state)
@@ -598,7 +599,7 @@ static void test_status_patch(void **state)
     assert_int_equal(ctl_act_patch_status(&f->a, "ml/train", path, patch, 0, "Running", 8), 0);
     cJSON_Delete(patch);
     assert_int_equal(f->m.n, 2);
-    assert_int_equal(f->m.r[0].prio, KUBE_PRIO_CRITICAL);
+    assert_int_equal(f->m.r[0].prio, KUBE_PRIO_NORMAL);
     assert_int_equal(f->m.r[1].prio, KUBE_PRIO_LOW);
     assert_string_equal(f->m.r[0].path, path);
 
