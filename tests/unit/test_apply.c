@@ -51,8 +51,10 @@ static int setup(void **state)
         free(fx);
         return -1;
     }
+    char dir[sizeof(fx->dir)];
+    gq_strlcpy(dir, fx->dir, sizeof(dir)); /* not fx: snprintf's source and destination stay apart */
     for (int k = 0; k < 2; k++) {
-        snprintf(fx->path[k], sizeof(fx->path[k]), "%s/s%d.db", fx->dir, k);
+        snprintf(fx->path[k], sizeof(fx->path[k]), "%s/s%d.db", dir, k);
         if (store_open(fx->path[k], NULL, &fx->st[k], fx->err, sizeof(fx->err))) {
             fprintf(stderr, "store_open: %s\n", fx->err);
             return -1;
