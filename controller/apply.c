@@ -237,6 +237,7 @@ int apply_requeue(const struct apply_ctx *x, const struct apply_job *j, int64_t 
 {
     char m[API_MSG_MAX];
     int over = max_retries >= 0 && retries + 1 > max_retries;
+    why = why ? why : "";
     int rc = release(x, j, STORE_INTENT_DELETE, "requeue");
     if (over)
         snprintf(m, sizeof(m), "%s; gave up after %lld retries", why, (long long)retries);
