@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apply.h"
 #include "ctl_int.h"
 
 #define LOGC(c, lvl, msg, ...) gq_log((c)->cfg.log_level, lvl, "ctl", msg, __VA_ARGS__)
@@ -304,12 +305,45 @@ static void event_add(struct rc_ctx *r, const cJSON *obj, const char *type, cons
     va_end(ap);
 }
 
+/* The store writes of this reconcile's decisions (controller/apply.h). */
+static struct apply_ctx actx(struct rc_ctx *r)
+{
+    return (struct apply_ctx){r->c->st, r->now, 0, r->err, sizeof(r->err)};
+}
+
+/* The team in force a job names, or NULL. */
+static const struct api_team *team_of(const struct rc_ctx *r, const char *name)
+{
+    for (int i = 0; name && name[0] && i < r->nteams; i++)
+        if (!strcmp(r->teams[i].meta.name, name))
+            return &r->teams[i];
+    return NULL;
+}
+
+/* A Team's quota entries as the core and the ledger read them (q: API_MAX_QUOTA). */
+static int team_quota(const struct api_team *tm, struct sched_quota *q)
+{
+    int n = 0;
+    for (int e = 0; tm && e < tm->nquota && e < API_MAX_QUOTA; e++, n++)
+        q[n] = (struct sched_quota){tm->quota[e].gpu_type, tm->quota[e].gpus, tm->quota[e].borrowing_limit,
+                                    tm->quota[e].lending_limit};
+    return n;
+}
+
+/* What apply_* needs of j; with q (API_MAX_QUOTA entries, filled) its Team's quota too. */
+static struct apply_job ajob(const struct rc_ctx *r, const struct cj *j, struct sched_quota *q)
+{
+    const struct api_gpu *g = &j->job->spec.gpu;
+    int nq = q ? team_quota(team_of(r, j->job->spec.team), q) : 0;
+    return (struct apply_job){j->key, j->job->spec.team, j->state, g->present ? g->count : 0,
+                              g->present && !g->count ? g->shares : 0, q, nq};
+}
+
 static int audit(struct rc_ctx *r, const char *action, const struct cj *j, const char *key,
                  const char *oldv, const char *newv, const char *reason)
 {
-    struct store_audit a = {0, r->now, "gangq", action, j ? j->job->spec.team : "", key,
-                            oldv ? oldv : "", newv ? newv : "", reason ? reason : ""};
-    return store_audit_add(r->c->st, &a, r->err, sizeof(r->err));
+    struct apply_ctx x = actx(r);
+    return apply_audit(&x, action, j ? j->job->spec.team : "", key, oldv, newv, reason);
 }
 
 /* The job changed in this reconcile: examined in full by the rest of it
@@ -327,14 +361,13 @@ static int job_dirty(const struct rc_ctx *r, const struct cj *j)
            (j->memo->settle_due_ms && j->memo->settle_due_ms <= r->now);
 }
 
-static int transition(struct rc_ctx *r, struct cj *j, int state, const char *placement,
-                      const char *message, const char *by, const char *why, int bump)
+/* After a write of j's row (an apply_* call, or a transition below, that
+ * returned rc): on success the reconcile's view follows the store (state,
+ * row, placement when it changed) and j is examined in full again. */
+static int refresh(struct rc_ctx *r, struct cj *j, int rc)
 {
-    struct store_transition t = {state, placement, message, by, why, bump};
-    int rc = store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err));
     if (rc)
         return rc;
-    j->state = state;
     job_touch(r, j);
     struct store_job *fresh = NULL;
     if ((rc = store_job_get(r->c->st, j->key, &fresh, r->err, sizeof(r->err))))
@@ -343,6 +376,7 @@ static int transition(struct rc_ctx *r, struct cj *j, int state, const char *pla
     store_job_free(fresh);
     if (!cp)
         return GQ_ENOMEM;
+    int pl_changed = !j->row || strcmp(j->row->placement, cp->placement);
     /* rows[] keeps the old pointer for bsearch; replace in place */
     for (int i = 0; i < r->nrows; i++)
         if (r->rows[i] == j->row) {
@@ -351,24 +385,53 @@ static int transition(struct rc_ctx *r, struct cj *j, int state, const char *pla
         }
     free(j->row);
     j->row = cp;
-    if (placement)
-        rc = ctl_placement_parse(placement, &j->pl, r->err, sizeof(r->err));
+    j->state = cp->state;
+    if (pl_changed)
+        rc = ctl_placement_parse(cp->placement, &j->pl, r->err, sizeof(r->err));
     return rc;
+}
+
+/* A transition no decision rule owns (recover, adopt, revalidate). */
+static int transition(struct rc_ctx *r, struct cj *j, int state, const char *placement,
+                      const char *message, const char *by, const char *why, int bump)
+{
+    struct store_transition t = {state, placement, message, by, why, bump};
+    return refresh(r, j, store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err)));
+}
+
+/* One decision rule applied to j: act_begin takes j as it is now (its
+ * Team's quota included), the apply_* call writes, act_end makes the
+ * reconcile follow the store. A rule that releases a hold writes an intent
+ * that deletes the pods: the caller sets j->released.
+ *   struct act a;
+ *   act_begin(r, j, &a);
+ *   rc = act_end(r, j, apply_suspend(&a.x, &a.j));  */
+struct act {
+    struct apply_ctx x;
+    struct sched_quota q[API_MAX_QUOTA];
+    struct apply_job j; /* j.quota points into q */
+};
+
+static void act_begin(struct rc_ctx *r, const struct cj *j, struct act *a)
+{
+    a->x = actx(r);
+    a->j = ajob(r, j, a->q);
+}
+
+static int act_end(struct rc_ctx *r, struct cj *j, int rc)
+{
+    return refresh(r, j, rc);
 }
 
 static int holds(int state)
 {
-    return state == STORE_ADMITTED || state == STORE_RUNNING;
+    return apply_holds(state);
 }
 
-static int job_gpus_placed(const struct cj *j)
+static int job_gpus_placed(const struct rc_ctx *r, const struct cj *j)
 {
-    const struct api_gpu *g = &j->job->spec.gpu;
-    if (!g->present)
-        return 0;
-    if (g->count)
-        return g->count * j->pl.n;
-    return (g->shares * j->pl.n + 999) / 1000;
+    struct apply_job a = ajob(r, j, NULL);
+    return (int)apply_gpus(&a, j->pl.n);
 }
 
 static int rnode_cmp(const void *a, const void *b)
@@ -407,12 +470,18 @@ static const char *node_product(struct rc_ctx *r, const char *node)
     return p ? p : "";
 }
 
+/* The product a placement's ledger row is charged to: its first replica's node's. */
+static const char *pl_product(struct rc_ctx *r, const struct ctl_placement *pl)
+{
+    return pl->n ? node_product(r, pl->rep[0].node) : "";
+}
+
 static int ledger_set(struct rc_ctx *r, struct cj *j)
 {
-    struct store_alloc a = {j->key, j->job->spec.team,
-                            j->pl.n ? node_product(r, j->pl.rep[0].node) : "",
-                            job_gpus_placed(j), 0};
-    return store_alloc_set(r->c->st, &a, r->err, sizeof(r->err));
+    struct apply_ctx x = actx(r);
+    struct sched_quota q[API_MAX_QUOTA];
+    struct apply_job a = ajob(r, j, q);
+    return apply_ledger_set(&x, &a, j->pl.n, pl_product(r, &j->pl));
 }
 
 static int intent(struct rc_ctx *r, int kind, const char *key, const char *payload)
@@ -962,8 +1031,9 @@ static int status_finished_override(struct rc_ctx *r, struct cj *j)
         return 0;
     int to = st.state == API_STATE_SUCCEEDED ? STORE_SUCCEEDED : STORE_FAILED;
     int rc;
-    if ((rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err))) ||
-        (rc = transition(r, j, to, "", st.message, NULL, NULL, 0)) ||
+    struct act a;
+    act_begin(r, j, &a);
+    if ((rc = apply_ledger_clear(&a.x, &a.j)) || (rc = transition(r, j, to, "", st.message, NULL, NULL, 0)) ||
         (rc = audit(r, "recover", j, j->key, store_state_name(s), store_state_name(to),
                     "the GPUJob status records it finished for this generation; the store did not")))
         return rc;
@@ -1319,16 +1389,6 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
     return 0;
 }
 
-/* Give up a job's hold: ledger cleared, an intent to delete its pods. */
-static int release_hold(struct rc_ctx *r, struct cj *j, int kind, const char *payload)
-{
-    int rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
-    if (!rc)
-        rc = intent(r, kind, j->key, payload);
-    j->released = 1;
-    return rc;
-}
-
 static int job_spec_rules(struct rc_ctx *r, struct cj *j)
 {
     int rc = 0;
@@ -1346,11 +1406,11 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
     }
     if (s == STORE_SUCCEEDED || s == STORE_FAILED)
         return 0;
+    struct act a;
+    act_begin(r, j, &a);
     if (j->failed_invalid) {
-        if (holds(s) && (rc = release_hold(r, j, STORE_INTENT_DELETE, "invalid")))
-            return rc;
-        if ((rc = transition(r, j, STORE_FAILED, "", j->invalid_msg, NULL, NULL, 0)) ||
-            (rc = audit(r, "fail", j, j->key, store_state_name(s), "Failed", j->invalid_msg)))
+        j->released |= holds(s);
+        if ((rc = act_end(r, j, apply_fail(&a.x, &a.j, j->invalid_msg, "invalid"))))
             return rc;
         event_add(r, j->obj, "Warning", "Failed", "%s", j->invalid_msg);
         LOGC(r->c, GQ_LOG_WARN, "job failed: invalid", " job=%s msg=\"%s\"", j->key, j->invalid_msg);
@@ -1363,27 +1423,22 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
         char msg[API_MSG_MAX];
         snprintf(msg, sizeof(msg), "spec changed while admitted (%lld -> %d GPUs, %d replicas): requeued",
                  (long long)j->old_gpus, (int)api_gpujob_gpus(j->job), (int)j->job->spec.replicas);
-        if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "respec")) ||
-            (rc = transition(r, j, STORE_QUEUED, "", msg, NULL, NULL, 0)) ||
-            (rc = audit(r, "requeue", j, j->key, store_state_name(s), "Queued", msg)))
+        j->released = 1;
+        if ((rc = act_end(r, j, apply_requeue_spec(&a.x, &a.j, msg))))
             return rc;
         event_add(r, j->obj, "Normal", "Requeued", "%s", msg);
         LOGC(r->c, GQ_LOG_INFO, "job requeued: spec changed", " job=%s", j->key);
         return 0;
     }
     if (j->job->spec.suspend && s != STORE_SUSPENDED) {
-        if (holds(s) && (rc = release_hold(r, j, STORE_INTENT_SUSPEND, "suspend")))
-            return rc;
-        if ((rc = transition(r, j, STORE_SUSPENDED, holds(s) ? "" : NULL, "suspended by spec.suspend",
-                             NULL, NULL, 0)) ||
-            (rc = audit(r, "suspend", j, j->key, store_state_name(s), "Suspended", "spec.suspend=true")))
+        j->released |= holds(s);
+        if ((rc = act_end(r, j, apply_suspend(&a.x, &a.j))))
             return rc;
         event_add(r, j->obj, "Normal", "Suspended", "job suspended (spec.suspend=true)%s",
                   holds(s) ? "; its pods are being deleted" : "");
         LOGC(r->c, GQ_LOG_INFO, "job suspended", " job=%s was=%s", j->key, store_state_name(s));
     } else if (!j->job->spec.suspend && s == STORE_SUSPENDED) {
-        if ((rc = transition(r, j, STORE_QUEUED, "", "", NULL, NULL, 0)) ||
-            (rc = audit(r, "resume", j, j->key, "Suspended", "Queued", "spec.suspend=false")))
+        if ((rc = act_end(r, j, apply_resume(&a.x, &a.j))))
             return rc;
         event_add(r, j->obj, "Normal", "Resumed", "job resumed: queued at its original place");
         LOGC(r->c, GQ_LOG_INFO, "job resumed", " job=%s", j->key);
@@ -1393,25 +1448,18 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
 
 static int requeue(struct rc_ctx *r, struct cj *j, const char *why)
 {
-    int rc;
-    int s = j->state;
-    int over = j->row->retries + 1 > r->c->cfg.max_retries;
+    int rc, over = 0;
     char msg[API_MSG_MAX];
-    if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "requeue")))
+    struct act a;
+    act_begin(r, j, &a);
+    j->released = 1;
+    if ((rc = act_end(r, j, apply_requeue(&a.x, &a.j, j->row->retries, r->c->cfg.max_retries, why, msg,
+                                          sizeof(msg), &over))))
         return rc;
     if (over) {
-        snprintf(msg, sizeof(msg), "%s; gave up after %lld retries", why, (long long)j->row->retries);
-        if ((rc = transition(r, j, STORE_FAILED, "", msg, NULL, NULL, 0)) ||
-            (rc = audit(r, "fail", j, j->key, store_state_name(s), "Failed", msg)))
-            return rc;
         event_add(r, j->obj, "Warning", "Failed", "%s", msg);
         LOGC(r->c, GQ_LOG_WARN, "job failed", " job=%s msg=\"%s\"", j->key, msg);
     } else {
-        snprintf(msg, sizeof(msg), "requeued (retry %lld of %d): %s", (long long)j->row->retries + 1,
-                 r->c->cfg.max_retries, why);
-        if ((rc = transition(r, j, STORE_QUEUED, "", msg, NULL, NULL, 1)) ||
-            (rc = audit(r, "requeue", j, j->key, store_state_name(s), "Queued", msg)))
-            return rc;
         event_add(r, j->obj, "Warning", "Requeued", "%s", msg);
         LOGC(r->c, GQ_LOG_WARN, "job requeued", " job=%s msg=\"%s\"", j->key, msg);
     }
@@ -1434,10 +1482,10 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
             return rc;
     }
     j->admit_pending = 0;
-    int s = j->state;
-    if ((rc = release_hold(r, j, STORE_INTENT_DELETE, "create-refused")) ||
-        (rc = transition(r, j, STORE_FAILED, "", msg, NULL, NULL, 0)) ||
-        (rc = audit(r, "fail", j, j->key, store_state_name(s), "Failed", msg)))
+    struct act a;
+    act_begin(r, j, &a);
+    j->released = 1;
+    if ((rc = act_end(r, j, apply_fail(&a.x, &a.j, msg, "create-refused"))))
         return rc;
     event_add(r, j->obj, "Warning", "Failed", "%s", msg);
     LOGC(r->c, GQ_LOG_WARN, "job failed: pod refused", " job=%s msg=\"%s\"", j->key, msg);
@@ -1460,10 +1508,10 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
         return 0;
     char msg[API_MSG_MAX];
     snprintf(msg, sizeof(msg), "every replica succeeded (attempt %d)", a);
-    rc = holds(s) ? release_hold(r, j, STORE_INTENT_DELETE, "succeeded")
-                  : store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err));
-    if (rc || (rc = transition(r, j, STORE_SUCCEEDED, holds(s) ? "" : NULL, msg, NULL, NULL, 0)) ||
-        (rc = audit(r, "succeed", j, j->key, store_state_name(s), "Succeeded", msg)))
+    struct act ac;
+    act_begin(r, j, &ac);
+    j->released |= holds(s);
+    if ((rc = act_end(r, j, apply_succeed(&ac.x, &ac.j, msg, 1))))
         return rc;
     event_add(r, j->obj, "Normal", "Succeeded", "%s; it was %s when that was seen", msg, store_state_name(s));
     LOGC(r->c, GQ_LOG_INFO, "job succeeded (its pods finished before what was decided meanwhile)",
@@ -1548,8 +1596,9 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
             rc = requeue(r, j, why);
             goto nb_out;
         }
-        if ((rc = transition(r, j, j->state, b.p, why, NULL, NULL, 0)) || (rc = ledger_set(r, j)) ||
-            (rc = audit(r, "replace-replica", j, j->key, "", b.p, why)))
+        struct act a;
+        act_begin(r, j, &a);
+        if ((rc = act_end(r, j, apply_replace_replica(&a.x, &a.j, &j->pl, pl_product(r, &j->pl), why))))
             goto nb_out;
         event_add(r, j->obj, "Warning", "ReplicaLost", "%s; it will be placed again", why);
         LOGC(r->c, GQ_LOG_WARN, "replica lost", " job=%s msg=\"%s\"", j->key, why);
@@ -1559,9 +1608,9 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     }
     int want = j->job->spec.replicas;
     if (succeeded == j->pl.n && j->pl.n == want && want > 0) {
-        if ((rc = store_alloc_clear(r->c->st, j->key, r->err, sizeof(r->err))) ||
-            (rc = transition(r, j, STORE_SUCCEEDED, NULL, "every replica succeeded", NULL, NULL, 0)) ||
-            (rc = audit(r, "succeed", j, j->key, "", "Succeeded", "")))
+        struct act a;
+        act_begin(r, j, &a);
+        if ((rc = act_end(r, j, apply_succeed(&a.x, &a.j, "every replica succeeded", 0))))
             return rc;
         event_add(r, j->obj, "Normal", "Succeeded", "every replica succeeded");
         LOGC(r->c, GQ_LOG_INFO, "job succeeded", " job=%s", j->key);
@@ -1569,7 +1618,9 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
     }
     if (j->state == STORE_ADMITTED && running + succeeded == j->pl.n && running > 0 &&
         (j->pl.n == want || j->job->spec.gang == API_FALSE)) {
-        if ((rc = transition(r, j, STORE_RUNNING, NULL, NULL, NULL, NULL, 0)))
+        struct act a;
+        act_begin(r, j, &a);
+        if ((rc = act_end(r, j, apply_running(&a.x, &a.j))))
             return rc;
         LOGC(r->c, GQ_LOG_INFO, "job running", " job=%s", j->key);
     }
@@ -1639,14 +1690,12 @@ static void metric_decision(struct rc_ctx *r, const char *family, const struct c
         gq_metrics_inc(h);
 }
 
-static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
+static int decide_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
 {
     struct cj *j = &r->jobs[s->job_in[d->job]];
     int was = j->state;
     int partial = holds(was);
     int rc = 0;
-    struct gq_buf b;
-    gq_buf_init(&b, 1u << 20);
     j->memo->gone_pod[0] = 0; /* names of this admission's pods are new */
     ctl_memo_victims_clear(j->memo); /* the jobs preempted for it no longer wait for it */
     if (!partial) {
@@ -1659,22 +1708,11 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     }
     if (d->domain && !partial)
         gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));
-    int next = 0;
-    for (int k = 0; k < d->nrep; k++) {
-        while (ctl_placement_find(&j->pl, next) >= 0)
-            next++;
-        if ((rc = ctl_placement_add(&j->pl, next, s->nodes[d->rep[k].node].name, d->rep[k].devs)))
-            goto out;
-        if (partial)
-            j->pl.rep[ctl_placement_find(&j->pl, next)].gen = ++j->pl.reseq;
-    }
-    if ((rc = ctl_placement_format(&j->pl, &b)))
-        goto out;
-    int ns = partial ? was : STORE_ADMITTED;
-    if ((rc = transition(r, j, ns, b.p, d->message ? d->message : "", NULL, NULL, 0)) ||
-        (rc = ledger_set(r, j)) || (rc = intent(r, STORE_INTENT_ADMIT, j->key, b.p)) ||
-        (rc = audit(r, "admit", j, j->key, store_state_name(was), b.p, d->message)))
-        goto out;
+    struct act a;
+    act_begin(r, j, &a);
+    if ((rc = apply_placement_add(&j->pl, s->snap.nodes, d->rep, d->nrep, partial)) ||
+        (rc = act_end(r, j, apply_admit(&a.x, &a.j, &j->pl, pl_product(r, &j->pl), d->message))))
+        return rc;
     j->admit_pending = 1;
     r->c->m.admissions++;
     metric_decision(r, CTL_M_ADMISSIONS, j);
@@ -1689,21 +1727,19 @@ static int apply_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched_
     event_add(r, j->obj, "Normal", "Admitted", "%s", d->message ? d->message : "admitted");
     LOGC(r->c, GQ_LOG_INFO, "job admitted", " job=%s replicas=%d domain=%s msg=\"%s\"", j->key,
          d->nrep, d->domain ? d->domain : "", d->message ? d->message : "");
-out:
-    gq_buf_release(&b);
-    return rc;
+    return 0;
 }
 
-static int apply_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
+static int decide_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sched_decision *d)
 {
     struct cj *j = &r->jobs[s->job_in[d->job]];
     const char *by = d->for_job >= 0 ? s->jobs[d->for_job].id : "";
     const char *why = d->message ? d->message : "preempted";
-    int was = j->state;
     int rc;
-    if ((rc = release_hold(r, j, STORE_INTENT_PREEMPT, by)) ||
-        (rc = transition(r, j, STORE_PREEMPTED, "", why, by, why, 0)) ||
-        (rc = audit(r, "preempt", j, j->key, store_state_name(was), "Preempted", why)))
+    struct act a;
+    act_begin(r, j, &a);
+    j->released = 1;
+    if ((rc = act_end(r, j, apply_preempt(&a.x, &a.j, by, why))))
         return rc;
     r->c->m.preemptions++;
     metric_decision(r, CTL_M_PREEMPTIONS, j);
@@ -1790,9 +1826,9 @@ static int run_sched(struct rc_ctx *r)
         const struct sched_decision *d = &res->d[k];
         struct cj *j = &r->jobs[s.job_in[d->job]];
         if (d->kind == SCHED_ADMIT)
-            rc = apply_admit(r, &s, d);
+            rc = decide_admit(r, &s, d);
         else if (d->kind == SCHED_PREEMPT)
-            rc = apply_preempt(r, &s, d);
+            rc = decide_preempt(r, &s, d);
         else if (d->kind == SCHED_WAIT) {
             const char *msg = d->message ? d->message : "";
             if (j->memo->wait_gen != 2 && strcmp(j->memo->wait_msg, msg)) {
@@ -2069,18 +2105,6 @@ static int64_t job_rep_milli(const struct cj *j)
     return g->count ? (int64_t)g->count * 1000 : (int64_t)g->shares;
 }
 
-static int team_entry(const struct api_team *tm, const char *product)
-{
-    int star = -1;
-    for (int e = 0; e < tm->nquota; e++) {
-        if (product[0] && !strcmp(tm->quota[e].gpu_type, product))
-            return e;
-        if (!strcmp(tm->quota[e].gpu_type, "*") && star < 0)
-            star = e;
-    }
-    return star;
-}
-
 /* Fill tt (CTL_TEAM_TYPES rows) for Team tm; returns the row count. */
 static size_t name_hash(const char *s)
 {
@@ -2155,6 +2179,8 @@ static int team_buckets(struct rc_ctx *r, int **tjobs, int **tstart)
 static int team_types(struct rc_ctx *r, const struct api_team *tm, const int *jobs, int njobs, struct ttype *tt)
 {
     int n = 0;
+    struct sched_quota q[API_MAX_QUOTA];
+    int nq = team_quota(tm, q);
     for (int e = 0; e < tm->nquota && n < CTL_TEAM_TYPES; e++, n++) {
         memset(&tt[n], 0, sizeof(tt[n]));
         gq_strlcpy(tt[n].type, tm->quota[e].gpu_type, sizeof(tt[n].type));
@@ -2170,7 +2196,7 @@ static int team_types(struct rc_ctx *r, const struct api_team *tm, const int *jo
             const char *prod = node_product(r, j->pl.rep[k].node);
             int e = -1;
             if (tm->nquota) {
-                e = team_entry(tm, prod);
+                e = apply_quota_entry(q, nq, prod);
             } else {
                 const char *t = prod[0] ? prod : "*";
                 for (int x = 0; x < n && e < 0; x++)
@@ -2191,7 +2217,7 @@ static int team_types(struct rc_ctx *r, const struct api_team *tm, const int *jo
 
 static int64_t ttype_borrowed(const struct ttype *t)
 {
-    return t->has_nominal && t->used_milli > t->nominal_milli ? t->used_milli - t->nominal_milli : 0;
+    return t->has_nominal ? apply_borrowed(t->nominal_milli, 0, t->used_milli) : 0;
 }
 
 /* Set a gauge of an object-labelled family (declared in ctl_main.c). */
@@ -2306,7 +2332,7 @@ static void team_pool_status(struct rc_ctx *r)
                 continue;
             if (holds(j->state)) {
                 st.running++;
-                st.used += job_gpus_placed(j);
+                st.used += job_gpus_placed(r, j);
                 used_milli += job_rep_milli(j) * j->pl.n;
             } else if (j->state == STORE_QUEUED || j->state == STORE_PREEMPTED) {
                 st.pending++;
@@ -2330,7 +2356,7 @@ static void team_pool_status(struct rc_ctx *r)
                 gpos[st.npending_head] = gph[q];
                 st.pending_head[st.npending_head++] = st.pending_head[q];
             }
-        st.borrowed = st.used > st.quota ? st.used - st.quota : 0;
+        st.borrowed = (int32_t)apply_borrowed(st.quota, 0, st.used);
         st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
         if (!name[0])
             continue;
@@ -2674,7 +2700,7 @@ static void account_usage(struct rc_ctx *r)
         double g = 0;
         for (int i = 0; i < r->njobs; i++)
             if (holds(r->jobs[i].state) && !strcmp(r->jobs[i].job->spec.team, r->teams[t].meta.name))
-                g += job_gpus_placed(&r->jobs[i]);
+                g += job_gpus_placed(r, &r->jobs[i]);
         if (g > 0 && store_usage_add(c->st, r->teams[t].meta.name, r->now, g * dt, r->err,
                                      sizeof(r->err)))
             return;
@@ -2774,8 +2800,12 @@ static int phase_observe(struct rc_ctx *r)
             continue;
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
                                 store_state_name(row->state), "", "GPUJob deleted"};
+        struct apply_ctx x = actx(r);
+        struct sched_quota q[API_MAX_QUOTA];
+        int nq = team_quota(team_of(r, row->team), q);
         if ((rc = intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
             (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
+            (rc = apply_ledger_settle(&x, row->team, q, nq)) ||
             (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
             return rc;
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,

@@ -99,7 +99,7 @@ enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK,
     S_JOB_UPSERT, S_JOB_TRANSITION, S_JOB_DELETE, S_JOB_GET, S_JOBS_EACH, S_JOBS_COUNT,
     S_INTENT_ADD, S_INTENT_DONE, S_INTENTS_PENDING, S_INTENTS_PRUNE,
-    S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER,
+    S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER, S_ALLOCS_TEAM, S_ALLOC_BORROWED,
     S_USAGE_ADD, S_USAGE_TEAM, S_USAGE_ALL, S_USAGE_PRUNE,
     S_AUDIT_ADD, S_AUDIT_QUERY,
     S_TEAM_SAVE, S_TEAM_GET, S_TEAM_DELETE, S_JOB_RAISE_ATTEMPTS,
@@ -150,6 +150,8 @@ static const char *const stmt_sql[S_COUNT] = {
                       " ORDER BY team,gpu_type,job_key",
     [S_LEDGER] = "SELECT team,gpu_type,sum(gpus),sum(borrowed),count(*) FROM alloc"
                  " GROUP BY team,gpu_type ORDER BY team,gpu_type",
+    [S_ALLOCS_TEAM] = "SELECT job_key,team,gpu_type,gpus,borrowed FROM alloc WHERE team=?1 ORDER BY rowid",
+    [S_ALLOC_BORROWED] = "UPDATE alloc SET borrowed=?2 WHERE job_key=?1",
     [S_USAGE_ADD] = "INSERT INTO usage(team,bucket_ms,width_ms,gpu_s) VALUES(?1,?2,?3,?4)"
                     " ON CONFLICT(team,bucket_ms) DO UPDATE SET gpu_s=gpu_s+excluded.gpu_s",
     [S_USAGE_TEAM] = "SELECT bucket_ms+width_ms,gpu_s FROM usage WHERE team=?1",
@@ -974,9 +976,23 @@ int store_alloc_clear(struct store *st, const char *job_key, char *err, size_t e
     return step_write(st, S_ALLOC_CLEAR, "cannot clear allocation", err, errlen);
 }
 
-int store_allocs_each(struct store *st, store_alloc_cb cb, void *ctx, char *err, size_t errlen)
+int store_alloc_set_borrowed(struct store *st, const char *job_key, int64_t borrowed, char *err,
+                             size_t errlen)
 {
-    sqlite3_stmt *s = st->stmt[S_ALLOCS_EACH];
+    sqlite3_stmt *s = st->stmt[S_ALLOC_BORROWED];
+    int ret = write_guard(st, err, errlen);
+    if (!ret)
+        ret = check_key(st, job_key, err, errlen);
+    if (ret)
+        return ret;
+    bind_text(s, 1, job_key);
+    sqlite3_bind_int64(s, 2, borrowed);
+    return step_write(st, S_ALLOC_BORROWED, "cannot write borrowed GPUs", err, errlen);
+}
+
+static int alloc_rows(struct store *st, sqlite3_stmt *s, store_alloc_cb cb, void *ctx, char *err,
+                      size_t errlen)
+{
     struct store_alloc a;
     int rc, ret = GQ_OK;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -996,9 +1012,9 @@ out:
     return ret;
 }
 
-int store_ledger_each(struct store *st, store_ledger_cb cb, void *ctx, char *err, size_t errlen)
+static int ledger_rows(struct store *st, sqlite3_stmt *s, store_ledger_cb cb, void *ctx, char *err,
+                       size_t errlen)
 {
-    sqlite3_stmt *s = st->stmt[S_LEDGER];
     struct store_ledger_row r;
     int rc, ret = GQ_OK;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -1017,6 +1033,25 @@ out:
     stmt_done(s);
     return ret;
 }
+
+int store_allocs_each(struct store *st, store_alloc_cb cb, void *ctx, char *err, size_t errlen)
+{
+    return alloc_rows(st, st->stmt[S_ALLOCS_EACH], cb, ctx, err, errlen);
+}
+
+int store_allocs_team(struct store *st, const char *team, store_alloc_cb cb, void *ctx, char *err,
+                      size_t errlen)
+{
+    sqlite3_stmt *s = st->stmt[S_ALLOCS_TEAM];
+    bind_text(s, 1, team);
+    return alloc_rows(st, s, cb, ctx, err, errlen);
+}
+
+int store_ledger_each(struct store *st, store_ledger_cb cb, void *ctx, char *err, size_t errlen)
+{
+    return ledger_rows(st, st->stmt[S_LEDGER], cb, ctx, err, errlen);
+}
+
 
 /* ---- usage history ---- */
 

@@ -235,6 +235,14 @@ int store_alloc_clear(struct store *st, const char *job_key, char *err, size_t e
 typedef int (*store_alloc_cb)(void *ctx, const struct store_alloc *a);
 /* Every allocation, ordered by team, gpu_type, job_key. */
 int store_allocs_each(struct store *st, store_alloc_cb cb, void *ctx, char *err, size_t errlen);
+/* The allocations of one team in the order they were set (the one written
+ * last by store_alloc_set comes last). */
+int store_allocs_team(struct store *st, const char *team, store_alloc_cb cb, void *ctx, char *err,
+                      size_t errlen);
+/* Change only the borrowed figure of a job's allocation (its place in the
+ * order above is kept); 0 when it has none. */
+int store_alloc_set_borrowed(struct store *st, const char *job_key, int64_t borrowed, char *err,
+                             size_t errlen);
 
 struct store_ledger_row {
     const char *team;

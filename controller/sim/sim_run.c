@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apply.h"
 #include "gq.h"
 #include "sched.h"
 #include "store.h"
@@ -108,6 +109,11 @@ struct rjob {
     int cappv;
     char reserved[64]; /* what its reservation held last cycle (sj.reserved_domain) */
     char key[SIM_NAME_MAX + 8];
+    /* what the store records (with a store): its state, and the placement of
+     * its current admission (owned), in the controller's format */
+    int sstate;
+    int attempts;
+    struct ctl_placement pl;
 };
 
 struct nstate {
@@ -149,7 +155,6 @@ struct run {
     int64_t now;
     int64_t ndone;
     char msg[512];
-    char place[4096]; /* placement text for the store */
 };
 
 static int64_t ms(const struct run *r, int64_t t)
@@ -183,23 +188,33 @@ static int st_commit(struct run *r)
     return store_commit_cycle(r->st, r->err, r->errlen);
 }
 
-static int st_audit(struct run *r, const char *actor, const char *action, const struct rjob *j,
-                    const char *oldv, const char *newv, const char *reason)
+/* The store writes of a decision about j go through controller/apply.h, as
+ * the controller's do (there is no actuator: intents are recorded done).
+ * Returns 0 without a store (nothing to write), else 1 with x and a set. */
+static int st_apply(struct run *r, const struct rjob *j, struct apply_ctx *x, struct apply_job *a)
 {
     if (!r->st)
-        return GQ_OK;
-    const struct sim_job *sj = &r->t->jobs[j - r->jobs];
-    struct store_audit a = {0, ms(r, r->now), actor, action, sj->team, j->key, oldv, newv, reason};
-    return store_audit_add(r->st, &a, r->err, r->errlen);
+        return 0;
+    const struct sim_job *s = &r->t->jobs[j - r->jobs];
+    const struct sched_team *tm = j->sj.team >= 0 ? &r->teams[j->sj.team] : NULL;
+    *x = (struct apply_ctx){r->st, ms(r, r->now), 1, r->err, r->errlen};
+    *a = (struct apply_job){j->key, s->team, j->sstate, s->gpus, s->gpus > 0 ? 0 : s->shares,
+                            tm ? tm->quota : NULL, tm ? tm->nquota : 0};
+    return 1;
 }
 
-static int st_state(struct run *r, const struct rjob *j, int state, const char *placement,
-                    const char *message, const char *by, const char *why, int retry)
+/* The product of the node of the job's first placed replica ("" none): the
+ * GPU type its ledger row is charged to. */
+static const char *st_product(const struct run *r, const struct rjob *j)
 {
-    if (!r->st)
-        return GQ_OK;
-    struct store_transition tr = {state, placement, message, by, why, retry};
-    return store_job_transition(r->st, j->key, &tr, ms(r, r->now), r->err, r->errlen);
+    if (!j->pl.n)
+        return "";
+    for (int k = 0; k < j->nrep; k++) {
+        const struct sched_node *n = &r->nodes[j->rep[k].node];
+        if (!strcmp(n->name, j->pl.rep[0].node))
+            return n->gpu_product ? n->gpu_product : "";
+    }
+    return "";
 }
 
 /* ---- capacity bookkeeping (the simulator's own check of the core) ---- */
@@ -483,6 +498,7 @@ static int on_arrival(struct run *r, size_t i)
         if ((rc = store_job_upsert(r->st, &sj, ms(r, r->now), r->err, r->errlen)))
             return rc;
     }
+    j->sstate = j->suspend_requested ? STORE_SUSPENDED : STORE_QUEUED;
     if (j->suspend_requested) {
         j->state = R_SUSPENDED;
         r->res->jobs[i].final = SIM_F_SUSPENDED;
@@ -503,11 +519,11 @@ static int on_complete(struct run *r, size_t i)
     active_del(r, i);
     r->res->jobs[i].finish = r->now;
     r->ndone++;
-    if (r->st) {
-        if ((rc = st_state(r, j, STORE_SUCCEEDED, NULL, "", NULL, NULL, 0)) ||
-            (rc = store_alloc_clear(r->st, j->key, r->err, r->errlen)))
-            return rc;
-    }
+    struct apply_ctx x;
+    struct apply_job a;
+    if (st_apply(r, j, &x, &a) && (rc = apply_succeed(&x, &a, "every replica succeeded", 0)))
+        return rc;
+    j->sstate = STORE_SUCCEEDED;
     return GQ_OK;
 }
 
@@ -531,8 +547,6 @@ static int on_suspend(struct run *r, size_t i)
         r->res->jobs[i].lost_gpu_s += lost;
         if ((rc = release(r, j, -1)))
             return rc;
-        if (r->st && (rc = store_alloc_clear(r->st, j->key, r->err, r->errlen)))
-            return rc;
     } else {
         stop_waiting(r, i);
     }
@@ -540,9 +554,12 @@ static int on_suspend(struct run *r, size_t i)
     j->sj.state = SCHED_JOB_WAITING;
     j->sj.nplaced = 0;
     active_del(r, i);
-    if ((rc = st_state(r, j, STORE_SUSPENDED, "", "suspended by the user (spec.suspend=true)", NULL, NULL, 0)))
+    struct apply_ctx x;
+    struct apply_job a;
+    if (st_apply(r, j, &x, &a) && (rc = apply_suspend(&x, &a)))
         return rc;
-    return st_audit(r, "user:trace", "suspend", j, "", "Suspended", "spec.suspend set to true");
+    j->sstate = STORE_SUSPENDED;
+    return GQ_OK;
 }
 
 static int on_resume(struct run *r, size_t i)
@@ -556,9 +573,12 @@ static int on_resume(struct run *r, size_t i)
     if (j->state != R_SUSPENDED)
         return GQ_OK;
     to_waiting(r, i);
-    if ((rc = st_state(r, j, STORE_QUEUED, NULL, "", NULL, NULL, 0)))
+    struct apply_ctx x;
+    struct apply_job a;
+    if (st_apply(r, j, &x, &a) && (rc = apply_resume(&x, &a)))
         return rc;
-    return st_audit(r, "user:trace", "resume", j, "Suspended", "Queued", "spec.suspend set to false");
+    j->sstate = STORE_QUEUED;
+    return GQ_OK;
 }
 
 static int on_node(struct run *r, const struct sim_event *e)
@@ -594,61 +614,37 @@ static int on_node(struct run *r, const struct sim_event *e)
                 return rc;
             continue;
         }
+        struct apply_ctx ax;
+        struct apply_job aj;
         if (!j->sj.gang) {
             /* a lost inference replica is re-placed; the job keeps serving */
             if ((rc = release(r, j, idx)))
                 return rc;
-            if ((rc = st_audit(r, "gangq", "replace-replica", j, e->node, "", r->msg)))
+            for (int k = j->pl.n - 1; k >= 0; k--)
+                if (!strcmp(j->pl.rep[k].node, e->node))
+                    ctl_placement_remove(&j->pl, j->pl.rep[k].replica);
+            if (st_apply(r, j, &ax, &aj) &&
+                (rc = apply_replace_replica(&ax, &aj, &j->pl, st_product(r, j), r->msg)))
                 return rc;
             continue;
         }
         r->res->jobs[i].lost_gpu_s += stop_running(r, j, s);
-        r->res->jobs[i].requeues++;
         if ((rc = release(r, j, -1)))
             return rc;
         to_waiting(r, i);
-        if ((rc = st_state(r, j, STORE_QUEUED, "", r->msg, NULL, NULL, 1)) ||
-            (r->st && (rc = store_alloc_clear(r->st, j->key, r->err, r->errlen))) ||
-            (rc = st_audit(r, "gangq", "requeue", j, "Running", "Queued", r->msg)))
+        /* the simulated cluster retries a failed gang without limit */
+        if (st_apply(r, j, &ax, &aj) &&
+            (rc = apply_requeue(&ax, &aj, r->res->jobs[i].requeues, -1, r->msg, NULL, 0, NULL)))
             return rc;
+        r->res->jobs[i].requeues++;
+        j->sstate = STORE_QUEUED;
     }
     return GQ_OK;
 }
 
 /* ---- a scheduling cycle ---- */
 
-static const char *gpu_type_of(const struct run *r, const struct rjob *j)
-{
-    for (int k = 0; k < j->nrep; k++) {
-        const char *p = r->nodes[j->rep[k].node].gpu_product;
-        if (p)
-            return p;
-    }
-    return "";
-}
-
-static int placement_text(struct run *r, const struct rjob *j, char *buf, size_t len)
-{
-    size_t off = 0;
-    int w = snprintf(buf, len, "[");
-    if (w < 0)
-        return GQ_EINVAL;
-    off = (size_t)w;
-    for (int k = 0; k < j->nrep && off < len; k++) {
-        w = snprintf(buf + off, len - off, "%s\"%s\"", k ? "," : "", r->nodes[j->rep[k].node].name);
-        if (w < 0 || (size_t)w >= len - off) {
-            /* long gangs: keep the text bounded */
-            snprintf(buf + (len > 8 ? len - 8 : 0), len > 8 ? 8 : len, ",\"...\"]");
-            return GQ_OK;
-        }
-        off += (size_t)w;
-    }
-    if (off + 2 <= len)
-        memcpy(buf + off, "]", 2);
-    return GQ_OK;
-}
-
-static int apply_admit(struct run *r, const struct sched_decision *d)
+static int on_admit(struct run *r, const struct sched_decision *d)
 {
     size_t i = r->snapmap[d->job];
     struct rjob *j = &r->jobs[i];
@@ -682,17 +678,26 @@ static int apply_admit(struct run *r, const struct sched_decision *d)
         if ((rc = heap_push(&r->h, r->now + j->remaining, EV_COMPLETE, i, j->gen)))
             return rc;
     }
-    if (r->st) {
-        struct store_alloc a = {j->key, s->team, gpu_type_of(r, j),
-                                (int64_t)j->nrep * (s->gpus > 0 ? s->gpus : 0), 0};
-        if ((rc = placement_text(r, j, r->place, sizeof(r->place))) ||
-            (was_waiting && (rc = st_state(r, j, STORE_ADMITTED, r->place, "", NULL, NULL, 0))) ||
-            (was_waiting && (rc = st_state(r, j, STORE_RUNNING, NULL, NULL, NULL, NULL, 0))) ||
-            (rc = store_alloc_set(r->st, &a, r->err, r->errlen)) ||
-            (rc = st_audit(r, "gangq", "admit", j, was_waiting ? "Queued" : "Running", "Running",
-                           d->message ? d->message : "")))
+    /* the store's record: the controller's placement text and rules; no
+     * pods to wait for, so an admitted job runs at once */
+    if (was_waiting) {
+        ctl_placement_release(&j->pl);
+        j->pl.attempt = ++j->attempts;
+        if (d->domain)
+            gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));
+    }
+    if ((rc = apply_placement_add(&j->pl, r->nodes, d->rep, d->nrep, !was_waiting)))
+        return rc;
+    struct apply_ctx x;
+    struct apply_job a;
+    if (st_apply(r, j, &x, &a)) {
+        if ((rc = apply_admit(&x, &a, &j->pl, st_product(r, j), d->message)))
+            return rc;
+        a.state = apply_holds(a.state) ? a.state : STORE_ADMITTED;
+        if (a.state == STORE_ADMITTED && (rc = apply_running(&x, &a)))
             return rc;
     }
+    j->sstate = STORE_RUNNING;
     return GQ_OK;
 }
 
@@ -712,13 +717,11 @@ static int stop_victim(struct run *r, size_t i)
     j->term_for = -1;
     if ((rc = release(r, j, -1)))
         return rc;
-    to_waiting(r, i);
-    if (r->st && (rc = store_alloc_clear(r->st, j->key, r->err, r->errlen)))
-        return rc;
+    to_waiting(r, i); /* its ledger row went with the preemption (apply_preempt) */
     return GQ_OK;
 }
 
-static int apply_preempt(struct run *r, const struct sched_decision *d)
+static int on_preempt(struct run *r, const struct sched_decision *d)
 {
     size_t i = r->snapmap[d->job];
     struct rjob *j = &r->jobs[i];
@@ -731,11 +734,11 @@ static int apply_preempt(struct run *r, const struct sched_decision *d)
     }
     r->res->jobs[i].preemptions++;
     r->res->preemptions[s->cls]++;
-    if (r->st &&
-        ((rc = st_state(r, j, STORE_PREEMPTED, "", d->message ? d->message : "", by, d->message ? d->message : "",
-                        0)) ||
-         (rc = st_audit(r, "gangq", "preempt", j, "Running", "Preempted", d->message ? d->message : ""))))
+    struct apply_ctx x;
+    struct apply_job a;
+    if (st_apply(r, j, &x, &a) && (rc = apply_preempt(&x, &a, by, d->message)))
         return rc;
+    j->sstate = STORE_PREEMPTED;
     j->term_for = d->for_job >= 0 ? (long)r->snapmap[d->for_job] : -1;
     if (j->term_for >= 0) { /* the preemptor never takes it again while it waits */
         struct rjob *p = &r->jobs[j->term_for];
@@ -836,12 +839,12 @@ static int cycle(struct run *r, int *preempted)
     /* preemptions first (they free capacity), then admissions, then explanations */
     for (int k = 0; k < res->n && !rc; k++)
         if (res->d[k].kind == SCHED_PREEMPT) {
-            rc = apply_preempt(r, &res->d[k]);
+            rc = on_preempt(r, &res->d[k]);
             (*preempted)++;
         }
     for (int k = 0; k < res->n && !rc; k++)
         if (res->d[k].kind == SCHED_ADMIT)
-            rc = apply_admit(r, &res->d[k]);
+            rc = on_admit(r, &res->d[k]);
     for (int k = 0; k < n; k++) { /* a reservation is what this cycle's WAITs say */
         r->jobs[r->snapmap[k]].reserved[0] = 0;
         r->jobs[r->snapmap[k]].sj.reserved_domain = NULL;
@@ -1093,8 +1096,11 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t, const struct
         default:
             jo->final = SIM_F_WAITING;
             stop_waiting(&r, i);
-            if (r.st && (rc = st_state(&r, j, STORE_QUEUED, NULL, jo->reason, NULL, NULL, 0)))
-                goto done;
+            if (r.st) { /* its last explanation; the state stays (Queued or Preempted) */
+                struct store_transition tr = {j->sstate, NULL, jo->reason, NULL, NULL, 0};
+                if ((rc = store_job_transition(r.st, j->key, &tr, ms(&r, r.now), err, errlen)))
+                    goto done;
+            }
             break;
         }
     }
@@ -1110,6 +1116,7 @@ done:
         for (size_t i = 0; i < t->njobs; i++) {
             free(r.jobs[i].rep);
             free(r.jobs[i].pv);
+            ctl_placement_release(&r.jobs[i].pl);
         }
     free(r.jobs);
     free(r.active);
