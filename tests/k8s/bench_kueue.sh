@@ -51,8 +51,16 @@ cat >"$cfg" <<EOC
   {"name": "large",  "count": $(cnt 50),  "replicas": 2, "gpus": 10, "runtime_ms": 1000, "priority": 200, "interval_ms": 1200}]}
 EOC
 
-gq_ctl_start --leader-elect=false --min-runtime 0s
+gq_ctl_start --leader-elect=false --min-runtime 0s --listen 127.0.0.1:0 ${BENCH_CTL_ARGS:-}
 wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
+port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+# Every second: the API requests waiting per lane (the write queue's depth).
+( while :; do
+    curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
+      awk '/^gangq_kube_requests_queued\{/ { split($1, a, "\""); q[a[2]] = $2 } END { printf "%s %s %s\n", q["critical"] + 0, q["normal"] + 0, q["low"] + 0 }'
+    sleep 1
+  done >"$GQ_TEST_TMP/queued.txt" ) &
+GQ_BG_PIDS+=("$!")
 sleep 1
 hz=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
@@ -63,6 +71,7 @@ c1=$(cpu_ticks)
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$GQ_CTL_PID/status")
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$GQ_CTL_PID/status")
 gq_ctl_alive || fail "controller died"
+curl -sf "http://127.0.0.1:$port/metrics" >"$GQ_TEST_TMP/metrics.txt" || true
 gq_ctl_stop
 echo "$out" >"$GQ_TEST_TMP/result.json"
 
@@ -86,6 +95,9 @@ pass "controller API writes: $nw for $adm admissions ($(awk -v w="$nw" -v a="$ad
 cpu_ms=$(( (c1 - c0) * 1000 / hz ))
 pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB"
 pass "preempted pods: $(j .preempted_pods)"
+pass "API requests waiting in the controller (max per lane, sampled each second): $(awk '{ for (i = 1; i <= 3; i++) if ($i > m[i]) m[i] = $i } END { printf "critical %d, normal %d, low %d", m[1], m[2], m[3] }' "$GQ_TEST_TMP/queued.txt")"
+pass "reconcile phases (mean ms per reconcile): $(awk '/^gangq_reconcile_phase_duration_seconds_(sum|count)\{/ { split($1, a, "\""); if ($1 ~ /_sum/) s[a[2]] = $2; else n[a[2]] = $2 }
+  END { for (p in s) if (n[p] > 0) printf "%s %.1f ", p, 1000 * s[p] / n[p]; printf "(reconciles %d)", n["gather"] }' "$GQ_TEST_TMP/metrics.txt")"
 # A job left unfinished: what the controller logged about it.
 for key in $(j '.not_exactly_once_examples[]' | cut -d: -f1 | head -3); do
   echo "  unfinished $key: $(j ".not_exactly_once_examples[] | select(startswith(\"$key:\"))")"
