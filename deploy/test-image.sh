@@ -30,7 +30,7 @@
 # Needs: root (rootful buildah, chroot isolation), buildah, mmdebstrap, and what
 # tests/k8s/ needs (etcd, kubectl, openssl, curl, jq, ss; the cached kube-apiserver, built
 # on first use by tests/k8s/build-apiserver.sh).
-# Knobs: GANGQ_CACHE (~/.cache/gangq), GQ_IMAGE_STORAGE_DRIVER (overlay; vfs also works),
+# Knobs: GANGQ_CACHE (~/.cache/gangq), GQ_IMAGE_STORAGE_DRIVER (overlay; vfs works, slower),
 # GQ_IMAGE_REFRESH=1 (bootstrap the base again), GQ_IMAGE_KEEP=1 (keep the scratch dir).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -53,10 +53,12 @@ T0=$(date +%s)
 STEP="start"
 say() { echo "image-test: [$(( $(date +%s) - T0 ))s] $*"; }
 step() { STEP="$1"; say "step $1: $2"; }
-FAILED=""
+FAILED=""; TRAPPED=""
 die() {
   FAILED="step '$STEP': $*"
   echo "image-test: FAIL at $FAILED" >&2
+  # before the cleanup trap is set (tool checks), the final line is printed here
+  [ -n "$TRAPPED" ] || echo "image-test: FAIL ($FAILED)"
   exit 1
 }
 skip() { echo "image-test: SKIPPED (reason: $*)"; exit 0; }
@@ -101,6 +103,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   set +e
+  if [ -z "$CTL_PID" ] && [ -n "$RUN_PID" ]; then CTL_PID=$(cat "$SCRATCH/run/pid" 2>/dev/null); fi
   if [ -n "$CTL_PID" ] && pid_is "$CTL_PID" "gangq controller"; then
     say "cleanup: stopping the controller (pid $CTL_PID)"
     stop_pid "$CTL_PID" "gangq controller" 15
@@ -134,6 +137,7 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
+TRAPPED=1
 trap 'FAILED="step '"'"'$STEP'"'"': interrupted by a signal"; exit 130' INT TERM
 
 # Lines `deb URI SUITE COMPONENTS` for the Debian archive apt already uses (deb822 sources
@@ -223,10 +227,18 @@ cfg=$("${BH[@]}" inspect --type image --format '{{.OCIv1.Config.User}}|{{.OCIv1.
 say "  user|entrypoint|cmd: $cfg"
 case "$cfg" in 65532*'|[/usr/local/bin/gangq]|[controller '*) ;; *) die "unexpected image config: $cfg" ;; esac
 CTR=$("${BH[@]}" from --pull=never --name "gangq-image-test-$$" "$IMG") || die "buildah from $IMG failed"
-out=$("${BH[@]}" run "${ISO[@]}" "$CTR" -- sh -c 'id -u; /usr/local/bin/gangq version' 2>&1) \
+# What the container prints goes to files in a mounted directory: `buildah run` under load
+# was seen to lose the last line of a short-lived command's stdout.
+mkdir -p "$SCRATCH/kube" "$SCRATCH/run"
+chown -R 65532:65532 "$SCRATCH/kube" "$SCRATCH/run" || die "chown of $SCRATCH/{kube,run} to 65532 failed"
+out=$("${BH[@]}" run "${ISO[@]}" -v "$SCRATCH/run:/run/gangq" "$CTR" -- \
+  sh -c 'id -u >/run/gangq/uid && /usr/local/bin/gangq version >/run/gangq/version' 2>&1) \
   || die "running id/gangq version in the container failed: $out"
-[ "$(sed -n 1p <<<"$out")" = 65532 ] || die "container runs as uid $(sed -n 1p <<<"$out"), expected 65532"
-say "  runs as uid 65532; $(sed -n 2p <<<"$out")"
+uid=$(cat "$SCRATCH/run/uid" 2>/dev/null)
+[ "$uid" = 65532 ] || die "the container runs as uid '$uid', expected 65532"
+ver=$(cat "$SCRATCH/run/version" 2>/dev/null)
+case "$ver" in "gangq "*) ;; *) die "gangq version in the container printed '$ver'" ;; esac
+say "  runs as uid 65532; $ver"
 
 # ---- 4. cluster ------------------------------------------------------------------------
 step cluster "kube-apiserver + etcd on loopback, fake nodes, fake kubelet"
@@ -250,28 +262,29 @@ say "  namespaces, PriorityClasses, Teams, GPUPools applied; nodes a100-01 a100-
 # ---- 5. run ----------------------------------------------------------------------------
 step run "the image's controller in the container (host network, uid 65532)"
 # The kubeconfig with its CA inlined, readable by the container's user only.
-mkdir -p "$SCRATCH/kube" "$SCRATCH/run"
 kubectl config view --raw --flatten >"$SCRATCH/kube/kubeconfig" || die "kubectl config view failed"
-chown -R 65532:65532 "$SCRATCH/kube" "$SCRATCH/run" && chmod 0700 "$SCRATCH/kube" && chmod 0600 "$SCRATCH/kube/kubeconfig"
+chown 65532:65532 "$SCRATCH/kube/kubeconfig" && chmod 0700 "$SCRATCH/kube" && chmod 0600 "$SCRATCH/kube/kubeconfig" \
+  || die "could not hand the kubeconfig to uid 65532"
 # `buildah run` does not forward SIGTERM (it kills its child), so the shell writes its PID
 # (the host's: chroot isolation has no PID namespace) and execs the controller; step 7
-# signals that PID directly.
+# signals that PID directly. The controller logs to a file in the mounted directory.
+LOG="$SCRATCH/run/controller.log"
 "${BH[@]}" run "${ISO[@]}" --network host -v "$SCRATCH/kube:/etc/gangq:ro" -v "$SCRATCH/run:/run/gangq" "$CTR" -- \
-  /bin/sh -c 'echo $$ >/run/gangq/pid && exec /usr/local/bin/gangq controller --kubeconfig /etc/gangq/kubeconfig --db /var/lib/gangq/gangq.db --listen 127.0.0.1:0' \
-  >"$SCRATCH/controller.log" 2>&1 </dev/null &
+  /bin/sh -c 'echo $$ >/run/gangq/pid && exec /usr/local/bin/gangq controller --kubeconfig /etc/gangq/kubeconfig --db /var/lib/gangq/gangq.db --listen 127.0.0.1:0 >>/run/gangq/controller.log 2>&1' \
+  >"$SCRATCH/buildah-run.log" 2>&1 </dev/null &
 RUN_PID=$!
 ok=""
 for _ in $(seq 1 120); do
-  if grep -q 'leading: cycles on' "$SCRATCH/controller.log" 2>/dev/null; then ok=1; break; fi
+  if grep -q 'leading: cycles on' "$LOG" 2>/dev/null; then ok=1; break; fi
   kill -0 "$RUN_PID" 2>/dev/null || break
   sleep 0.25
 done
 CTL_PID=$(cat "$SCRATCH/run/pid" 2>/dev/null || true)
-[ -n "$ok" ] || { tail -20 "$SCRATCH/controller.log" >&2; die "the controller did not start leading within 30 s (log above)"; }
+[ -n "$ok" ] || { tail -20 "$LOG" "$SCRATCH/buildah-run.log" >&2; die "the controller did not start leading within 30 s (logs above)"; }
 pid_is "$CTL_PID" "gangq controller" || die "pid file $SCRATCH/run/pid ($CTL_PID) does not name the running controller"
 uid=$(awk '/^Uid:/{print $2}' "/proc/$CTL_PID/status")
 [ "$uid" = 65532 ] || die "the controller process runs as uid $uid, expected 65532"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$SCRATCH/controller.log" | grep -o '[0-9]*$' | head -1)
+port=$(grep -o 'http server listening.*port=[0-9]*' "$LOG" | grep -o '[0-9]*$' | head -1)
 [ -n "$port" ] || die "no 'http server listening ... port=' line in the controller log"
 hz=$(curl -sf -m 5 "http://127.0.0.1:$port/healthz") || die "/healthz on 127.0.0.1:$port did not answer"
 say "  controller pid $CTL_PID (uid $uid) leading; /healthz on 127.0.0.1:$port: $hz"
@@ -304,7 +317,7 @@ for _ in $(seq 1 120); do
   sleep 0.25
 done
 case "$state" in Admitted|Running) ;; *)
-  tail -20 "$SCRATCH/controller.log" >&2
+  tail -20 "$LOG" >&2
   die "GPUJob research/image-test state '$state' after 30 s, expected Admitted or Running; message: $(kubectl -n research get gpujob image-test -o jsonpath='{.status.message}' 2>&1)" ;;
 esac
 [ "$bound" = 2 ] || die "GPUJob research/image-test is $state but $bound of 2 pods are bound to nodes"
@@ -331,8 +344,8 @@ for _ in $(seq 1 150); do
 done
 [ -n "$rc" ] || die "the controller did not exit within 15 s of SIGTERM"
 RUN_PID=""; CTL_PID=""
-[ "$rc" = 0 ] || { tail -10 "$SCRATCH/controller.log" >&2; die "buildah run exited $rc after SIGTERM, expected 0"; }
-grep -q 'controller stopped' "$SCRATCH/controller.log" || die "no 'controller stopped' in the controller log"
+[ "$rc" = 0 ] || { tail -10 "$LOG" "$SCRATCH/buildah-run.log" >&2; die "buildah run exited $rc after SIGTERM, expected 0"; }
+grep -q 'controller stopped' "$LOG" || die "no 'controller stopped' in the controller log"
 say "  controller stopped cleanly (exit 0)"
 
 say "all steps done"
