@@ -24,7 +24,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
 .SECONDARY:
-.PHONY: all deps deps-build run test unit asan integration fuzz bench clean install
+.PHONY: all deps deps-build run test unit asan integration fuzz image-test bench clean install
 all: deps $(BUILD)/gangq $(UNIT_BIN) $(TOOL_BIN)
 
 deps: deps-build
@@ -79,13 +79,22 @@ fuzz: deps
 integration: all
 	@tests/k8s/run.sh $(BUILD)
 
-# Every suite: unit tests, the same under ASan+UBSan, fuzz smoke, then the
-# integration tests against a real kube-apiserver + etcd.
+# The controller image: build deploy/Dockerfile with buildah on a Debian 12 base bootstrapped
+# by mmdebstrap (cached in ~/.cache/gangq/) and run its controller against the test API server.
+# Fails when buildah/mmdebstrap are missing; `make test` skips it instead (and never installs
+# them: apt-get install -y buildah mmdebstrap to enable it).
+image-test:
+	@deploy/test-image.sh
+
+# Every suite: unit tests, the same under ASan+UBSan, fuzz smoke, the integration tests
+# against a real kube-apiserver + etcd, then the image test when buildah and mmdebstrap are
+# installed (else it prints `image-test: SKIPPED (reason: ...)`).
 test: all
 	@tests/run-unit.sh $(BUILD)
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory integration
+	@deploy/test-image.sh --skip-if-missing
 
 # Benchmarks (not tests): the core's cycle, the store, the pod cache's memory, the openb
 # FGD replay, kubectl apply of 1,000 GPUJobs and the controller's RSS with 10,000 pods
