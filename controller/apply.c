@@ -115,6 +115,17 @@ int apply_ledger_settle(const struct apply_ctx *x, const char *team, const struc
     int rc = 0;
     if (!team || !team[0])
         return 0;
+    /* No row borrows and the team holds no more than its smallest nominal
+     * entry: no entry is over, every row's figure stays 0 (skips reading
+     * every row of a big team at each admission) */
+    int64_t sum_gpus = 0, sum_borrowed = 0, min_nominal = INT64_MAX;
+    for (int i = 0; i < s.nq; i++)
+        if (quota[i].gpus < min_nominal)
+            min_nominal = quota[i].gpus;
+    if ((rc = store_allocs_team_sum(x->st, team, &sum_gpus, &sum_borrowed, x->err, x->errlen)))
+        return rc;
+    if (!sum_borrowed && sum_gpus <= min_nominal)
+        return 0;
     if ((rc = store_allocs_team(x->st, team, settle_cb, &s, x->err, x->errlen)))
         goto out;
     if (!(held = calloc((size_t)s.nq + 1, sizeof(*held)))) {

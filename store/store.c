@@ -99,7 +99,7 @@ enum {
     S_BEGIN, S_COMMIT, S_ROLLBACK,
     S_JOB_UPSERT, S_JOB_TRANSITION, S_JOB_DELETE, S_JOB_GET, S_JOBS_EACH, S_JOBS_COUNT,
     S_INTENT_ADD, S_INTENT_DONE, S_INTENTS_PENDING, S_INTENTS_PRUNE,
-    S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER, S_ALLOCS_TEAM, S_ALLOC_BORROWED,
+    S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER, S_ALLOCS_TEAM, S_ALLOCS_TEAM_SUM, S_ALLOC_BORROWED,
     S_USAGE_ADD, S_USAGE_TEAM, S_USAGE_ALL, S_USAGE_PRUNE,
     S_AUDIT_ADD, S_AUDIT_QUERY,
     S_TEAM_SAVE, S_TEAM_GET, S_TEAM_DELETE, S_JOB_RAISE_ATTEMPTS,
@@ -151,6 +151,7 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_LEDGER] = "SELECT team,gpu_type,sum(gpus),sum(borrowed),count(*) FROM alloc"
                  " GROUP BY team,gpu_type ORDER BY team,gpu_type",
     [S_ALLOCS_TEAM] = "SELECT job_key,team,gpu_type,gpus,borrowed FROM alloc WHERE team=?1 ORDER BY rowid",
+    [S_ALLOCS_TEAM_SUM] = "SELECT COALESCE(SUM(gpus),0),COALESCE(SUM(borrowed),0) FROM alloc WHERE team=?1",
     [S_ALLOC_BORROWED] = "UPDATE alloc SET borrowed=?2 WHERE job_key=?1",
     [S_USAGE_ADD] = "INSERT INTO usage(team,bucket_ms,width_ms,gpu_s) VALUES(?1,?2,?3,?4)"
                     " ON CONFLICT(team,bucket_ms) DO UPDATE SET gpu_s=gpu_s+excluded.gpu_s",
@@ -1045,6 +1046,23 @@ int store_allocs_team(struct store *st, const char *team, store_alloc_cb cb, voi
     sqlite3_stmt *s = st->stmt[S_ALLOCS_TEAM];
     bind_text(s, 1, team);
     return alloc_rows(st, s, cb, ctx, err, errlen);
+}
+
+int store_allocs_team_sum(struct store *st, const char *team, int64_t *gpus, int64_t *borrowed, char *err,
+                          size_t errlen)
+{
+    sqlite3_stmt *s = st->stmt[S_ALLOCS_TEAM_SUM];
+    int rc, ret = GQ_OK;
+    *gpus = *borrowed = 0;
+    bind_text(s, 1, team);
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *gpus = sqlite3_column_int64(s, 0);
+        *borrowed = sqlite3_column_int64(s, 1);
+    } else {
+        ret = sql_fail(st, rc, "cannot sum allocations", err, errlen);
+    }
+    stmt_done(s);
+    return ret;
 }
 
 int store_ledger_each(struct store *st, store_ledger_cb cb, void *ctx, char *err, size_t errlen)

@@ -239,6 +239,9 @@ int store_allocs_each(struct store *st, store_alloc_cb cb, void *ctx, char *err,
  * last by store_alloc_set comes last). */
 int store_allocs_team(struct store *st, const char *team, store_alloc_cb cb, void *ctx, char *err,
                       size_t errlen);
+/* The GPUs and the borrowed GPUs of one team's allocations, summed. */
+int store_allocs_team_sum(struct store *st, const char *team, int64_t *gpus, int64_t *borrowed, char *err,
+                          size_t errlen);
 /* Change only the borrowed figure of a job's allocation (its place in the
  * order above is kept); 0 when it has none. */
 int store_alloc_set_borrowed(struct store *st, const char *job_key, int64_t borrowed, char *err,
