@@ -1085,7 +1085,12 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
     gq_strlcpy(s->state, state ? state : "", sizeof(s->state));
     s->gen = gen;
     s->transition = transition;
-    if ((rc = a->kube->patch_status(a->kube_ctx, transition ? KUBE_PRIO_NORMAL : KUBE_PRIO_LOW, path, patch,
+    /* a finished job (its quota free) is shown with the pod writes; other
+     * state changes in the normal lane; the rest low */
+    enum kube_prio prio = !transition ? KUBE_PRIO_LOW
+                          : !strcmp(s->state, "Succeeded") || !strcmp(s->state, "Failed") ? KUBE_PRIO_CRITICAL
+                                                                                            : KUBE_PRIO_NORMAL;
+    if ((rc = a->kube->patch_status(a->kube_ctx, prio, path, patch,
                                     status_cb, s))) {
         free(s);
         return rc;

@@ -147,8 +147,9 @@ void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const c
 /* Ask the API server for a pod absent from the cache (GET); the answer goes
  * to pod_confirmed. 0 when sent, else an error (no hook call). */
 int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);
-/* Patch a status subresource: the normal lane when transition (only pod
- * creates and deletes are critical), else the low one (coalesced by path). state: the patch's status.state ("" none);
+/* Patch a status subresource: a transition to Succeeded or Failed in the
+ * critical lane (with pod writes), another transition in the normal one, any
+ * other patch in the low one (coalesced by path). state: the patch's status.state ("" none);
  * gen: the caller's number, echoed in status_end. A 409 of a known object
  * asks the API server for it again (GET, then mark_dirty). 0 when queued,
  * else an error (no hook call). */

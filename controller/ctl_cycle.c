@@ -1937,8 +1937,8 @@ static void wait_conditions(struct api_gpujob_status *out, const struct api_gpuj
 
 static void job_status(struct rc_ctx *r, struct cj *j)
 {
-    if (!j->decoded || !j->row || j->memo->status_inflight)
-        return; /* in flight: ctl_status_write would drop it; recomputed next cycle */
+    if (!j->decoded || !j->row)
+        return;
     const char *msg = j->row->message;
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
     const struct ctl_waitpub *pub = &j->memo->pub;

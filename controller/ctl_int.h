@@ -41,7 +41,7 @@ struct ctl_memo {
     struct ctl_memo *next;        /* hash chain */
     char *last_status;            /* JSON last written successfully, or submitted (a failed
                                    * or dropped latest write clears it: written again) */
-    int status_inflight;          /* a state transition being written (recomputed after) */
+    int status_inflight;          /* state transitions queued or on the wire */
     char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
     int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     char unsched_msg[SCHED_MSG_MAX]; /* last WAIT's unschedulable_msg ("" = fits an empty cluster) */

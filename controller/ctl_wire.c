@@ -79,7 +79,11 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
          * fresh state; 404: the object is gone. Never a blind retry. */
         free(m->last_status);
         m->last_status = NULL;
-        ctl_mark_key(c, e->key); /* computed and written again */
+        /* computed and written again: at once after an error; after a drop
+         * (the low lane is full) with the next full pass, not the next
+         * reconcile, or drops and rewrites feed each other */
+        if (e->not_sent != KUBE_NOT_SENT_DROPPED)
+            ctl_mark_key(c, e->key);
     }
     return 1;
 }
@@ -136,8 +140,12 @@ static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const
 void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
 {
     struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
-    if (!m || m->status_inflight)
-        return; /* a transition is being written: recomputed after it */
+    if (!m)
+        return;
+    /* A write still waiting in the client's line is replaced by this one
+     * (coalesced by path, in its place, at the higher priority); one on the
+     * wire is followed by it. So a finished job's status never waits for its
+     * older transitions to be written first. */
     char *json = cJSON_PrintUnformatted(patch);
     if (!json)
         return;
