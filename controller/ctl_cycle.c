@@ -1503,7 +1503,27 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
         (s != STORE_QUEUED && s != STORE_PREEMPTED && s != STORE_SUSPENDED && !holds(s)))
         return 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
-    int a = np ? ctl_pods_succeeded_attempt(pods, np, j->job->meta.uid, j->job->spec.replicas) : 0;
+    int ngone = j->memo->gone_ok ? cJSON_GetArraySize(j->memo->gone_ok) : 0;
+    int a = 0;
+    if (ngone) {
+        /* the cached pods and those deleted while Succeeded */
+        const cJSON **all = calloc((size_t)(np + ngone), sizeof(*all));
+        if (!all)
+            return GQ_ENOMEM;
+        int n = 0;
+        for (int i = 0; i < np; i++)
+            all[n++] = pods[i];
+        const cJSON *g;
+        cJSON_ArrayForEach(g, j->memo->gone_ok)
+        {
+            if (n < np + ngone)
+                all[n++] = g;
+        }
+        a = ctl_pods_succeeded_attempt(all, n, j->job->meta.uid, j->job->spec.replicas);
+        free(all);
+    } else if (np) {
+        a = ctl_pods_succeeded_attempt(pods, np, j->job->meta.uid, j->job->spec.replicas);
+    }
     if (!a || (holds(s) && a == j->pl.attempt))
         return 0;
     char msg[API_MSG_MAX];
@@ -2921,8 +2941,19 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod)
         return;
     snprintf(key, sizeof(key), "%s/%s", ns, job);
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
-    if (m)
-        gq_strlcpy(m->gone_pod, name, sizeof(m->gone_pod));
+    if (!m)
+        return;
+    gq_strlcpy(m->gone_pod, name, sizeof(m->gone_pod));
+    const char *phase = ctl_obj_str(pod, "status", "phase");
+    if (!phase || strcmp(phase, "Succeeded"))
+        return;
+    if (!m->gone_ok && !(m->gone_ok = cJSON_CreateArray()))
+        return;
+    if (cJSON_GetArraySize(m->gone_ok) >= CTL_GONE_OK_MAX)
+        cJSON_DeleteItemFromArray(m->gone_ok, 0); /* the oldest */
+    cJSON *cp = cJSON_Duplicate(pod, 1);
+    if (cp)
+        cJSON_AddItemToArray(m->gone_ok, cp);
 }
 
 /* ------------------------------------------------------------ quota edits */

@@ -57,6 +57,11 @@ struct ctl_memo {
      * placed pod absent from the cache is lost only when named here; a
      * lagging watch never counts. Cleared by a new admission. */
     char gone_pod[API_NAME_MAX + 32];
+    /* Pods of this job deleted while Succeeded (copies, owned; a cJSON array,
+     * at most CTL_GONE_OK_MAX): a replica that finished while its deletion
+     * (preemption, suspend) was under way still counts for "every replica of
+     * one attempt succeeded" after the pod is gone. */
+    cJSON *gone_ok;
     int confirm_inflight;         /* a GET of an absent pod in flight */
     /* The last pod create submitted (its attempt, name, when): until the
      * cache shows a pod of that attempt or newer, or the API server says it
@@ -188,6 +193,8 @@ struct ctl_infud {
     struct gq_ctl *c;
     int idx;
 };
+
+#define CTL_GONE_OK_MAX 64
 
 struct gq_ctl {
     struct ctl_infud infud[INF_COUNT];

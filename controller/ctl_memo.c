@@ -31,6 +31,7 @@ static void memo_free(struct ctl_memo *m)
     ctl_placement_release(&m->pl_cache);
     free(m->pods);
     free(m->pf);
+    cJSON_Delete(m->gone_ok);
     ctl_memo_victims_clear(m);
     free(m->victims);
     free(m);
