@@ -7,6 +7,7 @@
 # log between the apply and the last admission, leader-election Lease renewals included).
 # Prints the figures as `ok:` lines and one JSON line.
 . "$(dirname "$0")/lib.sh"
+GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 N=${GQ_BENCH_JOBS:-1000}
 GPUS_PER_NODE=16
 NODES=$(( (N + GPUS_PER_NODE - 1) / GPUS_PER_NODE ))

@@ -7,6 +7,7 @@
 # pod. The controller is started once they exist; its VmRSS and VmHWM are read from /proc
 # after every informer synced. Prints `ok:` lines and one JSON line.
 . "$(dirname "$0")/lib.sh"
+GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 N=${GQ_BENCH_PODS:-10000}
 ns=$(fresh_ns bench)
 

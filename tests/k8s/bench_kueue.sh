@@ -19,6 +19,7 @@
 # and RSS; and that every job Succeeded exactly once (its Succeeded pods are one attempt's).
 # BENCH_SCALE=0.1 scales the job counts (35/10/5 per Team: 1,500 jobs) for a quick run.
 . "$(dirname "$0")/lib.sh"
+GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 SCALE=${BENCH_SCALE:-1}
 cnt() { awk -v n="$1" -v s="$SCALE" 'BEGIN { c = int(n * s + 0.5); if (c < 1) c = 1; print c }'; }
 command -v python3 >/dev/null || fail "python3 is needed for tests/k8s/benchtool.py"

@@ -10,6 +10,7 @@
 # GQ_KUBE_SCHEDULER_BIN names a kube-scheduler binary (default: build-scheduler.sh's, which
 # builds it once, about 5 minutes).
 . "$(dirname "$0")/lib.sh"
+GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 N=${GQ_BENCH_STREAM_JOBS:-3000}
 CLIENTS=16
 command -v python3 >/dev/null || fail "python3 is needed for tests/k8s/benchtool.py"

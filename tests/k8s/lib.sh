@@ -85,11 +85,16 @@ gq_fakelet_loop() {
   GQ_BG_PIDS+=("$!")
 }
 
+# Scenarios run the controller with statuses settling for 0.3 s instead of 2 s (the
+# scenarios wait for states many times; the settle rule itself still runs). Later flags win:
+# a scenario's own --status-settle, or GQ_CTL_DEFAULT_ARGS= (benchmarks: the defaults).
+GQ_CTL_DEFAULT_ARGS=${GQ_CTL_DEFAULT_ARGS---status-settle 0.3s}
 gq_ctl_start() {
   [ -x "${GANGQ_BIN:-}" ] || fail "GANGQ_BIN (${GANGQ_BIN:-unset}) is not an executable"
   [ -z "$GQ_CTL_PID" ] || ! kill -0 "$GQ_CTL_PID" 2>/dev/null || fail "controller already running (pid $GQ_CTL_PID)"
   echo "--- start $(date -u +%H:%M:%S.%N) $*" >>"$GQ_TEST_TMP/controller.log"
-  "$GANGQ_BIN" controller --kubeconfig "$KUBECONFIG" --db "$GQ_TEST_TMP/gangq.db" "$@" \
+  # shellcheck disable=SC2086
+  "$GANGQ_BIN" controller --kubeconfig "$KUBECONFIG" --db "$GQ_TEST_TMP/gangq.db" $GQ_CTL_DEFAULT_ARGS "$@" \
     >>"$GQ_TEST_TMP/controller.log" 2>&1 &
   GQ_CTL_PID=$!
 }
