@@ -62,7 +62,7 @@ chmod +x "$stub"
 GANGQ_BIN="$stub"
 gq_ctl_start --extra
 wait_for 5 "stub started" grep -q "stub args" "$GQ_TEST_TMP/controller.log"
-assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "stub args: controller --kubeconfig $KUBECONFIG --db $GQ_TEST_TMP/gangq.db --extra" "controller command line"
+assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "stub args: controller --kubeconfig $KUBECONFIG --db $GQ_TEST_TMP/gangq.db $GQ_CTL_DEFAULT_ARGS --extra" "controller command line (scenario defaults, then the test's flags)"
 gq_ctl_alive || fail "stub controller not alive"
 pid=$GQ_CTL_PID
 gq_ctl_stop
