@@ -46,15 +46,6 @@ down() {
   say "stopped and removed $DIR"
 }
 
-free_port() {
-  local p i
-  for i in $(seq 1 200); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-    [ -n "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] || { echo "$p"; return 0; }
-  done
-  return 1
-}
-
 up() {
   [ ! -e "$DIR" ] || die "$DIR exists: run '$0 down $DIR' first"
   for tool in etcd kubectl openssl curl jq ss; do
@@ -77,24 +68,25 @@ up() {
   "$K8S/fakelet.sh" register "$nodes" >"$DIR/fakelet.log" 2>&1 || die "registering $nodes failed: $DIR/fakelet.log"
   "$K8S/fakelet.sh" loop --auto-run --heartbeat 20 >>"$DIR/fakelet.log" 2>&1 &
   echo $! >"$DIR/fakelet.pid"
-  local port
-  port=$(free_port) || die "no free port for --listen"
+  # port 0: the kernel picks a free one; the controller logs it
   "$ROOT/build/gangq" controller --kubeconfig "$KUBECONFIG" --db "$DIR/gangq.db" \
-    --listen "127.0.0.1:$port" >"$DIR/controller.log" 2>&1 &
+    --listen 127.0.0.1:0 >"$DIR/controller.log" 2>&1 &
   echo $! >"$DIR/controller.pid"
   ln -sf "$ROOT/build/gangq" "$DIR/bin/kubectl-gangq"
+  local i port=""
+  for i in $(seq 1 100); do
+    [ -n "$port" ] || port=$(grep -o 'http server listening.*port=[0-9]*' "$DIR/controller.log" | grep -o '[0-9]*$' || true)
+    [ -n "$port" ] && curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+    kill -0 "$(cat "$DIR/controller.pid")" 2>/dev/null || die "the controller exited: $DIR/controller.log"
+    sleep 0.2
+  done
+  [ -n "$port" ] && curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 ||
+    die "the controller is not ready after 20 s: $DIR/controller.log"
   cat >"$DIR/env" <<EOF
 export KUBECONFIG='$KUBECONFIG'
 export PATH='$DIR/bin':"\$PATH"
 export GANGQ_METRICS='http://127.0.0.1:$port/metrics'
 EOF
-  local i
-  for i in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    kill -0 "$(cat "$DIR/controller.pid")" 2>/dev/null || die "the controller exited: $DIR/controller.log"
-    sleep 0.2
-  done
-  curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 || die "the controller is not ready after 20 s: $DIR/controller.log"
   say "API server $GQ_SERVER, $(grep -c '^kind: Node' "$nodes" || true) nodes, controller ready (metrics $port)"
   echo ". '$DIR/env'"
   TRY_OK=1
