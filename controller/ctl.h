@@ -92,6 +92,8 @@ struct ctl_config {
     double usage_half_life_s;      /* default 86400 */
     double cycle_interval_s;       /* periodic resync; default 2 */
     double debounce_s;             /* after the first dirty mark; default 0.05 */
+    int max_reconcile_share;       /* percent of the time reconciles may take while events
+                                    * stream in (adaptive batching); default 50 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
     int allow_http_token;          /* --insecure-allow-http-token: bearer token to a non-https server */
@@ -357,6 +359,11 @@ struct ctl_jobview {
  * start/completion times and condition transition times), the view and
  * now_ms (wall). nodes (nodes_cap entries) receives node-name pointers into
  * v->pl for out->admission.nodes. */
+/* Seconds until a reconcile asked for at now may start (ctl_main.c):
+ * debounce_s, or more after a reconcile of cost_s that ended at end, so that
+ * reconciles take at most share percent of the time. Pure. */
+double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, double now);
+
 void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_status *prev,
                         const struct ctl_jobview *v, int64_t now_ms, const char **nodes,
                         int nodes_cap, struct api_gpujob_status *out);

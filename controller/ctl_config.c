@@ -42,6 +42,10 @@ const struct ctl_option ctl_options[] = {
     {"usage-half-life", CTL_OPT_DURATION, F(usage_half_life_s), "24h", 0, 0, 0, NULL, " DUR",
      "fair-share usage decay"},
     {"cycle-interval", CTL_OPT_DURATION, F(cycle_interval_s), "2s", 0.05, 0, 0, NULL, " DUR", "periodic resync"},
+    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "50", 0, 1, 100, NULL, " PCT",
+     "while events stream in, reconciles take at most this share of\n"
+     "the time: after one that took T, the next starts no sooner than\n"
+     "T*(100-PCT)/PCT later (events meanwhile are batched into it)"},
     {"position-head", CTL_OPT_INT, F(position_head), "10", 0, 0, API_MAX_PENDING_HEAD, NULL, " N",
      "status.position and Team status.pendingHead for the first N\n"
      "waiting jobs of each Team (others carry no position)"},

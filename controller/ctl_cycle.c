@@ -377,12 +377,12 @@ static int refresh(struct rc_ctx *r, struct cj *j, int rc)
     if (!cp)
         return GQ_ENOMEM;
     int pl_changed = !j->row || strcmp(j->row->placement, cp->placement);
-    /* rows[] keeps the old pointer for bsearch; replace in place */
-    for (int i = 0; i < r->nrows; i++)
-        if (r->rows[i] == j->row) {
-            r->rows[i] = cp;
-            break;
-        }
+    /* rows[] keeps the old pointer (sorted by key): replace it in place */
+    if (j->row) {
+        struct store_job **at = bsearch(&j->row, r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+        if (at)
+            *at = cp;
+    }
     free(j->row);
     j->row = cp;
     j->state = cp->state;
@@ -788,10 +788,21 @@ static int gather(struct rc_ctx *r)
     for (int i = 0; i < c->foreign_set.n; i++)
         if ((rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, c->foreign_set.e[i].obj)))
             return rc;
-    if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
-        return rc;
-    if (r->nrows > 1)
-        qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+    if (c->rows_valid && c->restart_done) {
+        /* the rows as the last committed reconcile left them (handed back by ctl_reconcile) */
+        r->rows = c->rows;
+        r->nrows = c->nrows;
+        r->caprows = c->caprows;
+        c->rows = NULL;
+        c->nrows = c->caprows = 0;
+        c->rows_valid = 0;
+    } else {
+        ctl_rows_release(c);
+        if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
+            return rc;
+        if (r->nrows > 1)
+            qsort(r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+    }
     if ((rc = store_intents_pending(c->st, intents_cb, r, r->err, sizeof(r->err))))
         return rc;
     return intents_index(r);
@@ -1070,7 +1081,7 @@ static int status_running_adopt(struct rc_ctx *r, struct cj *j)
         goto out;
     if ((rc = ctl_placement_format(&pl, &b)) ||
         (rc = transition(r, j, STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0)) ||
-        (rc = store_job_raise_attempts(r->c->st, j->key, pl.attempt, r->err, sizeof(r->err))) ||
+        (rc = refresh(r, j, store_job_raise_attempts(r->c->st, j->key, pl.attempt, r->err, sizeof(r->err)))) ||
         (rc = ledger_set(r, j)) ||
         (rc = audit(r, "adopt", j, j->key, store_state_name(s), b.p,
                     "the GPUJob status records an admission the store did not")))
@@ -1138,9 +1149,13 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     gq_strlcpy(m->job_uid, uid ? uid : "", sizeof(m->job_uid));
     gq_strlcpy(m->job_rv, uid ? ck : "", sizeof(m->job_rv));
     m->job_nerr = e.n;
-    m->job_err[0] = 0;
-    if (e.n)
-        api_error_format(&e, 0, m->job_err, sizeof(m->job_err));
+    free(m->job_err);
+    m->job_err = NULL;
+    if (e.n) {
+        char je[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+        api_error_format(&e, 0, je, sizeof(je));
+        (void)ctl_str_set(&m->job_err, je, sizeof(je)); /* no memory: the message says less */
+    }
     m->job_refusal = NULL;
     if (!e.n)
         m->job_refusal = api_gpujob_tenancy(&m->job, &lk, &e);
@@ -1224,7 +1239,7 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->failed_invalid = m->prep_failed_invalid;
     j->invalid_reason = m->prep_invalid_reason;
     if (j->invalid_reason)
-        gq_strlcpy(j->invalid_msg, m->prep_invalid_msg, sizeof(j->invalid_msg));
+        gq_strlcpy(j->invalid_msg, ctl_str(m->prep_invalid_msg), sizeof(j->invalid_msg));
     j->row = row_find(r, j->key);
     if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
         return job_prepare_full(r, j); /* the store moved on: look again */
@@ -1256,7 +1271,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         m->prepared = 1;
         m->prep_failed_invalid = j->failed_invalid;
         m->prep_invalid_reason = j->invalid_reason;
-        gq_strlcpy(m->prep_invalid_msg, j->invalid_reason ? j->invalid_msg : "", sizeof(m->prep_invalid_msg));
+        (void)ctl_str_set(&m->prep_invalid_msg, j->invalid_reason ? j->invalid_msg : "", API_MSG_MAX);
     }
     return rc;
 }
@@ -1272,7 +1287,7 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
     if (j->memo->job_nerr) {
         j->failed_invalid = 1;
         j->invalid_reason = "InvalidSpec";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", j->memo->job_err,
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", ctl_str(j->memo->job_err),
                  j->memo->job_nerr > 1 ? " (and more)" : "");
     } else if (job_refused(r, j)) {
         /* invalid_reason and invalid_msg set */
@@ -1808,7 +1823,7 @@ static int run_sched(struct rc_ctx *r)
             continue; /* placed again only once its earlier attempt has stopped */
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st) || stopping, j->row->enqueue_ms,
                                     j->row->admitted_ms, stopping ? &j->term : &j->pl,
-                                    j->row->preempted_by, j->memo ? j->memo->reserved : NULL,
+                                    j->row->preempted_by, j->memo ? ctl_str(j->memo->reserved) : NULL,
                                     stopping, stopping ? j->row->preempted_by : NULL,
                                     j->row->arrival, j->invalid_reason != NULL,
                                     j->memo ? (const char *const *)j->memo->victims : NULL,
@@ -1836,10 +1851,9 @@ static int run_sched(struct rc_ctx *r)
      * changes is examined in full (its status may change) */
     for (int k = 0; k < s.snap.njobs; k++) {
         struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
-        m->wait_gen = m->wait_msg[0] ? 1 : 0; /* 1: had one, not yet renewed */
+        m->wait_gen = m->wait_msg ? 1 : 0; /* 1: had one, not yet renewed */
         m->position = 0;
-        m->gposition = 0;
-        m->reserved[0] = 0;
+        m->gposition = 0; /* reserved: renewed by its WAIT, else cleared below */
     }
     int gpos = 0; /* WAITs come in the core's admission order across Teams */
     for (int k = 0; k < res->n; k++) {
@@ -1851,17 +1865,17 @@ static int run_sched(struct rc_ctx *r)
             rc = decide_preempt(r, &s, d);
         else if (d->kind == SCHED_WAIT) {
             const char *msg = d->message ? d->message : "";
-            if (j->memo->wait_gen != 2 && strcmp(j->memo->wait_msg, msg)) {
-                gq_strlcpy(j->memo->wait_msg, msg, sizeof(j->memo->wait_msg));
+            if (j->memo->wait_gen != 2 && strcmp(ctl_str(j->memo->wait_msg), msg)) {
+                (void)ctl_str_set(&j->memo->wait_msg, msg, SCHED_MSG_MAX);
                 job_touch(r, j);
             }
             j->memo->wait_gen = 2;
             j->memo->position = d->position;
             j->memo->gposition = ++gpos;
-            gq_strlcpy(j->memo->reserved, d->reserved ? d->reserved : "", sizeof(j->memo->reserved));
+            (void)ctl_str_set(&j->memo->reserved, d->reserved, 256);
             const char *unsched = d->unschedulable && d->unschedulable_msg ? d->unschedulable_msg : "";
-            if (strcmp(j->memo->unsched_msg, unsched)) {
-                gq_strlcpy(j->memo->unsched_msg, unsched, sizeof(j->memo->unsched_msg));
+            if (strcmp(ctl_str(j->memo->unsched_msg), unsched)) {
+                (void)ctl_str_set(&j->memo->unsched_msg, unsched, SCHED_MSG_MAX);
                 job_touch(r, j);
             }
         }
@@ -1871,11 +1885,13 @@ static int run_sched(struct rc_ctx *r)
     for (int k = 0; k < s.snap.njobs; k++) {
         struct cj *j = &r->jobs[s.job_in[k]];
         if (j->memo->wait_gen == 1) { /* no WAIT this time: no explanation */
-            j->memo->wait_msg[0] = 0;
+            (void)ctl_str_set(&j->memo->wait_msg, NULL, 0);
             job_touch(r, j);
         }
-        if (j->memo->wait_gen != 2 && j->memo->unsched_msg[0]) {
-            j->memo->unsched_msg[0] = 0;
+        if (j->memo->wait_gen != 2)
+            (void)ctl_str_set(&j->memo->reserved, NULL, 0);
+        if (j->memo->wait_gen != 2 && j->memo->unsched_msg) {
+            (void)ctl_str_set(&j->memo->unsched_msg, NULL, 0);
             job_touch(r, j);
         }
         j->memo->wait_gen = 0;
@@ -1966,7 +1982,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         msg = pub->msg; /* what ctl_wait_publish let through (waiting_publish) */
     else if (j->invalid_reason && !j->failed_invalid)
         msg = j->invalid_msg;
-    else if ((waiting || holds(j->state)) && j->memo->wait_msg[0])
+    else if ((waiting || holds(j->state)) && j->memo->wait_msg)
         msg = j->memo->wait_msg;
     const char *reason = NULL;
     if (waiting)
@@ -1975,7 +1991,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
-                            waiting && !j->invalid_reason ? j->memo->unsched_msg : NULL};
+                            waiting && !j->invalid_reason ? ctl_str(j->memo->unsched_msg) : NULL};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
@@ -2529,7 +2545,7 @@ static void waiting_publish(struct rc_ctx *r)
             continue;
         int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
-        const char *msg = inv ? j->invalid_msg : m->wait_msg[0] ? m->wait_msg : j->row->message;
+        const char *msg = inv ? j->invalid_msg : m->wait_msg ? m->wait_msg : j->row->message;
         if (!m->pub.set && waiting && j->obj) {
             /* first sight since start: what the object already shows of an
              * unchanged wait is not written again */
@@ -2544,7 +2560,7 @@ static void waiting_publish(struct rc_ctx *r)
          * stored message awaiting the next schedule; a wait the status does
          * not show yet (--status-settle) is neither published nor evented */
         if (!status_held(r, j) && ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
-            (inv || m->wait_msg[0])) {
+            (inv || m->wait_msg)) {
             /* one per wait reason per wait: the message names the reason its
              * conditions now carry */
             char emsg[SCHED_MSG_MAX + 64];
@@ -2553,8 +2569,8 @@ static void waiting_publish(struct rc_ctx *r)
         }
         if (waiting && epoch)
             m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
-        if (!waiting && !holds(j->state) && m->wait_msg[0]) {
-            m->wait_msg[0] = 0;
+        if (!waiting && !holds(j->state) && m->wait_msg) {
+            (void)ctl_str_set(&m->wait_msg, NULL, 0);
             job_touch(r, j);
         }
         if (was.set != m->pub.set || was.state != m->pub.state || was.cls != m->pub.cls ||
@@ -2606,7 +2622,7 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
             !cJSON_AddNumberToObject(o, "position", m->position) ||
             !cJSON_AddStringToObject(o, "state", store_state_name(m->pub.state)) ||
             !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->pub.cls)) ||
-            !cJSON_AddStringToObject(o, "message", m->wait_msg))
+            !cJSON_AddStringToObject(o, "message", ctl_str(m->wait_msg)))
             goto out;
     }
     char *txt = cJSON_PrintUnformatted(root);
@@ -2653,6 +2669,14 @@ static int pod_stopping(struct rc_ctx *r, struct cj *j, const cJSON *pod, const 
  * its preemptor (pod_stopping); every other such pod is foreign usage on its
  * node. Either way their devices are booked for no one else until the pods
  * are gone, and nothing else waits for them. */
+/* The pods of memo m are looked at by this reconcile: a full pass, an event
+ * of the job or its pods, or a write of its row (job_touch) since the last
+ * look. Whether a pod is held depends only on those. */
+static int memo_pods_dirty(const struct rc_ctx *r, const struct ctl_memo *m)
+{
+    return r->full || m->dirty_upto >= r->c->reconciles;
+}
+
 static int released_pods(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
@@ -2661,11 +2685,15 @@ static int released_pods(struct rc_ctx *r)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            struct cj *j = np ? job_find(r, m->key) : NULL;
+            if (!np || (!m->rel_any && !memo_pods_dirty(r, m)))
+                continue; /* no released pod last time, and nothing changed since */
+            struct cj *j = job_find(r, m->key);
+            m->rel_any = 0;
             for (int k = 0; k < np; k++) {
                 const struct ctl_podfacts *f = &m->pf[k];
                 if (f->terminal || !f->node || !f->node[0] || pod_held(j, f))
                     continue;
+                m->rel_any = 1;
                 r->nreleased++;
                 if (!pod_stopping(r, j, pods[k], f) &&
                     (rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, pods[k])))
@@ -2684,7 +2712,10 @@ static void cleanup_strays(struct rc_ctx *r)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np || m->cleanup_inflight ||
+            if (!np || (!m->stray_any && !memo_pods_dirty(r, m)))
+                continue; /* no stray pod last time, and nothing changed since */
+            m->stray_any = 1; /* until a look below finds none */
+            if (m->cleanup_inflight ||
                 (m->cleanup_done_ms && r->now - m->cleanup_done_ms < CTL_STRAY_RETRY_MS))
                 continue; /* a delete the pod watch has not shown yet is not repeated at once */
             if (intent_first(r, m->key) < r->nintents)
@@ -2692,11 +2723,13 @@ static void cleanup_strays(struct rc_ctx *r)
             struct cj *j = job_find(r, m->key);
             if (j && j->released)
                 continue; /* the intent written in this reconcile deletes them */
+            m->stray_any = 0;
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
                 const struct ctl_podfacts *f = &m->pf[k];
                 if (f->terminal || f->deletion || pod_held(j, f))
                     continue;
+                m->stray_any = 1;
                 const char *nn = f->node;
                 char w[256];
                 long grace = (nn && nn[0] && node_lost(r, nn, w, sizeof(w))) ? 0 : -1;
@@ -2813,7 +2846,7 @@ static int phase_observe(struct rc_ctx *r)
         if ((rc = job_prepare(r, j)) || (dirty && (rc = job_spec_rules(r, j))))
             return rc;
     }
-    /* store rows whose GPUJob is gone */
+    /* store rows whose GPUJob is gone: deleted, then dropped from rows[] */
     for (int i = 0; i < r->nrows; i++) {
         struct store_job *row = r->rows[i];
         if (job_find(r, row->key))
@@ -2831,6 +2864,14 @@ static int phase_observe(struct rc_ctx *r)
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
              store_state_name(row->state));
     }
+    int kept = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        if (job_find(r, r->rows[i]->key))
+            r->rows[kept++] = r->rows[i];
+        else
+            free(r->rows[i]);
+    }
+    r->nrows = kept;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
         if (job_dirty(r, j) && ((rc = job_create_refused(r, j)) || (rc = job_lifecycle(r, j))))
@@ -2847,7 +2888,7 @@ static int phase_observe(struct rc_ctx *r)
     }
     for (int i = 0; i < r->njobs; i++)
         if (r->jobs[i].invalid_reason && !r->jobs[i].failed_invalid) {
-            gq_strlcpy(r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, sizeof(r->jobs[i].memo->wait_msg));
+            (void)ctl_str_set(&r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, SCHED_MSG_MAX);
             r->jobs[i].memo->position = 0;
         }
     return 0;
@@ -2917,6 +2958,14 @@ void ctl_reconcile(struct gq_ctl *c)
              " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
         ctl_reconcile_result(c, rc, r->err);
     } else {
+        /* the rows, as committed, start the next reconcile */
+        ctl_rows_release(c);
+        c->rows = r->rows;
+        c->nrows = r->nrows;
+        c->caprows = r->caprows;
+        c->rows_valid = 1;
+        r->rows = NULL;
+        r->nrows = r->caprows = 0;
         if (r->settle_next)
             ctl_settle_at(c, r->settle_next);
         int64_t dt = ctl_now_ms() - r->now;
@@ -2927,6 +2976,16 @@ void ctl_reconcile(struct gq_ctl *c)
     }
     rc_release(r);
     free(r);
+}
+
+void ctl_rows_release(struct gq_ctl *c)
+{
+    for (int i = 0; i < c->nrows; i++)
+        free(c->rows[i]);
+    free(c->rows);
+    c->rows = NULL;
+    c->nrows = c->caprows = 0;
+    c->rows_valid = 0;
 }
 
 /* ------------------------------------------------------------ pod events */

@@ -42,14 +42,16 @@ struct ctl_memo {
     char *last_status;            /* JSON last written successfully, or submitted (a failed
                                    * or dropped latest write clears it: written again) */
     int status_inflight;          /* state transitions queued or on the wire */
-    char wait_msg[SCHED_MSG_MAX]; /* last WAIT explanation */
+    /* Texts below marked (str) are owned heap strings, NULL for "" (set with
+     * ctl_str_set, read with ctl_str): most jobs have none of them. */
+    char *wait_msg;               /* (str) last WAIT explanation */
     int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
-    char unsched_msg[SCHED_MSG_MAX]; /* last WAIT's unschedulable_msg ("" = fits an empty cluster) */
+    char *unsched_msg;            /* (str) last WAIT's unschedulable_msg ("" = fits an empty cluster) */
     int position;                 /* exact WAIT position of the last schedule in its Team's
                                    * queue (0 = none) */
     int gposition;                /* exact WAIT position of the last schedule across all
                                    * Teams, in the core's admission order (0 = none) */
-    char reserved[256];           /* what its reservation held last cycle (WAIT's reserved) */
+    char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
     /* A pod of this job the API server said is gone: a delete event
@@ -85,7 +87,7 @@ struct ctl_memo {
     char job_uid[API_UID_MAX], job_rv[API_UID_MAX + 8];
     uint64_t job_lookup;
     int job_nerr;
-    char job_err[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
+    char *job_err;                /* (str) */
     const char *job_refusal;      /* api_gpujob_tenancy's reason (static) or NULL, same inputs */
     /* status inputs last_status was computed from (owned; NULL = none):
      * equal inputs give the same status, so it is not computed again */
@@ -105,10 +107,14 @@ struct ctl_memo {
      * found (prepared, below). Set by informer events of the job or its pods,
      * by acts that finish, and by the reconcile's own writes. */
     int64_t dirty_upto;
+    /* The last examination of this memo's pods found a released pod
+     * (released_pods) / left a stray pod to delete or to look at again
+     * (cleanup_strays): a clean memo without them is not examined again. */
+    int rel_any, stray_any;
     int prepared;                 /* a full examination filled the fields below */
     int prep_failed_invalid;
     const char *prep_invalid_reason; /* static text or NULL */
-    char prep_invalid_msg[API_MSG_MAX];
+    char *prep_invalid_msg;       /* (str) */
     /* Team memo: generation whose invalid edit was last reported (Event, audit) */
     int64_t invalid_reported_gen;
     /* keys of the jobs preempted for this job since it was last admitted
@@ -212,11 +218,24 @@ struct gq_ctl {
     char identity[128];
     int leading;          /* leader (or leader election off) */
     int dirty;
+    /* adaptive batching: the last reconcile's duration and when it ended
+     * (ev_time()); the next one waits so that reconciles take at most
+     * cfg.max_reconcile_share percent of the time */
+    double rc_cost_s;
+    double rc_end;
     /* the next reconcile examines every job in full (a Team, pool, priority
      * class or node changed, a set ran out of memory, the first one) */
     int full_next;
     int64_t last_full_ms;      /* the last full reconcile began */
     int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
+    /* The store's job rows as the last committed reconcile left them (owned,
+     * sorted by key; row_copy blocks): the controller is the store's only
+     * writer and every write in a reconcile refreshes its row, so a reconcile
+     * starts from these instead of reading every row again. rows_valid = 0
+     * (first reconcile after leading, a reconcile that failed or rolled
+     * back) reads them from the store. */
+    struct store_job **rows;
+    int nrows, caprows, rows_valid;
     struct ctl_objset jobs_set;    /* GPUJobs (ctl_index_job) */
     struct ctl_objset foreign_set; /* bound non-terminal pods not gangq's (ctl_index_pod) */
     int stopping;
@@ -251,6 +270,16 @@ struct gq_ctl {
 
 /* ctl_main.c */
 void ctl_mark_dirty(struct gq_ctl *c);
+/* A memo's short text (ctl_memo.c): *dst becomes a heap copy of at most
+ * max - 1 bytes of src, or NULL when src is NULL or "" (the old text freed).
+ * Unchanged text is not copied again. GQ_ENOMEM leaves *dst NULL. */
+int ctl_str_set(char **dst, const char *src, size_t max);
+static inline const char *ctl_str(const char *s)
+{
+    return s ? s : "";
+}
+/* Free the kept store rows (ctl_cycle.c); the next reconcile reads them. */
+void ctl_rows_release(struct gq_ctl *c);
 /* Reconcile again at due_ms (wall clock, ms): a status write held back by
  * --status-settle is due then. An earlier one already armed is kept. */
 void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);

@@ -37,7 +37,9 @@ void ctl_mark_dirty(struct gq_ctl *c)
     if (!c->dirty) {
         c->dirty = 1;
         ev_timer_stop(c->loop, &c->debounce);
-        ev_timer_set(&c->debounce, c->cfg.debounce_s, 0.);
+        ev_timer_set(&c->debounce, ctl_batch_delay(c->cfg.debounce_s, c->cfg.max_reconcile_share, c->rc_cost_s,
+                                                   c->rc_end, ev_time()),
+                     0.);
         ev_timer_start(c->loop, &c->debounce);
     }
 }
@@ -67,12 +69,26 @@ static int all_synced(const struct gq_ctl *c)
     return 1;
 }
 
+/* The delay before a reconcile asked for at now: the debounce, or longer
+ * while reconciles are costly, so that they take at most share percent of
+ * the time (the work of the events meanwhile is batched into one). */
+double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, double now)
+{
+    if (share <= 0 || share >= 100 || cost_s <= 0)
+        return debounce_s;
+    double start = end + cost_s * (double)(100 - share) / (double)share;
+    return start - now > debounce_s ? start - now : debounce_s;
+}
+
 static void maybe_reconcile(struct gq_ctl *c)
 {
     c->dirty = 0;
     if (c->stopping || !c->leading || !all_synced(c))
         return;
+    double t0 = ev_time();
     ctl_reconcile(c);
+    c->rc_end = ev_time();
+    c->rc_cost_s = c->rc_end - t0;
 }
 
 static void debounce_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -689,6 +705,7 @@ out:
     kube_config_release(&c->kcfg);
     if (c->st && store_in_cycle(c->st))
         store_rollback_cycle(c->st);
+    ctl_rows_release(c);
     store_close(c->st);
     sched_free(c->sched);
     ctl_memo_table_release(&c->memo);

@@ -18,6 +18,22 @@ static size_t hash_str(const char *s)
     return h;
 }
 
+int ctl_str_set(char **dst, const char *src, size_t max)
+{
+    size_t n = src ? strnlen(src, max ? max - 1 : 0) : 0;
+    if (*dst && n && strlen(*dst) == n && !memcmp(*dst, src, n))
+        return GQ_OK;
+    free(*dst);
+    *dst = NULL;
+    if (!n)
+        return GQ_OK;
+    if (!(*dst = malloc(n + 1)))
+        return GQ_ENOMEM;
+    memcpy(*dst, src, n);
+    (*dst)[n] = 0;
+    return GQ_OK;
+}
+
 static void memo_free(struct ctl_memo *m)
 {
     if (!m)
@@ -28,6 +44,11 @@ static void memo_free(struct ctl_memo *m)
     free(m->last_status);
     free(m->status_sig);
     free(m->pl_text);
+    free(m->wait_msg);
+    free(m->unsched_msg);
+    free(m->reserved);
+    free(m->job_err);
+    free(m->prep_invalid_msg);
     ctl_placement_release(&m->pl_cache);
     free(m->pods);
     free(m->pf);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -1163,6 +1164,35 @@ static void test_config_table(void **state)
     assert_string_equal(err, "--db: value too long");
 }
 
+/* Adaptive batching: the delay before the next reconcile keeps reconciles
+ * within their share of the time; cheap reconciles only see the debounce. */
+static void test_batch_delay(void **state)
+{
+    (void)state;
+    /* cheap: 10 ms reconcile at 50 % -> next start 10 ms after its end, below the debounce */
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.010, 100.0, 100.0) - 0.05) < 1e-9);
+    /* costly: 300 ms at 50 % -> 300 ms after its end */
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.300, 100.0, 100.0) - 0.300) < 1e-9);
+    /* part of that idle time already passed */
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.300, 100.0, 100.2) - 0.100) < 1e-9);
+    /* 25 %: three times the cost */
+    assert_true(fabs(ctl_batch_delay(0.05, 25, 0.200, 10.0, 10.0) - 0.600) < 1e-9);
+    /* long ago: the debounce */
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.300, 100.0, 200.0) - 0.05) < 1e-9);
+    /* 100 % or no reconcile yet: the debounce */
+    assert_true(fabs(ctl_batch_delay(0.05, 100, 5.0, 100.0, 100.0) - 0.05) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.0, 0.0, 100.0) - 0.05) < 1e-9);
+    /* the option: default 50, bounds 1..100 */
+    struct ctl_config c;
+    char err[256];
+    ctl_config_default(&c);
+    assert_int_equal(c.max_reconcile_share, 50);
+    assert_int_equal(ctl_config_set(&c, "max-reconcile-share", "0", err, sizeof(err)), GQ_EINVAL);
+    assert_non_null(strstr(err, "max-reconcile-share"));
+    assert_int_equal(ctl_config_set(&c, "max-reconcile-share", "100", err, sizeof(err)), 0);
+    assert_int_equal(c.max_reconcile_share, 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1176,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_config_table),
+        cmocka_unit_test(test_batch_delay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
