@@ -560,7 +560,19 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
  *           name and resources; status keeps phase and reason; top level
  *           keeps apiVersion, kind, metadata, spec, status.
  *   node:   common, then status.images.
+ * All three then share member names: each object's member name becomes a
+ * pointer into one process-wide table of names (cJSON_StringIsConst; the
+ * table owns them for the life of the process, at most
+ * KUBE_INTERN_MAX names of up to 63 bytes, others stay the object's own), so
+ * thousands of cached objects hold one "metadata", not thousands. Not
+ * thread-safe: the informers run on one thread.
  */
+#define KUBE_INTERN_MAX 8192
+/* The interned copy of s (owned by the table, never freed), or NULL when s is
+ * too long or the table is full. */
+const char *kube_intern(const char *s);
+/* Intern every member name in the tree o (see above). */
+void kube_intern_names(cJSON *o);
 /*
  * The objects an informer skips now, with what was scanned of them: the last
  * list's skips, updated by the watch (a readable or deleted version removes

@@ -613,12 +613,97 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
 
 /* ---------------------------------------------------------------- prune */
 
-void kube_prune_common(cJSON *obj)
+/* Open addressing, linear probing; twice KUBE_INTERN_MAX slots at most. */
+static struct {
+    char **slot;
+    size_t cap, n;
+} intern_tab;
+
+const char *kube_intern(const char *s)
+{
+    size_t len = strlen(s);
+    if (len > 63)
+        return NULL;
+    if (!intern_tab.slot) {
+        if (!(intern_tab.slot = calloc(1024, sizeof(char *))))
+            return NULL;
+        intern_tab.cap = 1024;
+    }
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = s; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ull;
+    }
+    size_t i = (size_t)h & (intern_tab.cap - 1);
+    for (; intern_tab.slot[i]; i = (i + 1) & (intern_tab.cap - 1))
+        if (!strcmp(intern_tab.slot[i], s))
+            return intern_tab.slot[i];
+    if (intern_tab.n >= KUBE_INTERN_MAX)
+        return NULL;
+    if (2 * (intern_tab.n + 1) > intern_tab.cap) {
+        /* grow to keep the load at most one half */
+        size_t ncap = intern_tab.cap * 2;
+        char **ns = calloc(ncap, sizeof(char *));
+        if (!ns)
+            return NULL;
+        for (size_t k = 0; k < intern_tab.cap; k++) {
+            char *e = intern_tab.slot[k];
+            if (!e)
+                continue;
+            uint64_t eh = 1469598103934665603ull;
+            for (const char *p = e; *p; p++) {
+                eh ^= (unsigned char)*p;
+                eh *= 1099511628211ull;
+            }
+            size_t j = (size_t)eh & (ncap - 1);
+            while (ns[j])
+                j = (j + 1) & (ncap - 1);
+            ns[j] = e;
+        }
+        free(intern_tab.slot);
+        intern_tab.slot = ns;
+        intern_tab.cap = ncap;
+        i = (size_t)h & (ncap - 1);
+        while (intern_tab.slot[i])
+            i = (i + 1) & (ncap - 1);
+    }
+    char *c = malloc(len + 1);
+    if (!c)
+        return NULL;
+    memcpy(c, s, len + 1);
+    intern_tab.slot[i] = c;
+    intern_tab.n++;
+    return c;
+}
+
+void kube_intern_names(cJSON *o)
+{
+    for (cJSON *c = o ? o->child : NULL; c; c = c->next) {
+        if (c->string && !(c->type & cJSON_StringIsConst)) {
+            const char *k = kube_intern(c->string);
+            if (k) {
+                cJSON_free(c->string);
+                c->string = (char *)k;
+                c->type |= cJSON_StringIsConst;
+            }
+        }
+        if (c->child)
+            kube_intern_names(c);
+    }
+}
+
+static void prune_common(cJSON *obj)
 {
     cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
     cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(md, "annotations"),
                                             "kubectl.kubernetes.io/last-applied-configuration");
+}
+
+void kube_prune_common(cJSON *obj)
+{
+    prune_common(obj);
+    kube_intern_names(obj);
 }
 
 /* Delete every member of o whose name is not in keep (NULL-terminated). */
@@ -676,11 +761,13 @@ void kube_prune_pod(cJSON *obj)
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sp, "initContainers"))
         keep_only(c, ctr);
     keep_only(cJSON_GetObjectItemCaseSensitive(obj, "status"), status);
+    kube_intern_names(obj);
 }
 
 void kube_prune_node(cJSON *obj)
 {
-    kube_prune_common(obj);
+    prune_common(obj);
     cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"),
                                             "images");
+    kube_intern_names(obj);
 }

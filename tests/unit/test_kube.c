@@ -2082,9 +2082,55 @@ static void test_prune_pod(void **st)
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "metadata"), "managedFields"));
     kube_prune_pod(NULL); /* harmless */
     kube_prune_node(NULL);
+    /* member names are interned: two pruned objects share one "metadata",
+     * and copies, replacements and deletes of interned members are safe */
+    cJSON *q = cJSON_Parse(pod);
+    kube_prune_pod(q);
+    assert_ptr_equal(cJSON_GetObjectItem(p, "metadata")->string, cJSON_GetObjectItem(q, "metadata")->string);
+    assert_ptr_equal(cJSON_GetObjectItem(n, "metadata")->string, cJSON_GetObjectItem(q, "metadata")->string);
+    assert_true(cJSON_GetObjectItem(q, "metadata")->type & cJSON_StringIsConst);
+    cJSON *dup = cJSON_Duplicate(q, 1);
+    assert_true(cJSON_Compare(dup, q, 1));
+    cJSON_ReplaceItemInObjectCaseSensitive(dup, "status", cJSON_CreateString("x"));
+    cJSON_DeleteItemFromObjectCaseSensitive(dup, "spec");
+    cJSON_AddItemToObject(dup, "spec", cJSON_DetachItemFromObjectCaseSensitive(q, "spec"));
+    assert_string_equal(ctl_obj_str(dup, "spec", "nodeName"), "n1");
+    cJSON_Delete(dup);
+    cJSON_Delete(q);
+    assert_ptr_equal(kube_intern("metadata"), cJSON_GetObjectItem(p, "metadata")->string);
+    char longname[80];
+    memset(longname, 'k', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = 0;
+    assert_null(kube_intern(longname)); /* too long: the object keeps its own copy */
     cJSON_Delete(n);
     cJSON_Delete(a);
     cJSON_Delete(p);
+}
+
+/* The intern table stops at KUBE_INTERN_MAX names (a tenant's random keys
+ * cost at most that much); names interned before still resolve, others are
+ * left to their objects. */
+static void test_intern_cap(void **st)
+{
+    (void)st;
+    char k[32];
+    const char *first = kube_intern("intern-cap-first");
+    assert_non_null(first);
+    int got = 0;
+    for (int i = 0; i < KUBE_INTERN_MAX + 100; i++) {
+        snprintf(k, sizeof(k), "intern-cap-%d", i);
+        if (kube_intern(k))
+            got++;
+    }
+    assert_true(got < KUBE_INTERN_MAX);
+    assert_true(got > KUBE_INTERN_MAX / 2);
+    assert_ptr_equal(kube_intern("intern-cap-first"), first);
+    assert_null(kube_intern("intern-cap-never-seen"));
+    cJSON *o = cJSON_Parse("{\"intern-cap-never-seen\":{\"intern-cap-first\":1}}");
+    kube_intern_names(o);
+    assert_false(o->child->type & cJSON_StringIsConst);
+    assert_ptr_equal(o->child->child->string, first);
+    cJSON_Delete(o);
 }
 
 /* ------------------------------------------------------ request priorities */
@@ -2533,6 +2579,7 @@ int main(void)
         cmocka_unit_test(test_informer_hostile),
         cmocka_unit_test(test_informer_list_shrink),
         cmocka_unit_test(test_prune_pod),
+        cmocka_unit_test(test_intern_cap),
         cmocka_unit_test(test_lanes_critical_first),
         cmocka_unit_test(test_lanes_coalesce),
         cmocka_unit_test(test_lanes_low_bounded),
