@@ -19,9 +19,15 @@
  *  - Tri-state booleans (api_bool) are API_UNSET until api_gpujob_default.
  *
  * Ownership: struct api_gpujob owns `template` (a cJSON copy of
- * spec.template, may be NULL): release with api_gpujob_release (embedded) or
+ * spec.template, may be NULL) and the optional parts of its spec, each
+ * allocated only when present and sized to what was decoded (NULL / 0 when
+ * absent): spec.gpu.types, spec.node_selector, spec.tolerations and
+ * spec.node_affinity. Release with api_gpujob_release (embedded) or
  * api_gpujob_free (heap). Use api_gpujob_copy to duplicate, never a plain
- * struct assignment. Teams, pools and priority classes own no heap memory.
+ * struct assignment or memcpy (the copy would share, and later free twice,
+ * those parts); a plain assignment is only a move when the source is then
+ * dropped without release. Teams, pools and priority classes own no heap
+ * memory.
  * Status structs for encode borrow the node-name pointers in admission.nodes
  * from the caller for the duration of the call. Every cJSON returned by an
  * *_encode function is owned by the caller.
@@ -166,7 +172,9 @@ struct api_gpu {
     int32_t count;   /* whole GPUs per replica (0 when shares is used) */
     int32_t shares;  /* milli-GPU of one shared GPU, 1..999 (0 when count is used) */
     int ntypes;      /* acceptable products, e.g. "NVIDIA-H100-80GB-HBM3"; 0 = any */
-    char types[API_MAX_GPU_TYPES][API_LABEL_VAL_MAX];
+    /* types[0 .. ntypes): owned by the job, NULL when ntypes is 0
+     * (at most API_MAX_GPU_TYPES) */
+    char (*types)[API_LABEL_VAL_MAX];
     int32_t min_memory_gib; /* per GPU; 0 = no minimum */
 };
 
@@ -192,13 +200,20 @@ struct api_node_expr {
     int v0, nvalues;             /* its values: values[v0 .. v0 + nvalues) of the affinity */
 };
 
+struct api_node_term {
+    int x0, nexprs; /* exprs[x0 .. x0 + nexprs) of the affinity; 0 = matches no node */
+};
+
+/* One allocation (api_gpujob_release frees it): the header, then the three
+ * arrays the pointers address, each sized to what was decoded. nterms >= 1
+ * (a job without required node affinity has node_affinity NULL); at most
+ * API_MAX_AFFINITY_TERMS terms, API_MAX_AFFINITY_EXPRS expressions and
+ * API_MAX_AFFINITY_VALUES values. */
 struct api_node_affinity {
-    int nterms; /* 0 = no required node affinity */
-    struct { int x0, nexprs; } terms[API_MAX_AFFINITY_TERMS]; /* exprs[x0 .. x0 + nexprs) */
-    int nexprs;
-    struct api_node_expr exprs[API_MAX_AFFINITY_EXPRS];
-    int nvalues;
-    char values[API_MAX_AFFINITY_VALUES][API_LABEL_VAL_MAX];
+    int nterms, nexprs, nvalues;
+    struct api_node_term *terms;       /* [nterms] */
+    struct api_node_expr *exprs;       /* [nexprs], all terms together */
+    char (*values)[API_LABEL_VAL_MAX]; /* [nvalues], all expressions together */
 };
 
 struct api_gpujob_spec {
@@ -222,11 +237,14 @@ struct api_gpujob_spec {
      * max of initContainers), a container's request falling back to its limit. */
     int64_t cpu_milli;
     int64_t memory_bytes;
+    /* Owned by the job (see Ownership above), NULL when the count is 0:
+     * template nodeSelector (at most API_MAX_SELECTOR), tolerations (at most
+     * API_MAX_TOLERATIONS) and required node affinity (NULL = none). */
     int nselector;
-    struct api_kv node_selector[API_MAX_SELECTOR];
     int ntolerations;
-    struct api_toleration tolerations[API_MAX_TOLERATIONS];
-    struct api_node_affinity node_affinity;
+    struct api_kv *node_selector;          /* [nselector] */
+    struct api_toleration *tolerations;    /* [ntolerations] */
+    struct api_node_affinity *node_affinity;
     /* spec.team as written ("" = not given); after defaulting, team is the
      * namespace's Team and a different team_requested is refused (WrongTeam) */
     char team_requested[API_NAME_MAX];
@@ -293,12 +311,15 @@ void api_gpujob_init(struct api_gpujob *job);
 void api_gpujob_release(struct api_gpujob *job);
 struct api_gpujob *api_gpujob_new(void);
 void api_gpujob_free(struct api_gpujob *job);
-/* Deep copy (template included). dst must be initialised; its old content is released. */
+/* Deep copy (template and every out-of-line part included): dst shares no
+ * memory with src. dst must be initialised; its old content is released
+ * (on GQ_ENOMEM dst is left as it was). */
 int api_gpujob_copy(struct api_gpujob *dst, const struct api_gpujob *src);
 
 /* Decode a whole GPUJob object (apiVersion, kind, metadata, spec). Returns 0
- * when errs gained no entries, GQ_EINVAL when it did, GQ_ENOMEM. out must be
- * initialised; it is reset first. */
+ * when errs gained no entries, GQ_EINVAL when it did, GQ_ENOMEM (out is then
+ * released and empty, as after api_gpujob_init). out must be initialised; it
+ * is reset first. Either way the caller releases out. */
 int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_errors *errs);
 
 /* ---- Team ------------------------------------------------------------ */

@@ -8,6 +8,62 @@
 
 #include "quantity.h"
 
+/* Where the decoders gather the optional parts before they are copied out,
+ * sized, into the job: the bounded arrays of the required node affinity. */
+struct aff_scratch {
+    int nterms, nexprs, nvalues;
+    struct api_node_term terms[API_MAX_AFFINITY_TERMS];
+    struct api_node_expr exprs[API_MAX_AFFINITY_EXPRS];
+    char values[API_MAX_AFFINITY_VALUES][API_LABEL_VAL_MAX];
+};
+
+/* A heap copy of the n items of size sz at src into *out; *out = NULL when n
+ * is 0. 0 or GQ_ENOMEM. */
+static int dup_items(const void *src, int n, size_t sz, void **out)
+{
+    *out = NULL;
+    if (n <= 0)
+        return GQ_OK;
+    *out = malloc((size_t)n * sz);
+    if (!*out)
+        return GQ_ENOMEM;
+    memcpy(*out, src, (size_t)n * sz);
+    return GQ_OK;
+}
+
+static size_t align_up(size_t off, size_t a)
+{
+    return (off + a - 1) / a * a;
+}
+
+/* One block: the header, then terms, exprs and values (copied from the
+ * given arrays); NULL on allocation failure. nterms >= 1. */
+static struct api_node_affinity *affinity_make(int nterms, const struct api_node_term *terms,
+                                               int nexprs, const struct api_node_expr *exprs,
+                                               int nvalues, const void *values)
+{
+    size_t ot = align_up(sizeof(struct api_node_affinity), _Alignof(struct api_node_term));
+    size_t ox = align_up(ot + (size_t)nterms * sizeof *terms, _Alignof(struct api_node_expr));
+    size_t ov = ox + (size_t)nexprs * sizeof *exprs;
+    size_t total = ov + (size_t)nvalues * API_LABEL_VAL_MAX;
+    struct api_node_affinity *na = malloc(total);
+    char *base = (char *)na;
+    if (!na)
+        return NULL;
+    na->nterms = nterms;
+    na->nexprs = nexprs;
+    na->nvalues = nvalues;
+    na->terms = (struct api_node_term *)(void *)(base + ot);
+    na->exprs = nexprs > 0 ? (struct api_node_expr *)(void *)(base + ox) : NULL;
+    na->values = nvalues > 0 ? (char (*)[API_LABEL_VAL_MAX])(void *)(base + ov) : NULL;
+    memcpy(na->terms, terms, (size_t)nterms * sizeof *terms);
+    if (nexprs > 0)
+        memcpy(na->exprs, exprs, (size_t)nexprs * sizeof *exprs);
+    if (nvalues > 0)
+        memcpy(na->values, values, (size_t)nvalues * API_LABEL_VAL_MAX);
+    return na;
+}
+
 void api_gpujob_init(struct api_gpujob *job)
 {
     memset(job, 0, sizeof *job);
@@ -22,6 +78,17 @@ void api_gpujob_release(struct api_gpujob *job)
         return;
     cJSON_Delete(job->template);
     job->template = NULL;
+    free(job->spec.gpu.types);
+    job->spec.gpu.types = NULL;
+    job->spec.gpu.ntypes = 0;
+    free(job->spec.node_selector);
+    job->spec.node_selector = NULL;
+    job->spec.nselector = 0;
+    free(job->spec.tolerations);
+    job->spec.tolerations = NULL;
+    job->spec.ntolerations = 0;
+    free(job->spec.node_affinity); /* one block */
+    job->spec.node_affinity = NULL;
 }
 
 struct api_gpujob *api_gpujob_new(void)
@@ -42,18 +109,39 @@ void api_gpujob_free(struct api_gpujob *job)
 
 int api_gpujob_copy(struct api_gpujob *dst, const struct api_gpujob *src)
 {
-    cJSON *t = NULL;
+    const struct api_gpujob_spec *ss = &src->spec;
+    const struct api_node_affinity *na = ss->node_affinity;
+    struct api_gpujob t;
+    void *p;
     if (dst == src)
         return GQ_OK;
-    if (src->template) {
-        t = cJSON_Duplicate(src->template, 1);
-        if (!t)
-            return GQ_ENOMEM;
-    }
+    /* t: src's values, owning nothing yet; then its own copy of each part */
+    t = *src;
+    t.template = NULL;
+    t.spec.gpu.types = NULL;
+    t.spec.node_selector = NULL;
+    t.spec.tolerations = NULL;
+    t.spec.node_affinity = NULL;
+    if (src->template && !(t.template = cJSON_Duplicate(src->template, 1)))
+        goto nomem;
+    if (dup_items(ss->gpu.types, ss->gpu.ntypes, sizeof *ss->gpu.types, &p))
+        goto nomem;
+    t.spec.gpu.types = p;
+    if (dup_items(ss->node_selector, ss->nselector, sizeof *ss->node_selector, &p))
+        goto nomem;
+    t.spec.node_selector = p;
+    if (dup_items(ss->tolerations, ss->ntolerations, sizeof *ss->tolerations, &p))
+        goto nomem;
+    t.spec.tolerations = p;
+    if (na && !(t.spec.node_affinity = affinity_make(na->nterms, na->terms, na->nexprs, na->exprs,
+                                                     na->nvalues, na->values)))
+        goto nomem;
     api_gpujob_release(dst);
-    *dst = *src;
-    dst->template = t;
+    *dst = t; /* a move: dst owns t's parts */
     return GQ_OK;
+nomem:
+    api_gpujob_release(&t); /* only what was copied above */
+    return GQ_ENOMEM;
 }
 
 /* A quantity given as a JSON string or number, scaled (3 = milli, 0 = units). */
@@ -125,8 +213,9 @@ static void container_requests(struct api_errors *errs, const char *path, const 
     }
 }
 
+/* Into tols[0 .. *n) (room for API_MAX_TOLERATIONS). */
 static void decode_tolerations(struct api_errors *errs, const char *path, const cJSON *arr,
-                               struct api_gpujob_spec *sp)
+                               struct api_toleration *tols, int *n)
 {
     static const char *const fields[] = {"key", "operator", "value", "effect", "tolerationSeconds", NULL};
     const cJSON *t;
@@ -141,7 +230,7 @@ static void decode_tolerations(struct api_errors *errs, const char *path, const 
     }
     cJSON_ArrayForEach(t, arr)
     {
-        struct api_toleration *o = &sp->tolerations[sp->ntolerations];
+        struct api_toleration *o = &tols[*n];
         const cJSON *v;
         int ok = 1;
         api_path_idx(p, sizeof p, path, i++);
@@ -205,7 +294,7 @@ static void decode_tolerations(struct api_errors *errs, const char *path, const 
             }
         }
         if (ok)
-            sp->ntolerations++;
+            (*n)++;
     }
 }
 
@@ -229,7 +318,7 @@ static int is_int64(const char *s)
 
 /* One matchExpressions / matchFields entry at path p into the affinity. */
 static void decode_node_expr(struct api_errors *errs, const char *p, const cJSON *x, int field,
-                             struct api_node_affinity *na)
+                             struct aff_scratch *na)
 {
     static const char *const fields[] = {"key", "operator", "values", NULL};
     char fp[API_ERR_PATH_MAX], vp[API_ERR_PATH_MAX], op[16] = "";
@@ -321,7 +410,7 @@ static void decode_node_expr(struct api_errors *errs, const char *p, const cJSON
 
 /* spec.template.spec.affinity: the required node affinity terms (the rest is
  * accepted and left to the pod). */
-static void decode_affinity(struct api_errors *errs, const cJSON *aff, struct api_node_affinity *na)
+static void decode_affinity(struct api_errors *errs, const cJSON *aff, struct aff_scratch *na)
 {
     static const char *const req_fields[] = {"nodeSelectorTerms", NULL};
     static const char *const term_fields[] = {"matchExpressions", "matchFields", NULL};
@@ -391,22 +480,29 @@ static void decode_affinity(struct api_errors *errs, const cJSON *aff, struct ap
     }
 }
 
-static void decode_template(struct api_errors *errs, const cJSON *tpl, struct api_gpujob_spec *sp)
+/* 0 or GQ_ENOMEM (what sp gained is freed by api_gpujob_release). */
+static int decode_template(struct api_errors *errs, const cJSON *tpl, struct api_gpujob_spec *sp)
 {
     const cJSON *ps, *cs, *c, *v;
     int64_t sum_cpu = 0, sum_mem = 0, init_cpu = 0, init_mem = 0;
     char p[API_ERR_PATH_MAX];
     int i, k;
+    struct api_kv sel[API_MAX_SELECTOR];
+    struct api_toleration tols[API_MAX_TOLERATIONS];
+    struct aff_scratch aff;
+    int nsel = 0, ntols = 0;
+    void *part;
 
+    aff.nterms = 0;
     if (!api_expect_obj(errs, "spec.template", tpl))
-        return;
+        return GQ_OK;
     ps = cJSON_GetObjectItemCaseSensitive(tpl, "spec");
     if (!ps) {
         api_errors_add(errs, "spec.template.spec", "required");
-        return;
+        return GQ_OK;
     }
     if (!api_expect_obj(errs, "spec.template.spec", ps))
-        return;
+        return GQ_OK;
     for (k = 0; k < 2; k++) {
         const char *arr = k == 0 ? "containers" : "initContainers";
         char base[API_ERR_PATH_MAX];
@@ -443,22 +539,38 @@ static void decode_template(struct api_errors *errs, const cJSON *tpl, struct ap
     sp->cpu_milli = GQ_MAX(sum_cpu, init_cpu);
     sp->memory_bytes = GQ_MAX(sum_mem, init_mem);
     if ((v = cJSON_GetObjectItemCaseSensitive(ps, "nodeSelector")))
-        api_decode_selector(errs, "spec.template.spec.nodeSelector", v, sp->node_selector,
-                            &sp->nselector);
+        api_decode_selector(errs, "spec.template.spec.nodeSelector", v, sel, &nsel);
     if ((v = cJSON_GetObjectItemCaseSensitive(ps, "tolerations")))
-        decode_tolerations(errs, "spec.template.spec.tolerations", v, sp);
+        decode_tolerations(errs, "spec.template.spec.tolerations", v, tols, &ntols);
     if ((v = cJSON_GetObjectItemCaseSensitive(ps, "affinity")) && !cJSON_IsNull(v))
-        decode_affinity(errs, v, &sp->node_affinity);
+        decode_affinity(errs, v, &aff);
+    /* out of line, sized to what was decoded */
+    if (dup_items(sel, nsel, sizeof sel[0], &part))
+        return GQ_ENOMEM;
+    sp->node_selector = part;
+    sp->nselector = nsel;
+    if (dup_items(tols, ntols, sizeof tols[0], &part))
+        return GQ_ENOMEM;
+    sp->tolerations = part;
+    sp->ntolerations = ntols;
+    if (aff.nterms > 0 &&
+        !(sp->node_affinity = affinity_make(aff.nterms, aff.terms, aff.nexprs, aff.exprs,
+                                            aff.nvalues, aff.values)))
+        return GQ_ENOMEM;
+    return GQ_OK;
 }
 
-static void decode_gpu(struct api_errors *errs, const cJSON *g, struct api_gpu *gpu)
+/* 0 or GQ_ENOMEM (gpu->types is freed by api_gpujob_release). */
+static int decode_gpu(struct api_errors *errs, const cJSON *g, struct api_gpu *gpu)
 {
     static const char *const fields[] = {"count", "shares", "types", "minMemoryGiB", NULL};
     const cJSON *v, *t;
     char p[API_ERR_PATH_MAX];
-    int i = 0;
+    char types[API_MAX_GPU_TYPES][API_LABEL_VAL_MAX];
+    int i = 0, n = 0;
+    void *mem;
     if (!api_expect_obj(errs, "spec.gpu", g))
-        return;
+        return GQ_OK;
     gpu->present = 1;
     api_check_fields(errs, "spec.gpu", g, fields);
     if ((v = cJSON_GetObjectItemCaseSensitive(g, "count")))
@@ -474,15 +586,20 @@ static void decode_gpu(struct api_errors *errs, const cJSON *g, struct api_gpu *
         if (cJSON_GetArraySize(v) > API_MAX_GPU_TYPES) {
             api_errors_add(errs, "spec.gpu.types", "at most %d entries, got %d",
                            API_MAX_GPU_TYPES, cJSON_GetArraySize(v));
-            return;
+            return GQ_OK;
         }
         cJSON_ArrayForEach(t, v)
         {
             api_path_idx(p, sizeof p, "spec.gpu.types", i++);
-            if (api_get_str(errs, p, t, gpu->types[gpu->ntypes], sizeof gpu->types[0]))
-                gpu->ntypes++;
+            if (api_get_str(errs, p, t, types[n], sizeof types[0]))
+                n++;
         }
+        if (dup_items(types, n, sizeof types[0], &mem))
+            return GQ_ENOMEM;
+        gpu->types = mem;
+        gpu->ntypes = n;
     }
+    return GQ_OK;
 }
 
 static void decode_topology(struct api_errors *errs, const cJSON *t, struct api_topology *tp)
@@ -547,23 +664,28 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")))
         api_get_str(errs, "spec.pool", v, sp->pool, sizeof sp->pool);
-    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "gpu")))
-        decode_gpu(errs, v, &sp->gpu);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "gpu")) && decode_gpu(errs, v, &sp->gpu))
+        goto nomem;
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "topology")))
         decode_topology(errs, v, &sp->topology);
     v = cJSON_GetObjectItemCaseSensitive(spec, "template");
     if (!v) {
         api_errors_add(errs, "spec.template", "required");
     } else {
-        decode_template(errs, v, sp);
+        if (decode_template(errs, v, sp))
+            goto nomem;
         if (cJSON_IsObject(v)) {
             out->template = cJSON_Duplicate(v, 1);
             if (!out->template)
-                return GQ_ENOMEM;
+                goto nomem;
         }
     }
 out:
     return errs->n + errs->dropped > before ? GQ_EINVAL : GQ_OK;
+nomem: /* no half-built job: what was allocated goes, out is as initialised */
+    api_gpujob_release(out);
+    api_gpujob_init(out);
+    return GQ_ENOMEM;
 }
 
 void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)

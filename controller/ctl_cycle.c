@@ -1142,7 +1142,7 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
         api_gpujob_validate(&nj, &r->c->cfg.levels, &e);
     if (m->job_valid)
         api_gpujob_release(&m->job);
-    m->job = nj; /* ownership of nj.template moves to the memo */
+    m->job = nj; /* a move: nj's template and out-of-line parts now belong to the memo */
     m->job_valid = 1;
     m->job_lookup = r->lookup_sig;
     /* an object without uid is decoded again every time */

@@ -524,11 +524,14 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     for (int i = 0; i < in->njobs; i++) {
         if (in->jobs[i].running && in->jobs[i].pl)
             nr += in->jobs[i].pl->n;
-        ntol += in->jobs[i].job->spec.ntolerations;
-        nsel += in->jobs[i].job->spec.nselector;
-        naff_t += in->jobs[i].job->spec.node_affinity.nterms;
-        naff_x += in->jobs[i].job->spec.node_affinity.nexprs;
-        naff_v += in->jobs[i].job->spec.node_affinity.nvalues;
+        const struct api_gpujob_spec *sp = &in->jobs[i].job->spec;
+        ntol += sp->ntolerations;
+        nsel += sp->nselector;
+        if (sp->node_affinity) {
+            naff_t += sp->node_affinity->nterms;
+            naff_x += sp->node_affinity->nexprs;
+            naff_v += sp->node_affinity->nvalues;
+        }
     }
     s->nodes = calloc((size_t)in->nnodes + 1, sizeof(*s->nodes));
     s->gangq_milli = calloc((size_t)in->nnodes + 1, sizeof(*s->gangq_milli));
@@ -696,10 +699,11 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             s->sels[nsel++] = (struct sched_label){sp->node_selector[k].key, sp->node_selector[k].value};
         j->nnode_selector = sp->nselector;
         /* template required node affinity: likewise (its strings: the api job's) */
-        const struct api_node_affinity *na = &sp->node_affinity;
-        j->affinity = na->nterms > 0 ? aff_t : NULL;
-        j->naffinity = na->nterms;
-        for (int t = 0; t < na->nterms; t++) {
+        const struct api_node_affinity *na = sp->node_affinity; /* NULL = none */
+        int nterms = na ? na->nterms : 0;
+        j->affinity = nterms > 0 ? aff_t : NULL;
+        j->naffinity = nterms;
+        for (int t = 0; t < nterms; t++) {
             aff_t->exprs = aff_x;
             aff_t->nexprs = na->terms[t].nexprs;
             for (int e = 0; e < na->terms[t].nexprs; e++) {

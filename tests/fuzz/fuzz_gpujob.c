@@ -11,6 +11,40 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* n items of size sz at a and b: equal, and not the same memory unless empty. */
+static void same_part(const void *a, const void *b, int n, size_t sz)
+{
+    if (n <= 0) {
+        if (a || b)
+            __builtin_trap();
+        return;
+    }
+    if (!a || !b || a == b || memcmp(a, b, (size_t)n * sz))
+        __builtin_trap();
+}
+
+/* The copy holds the source's out-of-line parts, in memory of its own. */
+static void check_copy(const struct api_gpujob *c, const struct api_gpujob *j)
+{
+    const struct api_node_affinity *ca = c->spec.node_affinity, *ja = j->spec.node_affinity;
+    if (c->spec.gpu.ntypes != j->spec.gpu.ntypes || c->spec.nselector != j->spec.nselector ||
+        c->spec.ntolerations != j->spec.ntolerations || !ca != !ja)
+        __builtin_trap();
+    same_part(c->spec.gpu.types, j->spec.gpu.types, j->spec.gpu.ntypes, sizeof *j->spec.gpu.types);
+    same_part(c->spec.node_selector, j->spec.node_selector, j->spec.nselector,
+              sizeof *j->spec.node_selector);
+    same_part(c->spec.tolerations, j->spec.tolerations, j->spec.ntolerations,
+              sizeof *j->spec.tolerations);
+    if (!ja)
+        return;
+    if (ca == ja || ca->nterms != ja->nterms || ca->nexprs != ja->nexprs ||
+        ca->nvalues != ja->nvalues || ja->nterms < 1)
+        __builtin_trap();
+    same_part(ca->terms, ja->terms, ja->nterms, sizeof *ja->terms);
+    same_part(ca->exprs, ja->exprs, ja->nexprs, sizeof *ja->exprs);
+    same_part(ca->values, ja->values, ja->nvalues, sizeof *ja->values);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct api_errors errs;
@@ -50,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cJSON_Delete(t);
     }
     (void)api_gpujob_gpus(&job);
-    api_gpujob_copy(&copy, &job);
+    if (api_gpujob_copy(&copy, &job) == GQ_OK)
+        check_copy(&copy, &job);
     for (i = 0; i < errs.n; i++)
         api_error_format(&errs, i, line, sizeof line);
     api_gpujob_status_decode(obj, &st, &errs);

@@ -189,6 +189,14 @@ static const struct bad bad_cases[] = {
     {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
                 "'nodeSelector':{'pool':7}}}"),
      "spec.template.spec.nodeSelector.pool", "must be a string, got number"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+                "'nodeSelector':{'a':'1','b':'2','c':'3','d':'4','e':'5','f':'6','g':'7','h':'8','i':'9'}}}"),
+     "spec.template.spec.nodeSelector", "at most 8 entries, got 9"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],'tolerations':["
+                "{'operator':'Exists'},{'operator':'Exists'},{'operator':'Exists'},{'operator':'Exists'},"
+                "{'operator':'Exists'},{'operator':'Exists'},{'operator':'Exists'},{'operator':'Exists'},"
+                "{'operator':'Exists'}]}}"),
+     "spec.template.spec.tolerations", "at most 8 entries, got 9"},
     /* required node affinity */
     {K_JOB, JOB(AFF("{'matchExpressions':[{'key':'zone','operator':'In','values':['a']},"
                     "{'key':'gen','operator':'Near','values':['1']}]}")),
@@ -455,7 +463,8 @@ static void test_decode_affinity(void **st)
                    "{'matchExpressions':[{'key':'x','operator':'Bogus'}]}}]},"
                    "'podAntiAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':[]}}}}"),
                &job);
-    const struct api_node_affinity *na = &job.spec.node_affinity;
+    const struct api_node_affinity *na = job.spec.node_affinity;
+    assert_non_null(na);
     assert_int_equal(na->nterms, 3);
     assert_int_equal(na->terms[0].x0, 0);
     assert_int_equal(na->terms[0].nexprs, 3);
@@ -490,8 +499,196 @@ static void test_decode_affinity(void **st)
     };
     for (size_t i = 0; i < GQ_ARRAY_LEN(none); i++) {
         decode_job(none[i], &job);
-        assert_int_equal(job.spec.node_affinity.nterms, 0);
+        assert_null(job.spec.node_affinity);
         api_gpujob_release(&job);
+    }
+}
+
+/* A job with every optional part: two GPU types, a two-entry nodeSelector,
+ * two tolerations and a two-term required node affinity. */
+#define JOB_PARTS JOB("'gpu':{'count':1,'types':['NVIDIA-H100-80GB-HBM3','NVIDIA-L4']}," \
+    "'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}]," \
+    "'nodeSelector':{'gangq.io/pool':'batch','topology.kubernetes.io/zone':'z1'}," \
+    "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'}," \
+    "{'key':'dedicated','value':'ml','effect':'NoExecute','tolerationSeconds':30}]," \
+    "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':[" \
+    "{'matchExpressions':[{'key':'zone','operator':'In','values':['a','b']}]," \
+    "'matchFields':[{'key':'metadata.name','operator':'NotIn','values':['n9']}]}," \
+    "{'matchExpressions':[{'key':'gen','operator':'Exists'}]}]}}}}}")
+
+/* Everything JOB_PARTS decodes, read back. */
+static void check_parts(const struct api_gpujob *job)
+{
+    const struct api_gpujob_spec *sp = &job->spec;
+    const struct api_node_affinity *na = sp->node_affinity;
+    assert_int_equal(sp->gpu.ntypes, 2);
+    assert_non_null(sp->gpu.types);
+    assert_string_equal(sp->gpu.types[0], "NVIDIA-H100-80GB-HBM3");
+    assert_string_equal(sp->gpu.types[1], "NVIDIA-L4");
+    assert_int_equal(sp->nselector, 2);
+    assert_string_equal(sp->node_selector[0].key, "gangq.io/pool");
+    assert_string_equal(sp->node_selector[0].value, "batch");
+    assert_string_equal(sp->node_selector[1].key, "topology.kubernetes.io/zone");
+    assert_string_equal(sp->node_selector[1].value, "z1");
+    assert_int_equal(sp->ntolerations, 2);
+    assert_string_equal(sp->tolerations[0].key, "nvidia.com/gpu");
+    assert_string_equal(sp->tolerations[0].op, "Exists");
+    assert_string_equal(sp->tolerations[0].effect, "NoSchedule");
+    assert_false(sp->tolerations[0].has_seconds);
+    assert_string_equal(sp->tolerations[1].key, "dedicated");
+    assert_string_equal(sp->tolerations[1].op, "Equal");
+    assert_string_equal(sp->tolerations[1].value, "ml");
+    assert_true(sp->tolerations[1].has_seconds && sp->tolerations[1].seconds == 30);
+    assert_non_null(na);
+    assert_int_equal(na->nterms, 2);
+    assert_int_equal(na->nexprs, 3);
+    assert_int_equal(na->nvalues, 3);
+    assert_int_equal(na->terms[0].x0, 0);
+    assert_int_equal(na->terms[0].nexprs, 2);
+    assert_int_equal(na->terms[1].x0, 2);
+    assert_int_equal(na->terms[1].nexprs, 1);
+    assert_string_equal(na->exprs[0].key, "zone");
+    assert_int_equal(na->exprs[0].op, API_OP_IN);
+    assert_int_equal(na->exprs[0].nvalues, 2);
+    assert_string_equal(na->values[na->exprs[0].v0], "a");
+    assert_string_equal(na->values[na->exprs[0].v0 + 1], "b");
+    assert_string_equal(na->exprs[1].key, "metadata.name");
+    assert_int_equal(na->exprs[1].field, 1);
+    assert_int_equal(na->exprs[1].op, API_OP_NOT_IN);
+    assert_string_equal(na->values[na->exprs[1].v0], "n9");
+    assert_string_equal(na->exprs[2].key, "gen");
+    assert_int_equal(na->exprs[2].op, API_OP_EXISTS);
+    assert_int_equal(na->exprs[2].nvalues, 0);
+}
+
+static void check_no_parts(const struct api_gpujob *job)
+{
+    assert_int_equal(job->spec.gpu.ntypes, 0);
+    assert_null(job->spec.gpu.types);
+    assert_int_equal(job->spec.nselector, 0);
+    assert_null(job->spec.node_selector);
+    assert_int_equal(job->spec.ntolerations, 0);
+    assert_null(job->spec.tolerations);
+    assert_null(job->spec.node_affinity);
+}
+
+/* The optional parts live out of line: nothing is allocated for a job
+ * without them (empty ones included), and the decoded job stays small. */
+static void test_optional_parts(void **st)
+{
+    (void)st;
+    struct api_gpujob job;
+    static const char *const none[] = {
+        JOBT(""),
+        JOBT("'gpu':{'count':1},"),
+        JOB("'gpu':{'count':1,'types':[]},'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'nodeSelector':{},'tolerations':[],'affinity':{}}}"),
+        JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'affinity':{'nodeAffinity':null,'podAntiAffinity':{}}}}"),
+    };
+    assert_true(sizeof(struct api_gpujob) <= 2048);
+    api_gpujob_init(&job);
+    check_no_parts(&job);
+    api_gpujob_release(&job);
+    for (size_t i = 0; i < GQ_ARRAY_LEN(none); i++) {
+        decode_job(none[i], &job);
+        check_no_parts(&job);
+        api_gpujob_release(&job);
+        check_no_parts(&job);
+    }
+    decode_job(JOB_PARTS, &job);
+    check_parts(&job);
+    /* release clears the counts with the pointers; releasing twice is fine */
+    api_gpujob_release(&job);
+    check_no_parts(&job);
+    api_gpujob_release(&job);
+}
+
+/* api_gpujob_copy is deep: the copy shares nothing with its source and reads
+ * the same after the source is gone (ASan would see a use after free); dst's
+ * old parts are released (a leak otherwise). */
+static void test_copy_deep(void **st)
+{
+    (void)st;
+    struct api_gpujob job, copy;
+    decode_job(JOB_PARTS, &job);
+    decode_job(JOB_PARTS, &copy); /* old content to be released by the copy */
+    assert_int_equal(api_gpujob_copy(&copy, &job), 0);
+    assert_ptr_not_equal(copy.spec.gpu.types, job.spec.gpu.types);
+    assert_ptr_not_equal(copy.spec.node_selector, job.spec.node_selector);
+    assert_ptr_not_equal(copy.spec.tolerations, job.spec.tolerations);
+    assert_ptr_not_equal(copy.spec.node_affinity, job.spec.node_affinity);
+    assert_ptr_not_equal(copy.spec.node_affinity->exprs, job.spec.node_affinity->exprs);
+    assert_ptr_not_equal(copy.spec.node_affinity->values, job.spec.node_affinity->values);
+    assert_ptr_not_equal(copy.template, job.template);
+    /* scribble over the source's parts, then free them: the copy is unmoved */
+    job.spec.node_selector[0].value[0] = 'X';
+    job.spec.node_affinity->values[0][0] = 'X';
+    api_gpujob_release(&job);
+    check_parts(&copy);
+    assert_int_equal(api_gpujob_copy(&copy, &copy), 0); /* self: no-op */
+    check_parts(&copy);
+    /* copying a job without parts over one with them leaves none */
+    decode_job(JOBT(""), &job);
+    assert_int_equal(api_gpujob_copy(&copy, &job), 0);
+    check_no_parts(&copy);
+    assert_string_equal(copy.meta.name, "train-a");
+    api_gpujob_release(&job);
+    api_gpujob_release(&copy);
+}
+
+/* A decode that fails still owns what it decoded (release frees it: the
+ * leak checker proves it), and decoding again into the same job first
+ * releases the previous parts. */
+static void test_failed_decode_releases(void **st)
+{
+    (void)st;
+    static const char *const bad[] = {
+        /* an error outside the parts: they are decoded all the same */
+        JOB("'class':'Nope','gpu':{'count':1,'types':['NVIDIA-L4']},"
+            "'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'nodeSelector':{'zone':'z1'},'tolerations':[{'operator':'Exists'}],"
+            "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
+            "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}]}]}}}}}"),
+        /* errors inside them: what did decode is kept */
+        JOB("'gpu':{'count':1,'types':['NVIDIA-L4',7]},"
+            "'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
+            "'nodeSelector':{'zone':'z1','bad key':'x'},"
+            "'tolerations':[{'operator':'Exists'},{'operator':'In'}],"
+            "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':["
+            "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']},{'key':'z','operator':'Gt','values':['x']}]},"
+            "{'matchExpressions':[{'key':'b','operator':'Bogus'}]}]}}}}}"),
+        /* no template: nothing beyond the GPU types */
+        JOB("'gpu':{'count':1,'types':['NVIDIA-L4']}"),
+    };
+    struct api_gpujob job;
+    api_gpujob_init(&job);
+    for (size_t i = 0; i < GQ_ARRAY_LEN(bad); i++) {
+        char *txt = dq(bad[i]);
+        struct api_errors errs;
+        cJSON *obj;
+        api_errors_init(&errs);
+        assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+        for (int round = 0; round < 2; round++) /* the second decode releases the first */
+            assert_int_equal(api_gpujob_decode(obj, &job, &errs), GQ_EINVAL);
+        assert_int_equal(job.spec.gpu.ntypes, 1);
+        assert_string_equal(job.spec.gpu.types[0], "NVIDIA-L4");
+        if (i < 2) {
+            assert_int_equal(job.spec.nselector, 1);
+            assert_string_equal(job.spec.node_selector[0].key, "zone");
+            assert_int_equal(job.spec.ntolerations, 1);
+            assert_non_null(job.spec.node_affinity);
+            assert_int_equal(job.spec.node_affinity->nterms, i == 0 ? 1 : 2);
+            assert_int_equal(job.spec.node_affinity->nexprs, 1);
+            assert_string_equal(job.spec.node_affinity->values[0], "a");
+        } else {
+            assert_null(job.spec.node_selector);
+            assert_null(job.spec.tolerations);
+            assert_null(job.spec.node_affinity);
+        }
+        api_gpujob_release(&job);
+        cJSON_Delete(obj);
+        free(txt);
     }
 }
 
@@ -1146,6 +1343,9 @@ int main(void)
         cmocka_unit_test(test_status_encode),
         cmocka_unit_test(test_enums),
         cmocka_unit_test(test_decode_affinity),
+        cmocka_unit_test(test_optional_parts),
+        cmocka_unit_test(test_copy_deep),
+        cmocka_unit_test(test_failed_decode_releases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
