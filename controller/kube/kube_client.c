@@ -52,7 +52,6 @@ struct kube_req {
     double retry_after;
     int stream;
     int added;      /* handed to curl_multi */
-    int add_failed;
     int queued;     /* in its lane's FIFO, waiting for an in-flight slot */
     int counted;    /* holds one of the max_inflight slots */
     int prio;       /* enum kube_prio */
@@ -61,6 +60,10 @@ struct kube_req {
     struct kube_ckey *ck; /* its coalesce key (NULL = none) */
     struct kube_req *qnext, *qprev;
     struct kube_req *nsnext, *nsprev; /* on the not-sent list (not_sent set) */
+    /* on the kick timer's work list (in_todo 1: to add to curl or, when
+     * cancelled, to remove) or its failed-add list (in_todo 2) */
+    struct kube_req *tnext, *tprev;
+    int in_todo;
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
@@ -105,6 +108,10 @@ struct kube_client {
     struct kube_ckey **ckeys; /* coalesce keys in use (hash table) */
     size_t nckeys, nbckeys;
     struct kube_req *nshead, *nstail; /* to complete as not sent (kick timer), in order */
+    /* what the kick timer has to do, so it never walks every request (most
+     * wait in the lanes): requests given a slot or cancelled inside curl's
+     * callbacks (todo), and adds that failed (failed), each in order */
+    struct kube_req *todo_head, *todo_tail, *failed_head, *failed_tail;
     struct kube_client_stats st; /* totals; the gauges are filled in by get_stats */
     int in_curl;
     double token_read_at;
@@ -380,6 +387,54 @@ static int can_start(const struct kube_client *c, int prio)
     return prio != KUBE_PRIO_LOW || c->lanes[KUBE_PRIO_LOW].inflight < c->opts.max_inflight_low;
 }
 
+static void todo_remove(struct kube_client *c, struct kube_req *r)
+{
+    if (!r->in_todo)
+        return;
+    struct kube_req **head = r->in_todo == 1 ? &c->todo_head : &c->failed_head;
+    struct kube_req **tail = r->in_todo == 1 ? &c->todo_tail : &c->failed_tail;
+    if (r->tprev)
+        r->tprev->tnext = r->tnext;
+    else
+        *head = r->tnext;
+    if (r->tnext)
+        r->tnext->tprev = r->tprev;
+    else
+        *tail = r->tprev;
+    r->tnext = r->tprev = NULL;
+    r->in_todo = 0;
+}
+
+/* The order in which one kick hands requests to curl: the Lease and
+ * critical writes first, then normal, then low; in order within each. */
+static int kick_rank(const struct kube_req *r)
+{
+    return r->prio == KUBE_PRIO_EXEMPT ? 0 : r->prio;
+}
+
+/* list 1: the kick timer adds r to curl (or removes it, cancelled); 2: its add failed */
+static void todo_push(struct kube_client *c, struct kube_req *r, int list)
+{
+    todo_remove(c, r);
+    struct kube_req **head = list == 1 ? &c->todo_head : &c->failed_head;
+    struct kube_req **tail = list == 1 ? &c->todo_tail : &c->failed_tail;
+    struct kube_req *after = *tail; /* insert after the last one of no higher rank */
+    while (list == 1 && after && kick_rank(after) > kick_rank(r))
+        after = after->tprev;
+    r->tprev = after;
+    r->tnext = after ? after->tnext : *head;
+    if (r->tnext)
+        r->tnext->tprev = r;
+    else
+        *tail = r;
+    if (after)
+        after->tnext = r;
+    else
+        *head = r;
+    r->in_todo = list;
+    schedule_kick(c);
+}
+
 static void take_slot(struct kube_client *c, struct kube_req *r)
 {
     r->counted = 1;
@@ -403,7 +458,7 @@ static void promote(struct kube_client *c)
             struct kube_req *q = l->head;
             lane_remove(c, q);
             take_slot(c, q);
-            schedule_kick(c);
+            todo_push(c, q, 1);
         }
     }
 }
@@ -456,6 +511,7 @@ static void req_unlink(struct kube_req *r)
     struct kube_client *c = r->c;
     lane_remove(c, r);
     ns_remove(c, r);
+    todo_remove(c, r);
     if (r->held) {
         r->held = 0;
         c->lanes[r->prio].held--;
@@ -622,11 +678,12 @@ static void check_done(struct kube_client *c)
 static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct kube_client *c = w->data;
-    struct kube_req *r, *next;
+    struct kube_req *r;
     (void)loop;
     (void)revents;
-    for (r = c->reqs; r; r = next) {
-        next = r->next;
+    /* unlinking a request promotes others onto the list: take the head each time */
+    while ((r = c->todo_head) != NULL) {
+        todo_remove(c, r);
         if (r->cancelled) {
             if (r->added)
                 curl_multi_remove_handle(c->multi, r->easy);
@@ -636,17 +693,14 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             if (curl_multi_add_handle(c->multi, r->easy) == CURLM_OK)
                 r->added = 1;
             else
-                r->add_failed = 1; /* short of memory: reported below */
+                todo_push(c, r, 2); /* short of memory: reported below */
         }
     }
-    /* A callback may cancel any other request, so rescan after each one. */
-    for (;;) {
-        for (r = c->reqs; r && !(r->add_failed && !r->cancelled); r = r->next)
-            ;
-        if (!r)
-            break;
-        r->add_failed = 0;
-        finish(r, CURLE_OUT_OF_MEMORY);
+    /* A callback may cancel any other request (which leaves the list): take the head each time. */
+    while ((r = c->failed_head) != NULL) {
+        todo_remove(c, r);
+        if (!r->cancelled)
+            finish(r, CURLE_OUT_OF_MEMORY);
     }
     /* (a callback may cancel or displace others: take the head each time) */
     while ((r = c->nshead) != NULL) {
@@ -1057,7 +1111,7 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     } else {
         c->st.started[KUBE_PRIO_EXEMPT]++;
         if (c->in_curl) {
-            schedule_kick(c);
+            todo_push(c, r, 1);
         } else if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
             req_unlink(r);
             req_destroy(r);
@@ -1110,7 +1164,7 @@ void kube_req_cancel(struct kube_req *r)
         return; /* finish() frees it when the callback returns */
     c = r->c;
     if (c->in_curl) {
-        schedule_kick(c); /* removed outside curl's callbacks */
+        todo_push(c, r, 1); /* removed outside curl's callbacks */
         return;
     }
     if (r->added)
