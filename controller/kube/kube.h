@@ -643,6 +643,8 @@ struct kube_client_stats {
     uint64_t started[KUBE_NPRIO];  /* total sent */
     uint64_t dropped[KUBE_NPRIO];  /* total ended not sent: dropped */
     uint64_t coalesced;            /* total ended not sent: replaced by a newer one */
+    size_t handles;                /* requests holding a curl handle now (those given a
+                                    * slot and the exempt ones: none waiting in a lane) */
 };
 void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *st);
 

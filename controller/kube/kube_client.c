@@ -68,6 +68,9 @@ struct kube_req {
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
     char method[16];
+    /* path and content type (owned) until the curl handle is made: a request
+     * waiting in a lane holds no curl handle (ensure_easy, at its slot) */
+    char *path, *ctype;
     char errbuf[CURL_ERROR_SIZE];
     struct kube_req *prev, *next;
 };
@@ -558,6 +561,8 @@ static void req_destroy(struct kube_req *r)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
     free(r->body);
+    free(r->path);
+    free(r->ctype);
     gq_buf_release(&r->resp);
     free(r);
 }
@@ -594,15 +599,18 @@ static void finish(struct kube_req *r, CURLcode res)
     struct kube_response resp;
     char msg[512] = "", smsg[300];
     const char *path = "";
-    curl_multi_remove_handle(c->multi, r->easy);
+    if (r->easy)
+        curl_multi_remove_handle(c->multi, r->easy);
     r->added = 0;
     req_unlink(r);
     if (r->cancelled || !r->cb) {
         req_destroy(r);
         return;
     }
-    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
-    curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &path);
+    if (r->easy) {
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+        curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &path);
+    }
     memset(&resp, 0, sizeof resp);
     resp.status = r->status;
     resp.retry_after = r->retry_after;
@@ -675,6 +683,8 @@ static void check_done(struct kube_client *c)
     }
 }
 
+static int ensure_easy(struct kube_client *c, struct kube_req *r);
+
 static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct kube_client *c = w->data;
@@ -690,7 +700,7 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             req_unlink(r);
             req_destroy(r);
         } else if (!r->added && !r->queued && !r->held && !r->not_sent) {
-            if (curl_multi_add_handle(c->multi, r->easy) == CURLM_OK)
+            if (ensure_easy(c, r) == GQ_OK && curl_multi_add_handle(c->multi, r->easy) == CURLM_OK)
                 r->added = 1;
             else
                 todo_push(c, r, 2); /* short of memory: reported below */
@@ -1059,6 +1069,24 @@ out:
     return rc;
 }
 
+/* The curl handle of r, made when it is about to be sent (its path and
+ * content type are kept until then). GQ_ENOMEM or 0. */
+static int ensure_easy(struct kube_client *c, struct kube_req *r)
+{
+    if (r->easy)
+        return GQ_OK;
+    maybe_reload_token(c);
+    int rc = setup_easy(c, r, r->path ? r->path : "/", r->ctype);
+    if (rc) {
+        if (r->easy)
+            curl_easy_cleanup(r->easy);
+        r->easy = NULL;
+        curl_slist_free_all(r->headers);
+        r->headers = NULL;
+    }
+    return rc;
+}
+
 static int start(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
                  const char *path, const char *content_type, const char *body, int stream,
                  kube_data_cb on_data, kube_response_cb cb, void *ud, struct kube_req **out)
@@ -1089,11 +1117,20 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
         req_destroy(r);
         return GQ_ENOMEM;
     }
-    maybe_reload_token(c);
-    rc = setup_easy(c, r, path, content_type);
-    if (rc) {
+    if (strlen(c->cfg.server) + strlen(path) >= 16384) {
+        req_destroy(r); /* setup_easy's URL bound, checked now */
+        return GQ_EINVAL;
+    }
+    if (r->prio == KUBE_PRIO_EXEMPT) {
+        /* sent at once: its handle now */
+        maybe_reload_token(c);
+        if ((rc = setup_easy(c, r, path, content_type))) {
+            req_destroy(r);
+            return rc;
+        }
+    } else if (!(r->path = strdup(path)) || (content_type && !(r->ctype = strdup(content_type)))) {
         req_destroy(r);
-        return rc;
+        return GQ_ENOMEM;
     }
     if (key && !(r->ck = ckey_get(c, key))) {
         req_destroy(r);
@@ -1189,9 +1226,13 @@ void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats
         st->inflight[p] = c->lanes[p].inflight;
     }
     st->inflight[KUBE_PRIO_EXEMPT] = 0;
-    for (const struct kube_req *r = c->reqs; r; r = r->next)
+    st->handles = 0;
+    for (const struct kube_req *r = c->reqs; r; r = r->next) {
         if (r->prio == KUBE_PRIO_EXEMPT && r->added)
             st->inflight[KUBE_PRIO_EXEMPT]++;
+        if (r->easy)
+            st->handles++;
+    }
 }
 
 size_t kube_client_drop_queued(struct kube_client *c, enum kube_prio prio)
