@@ -35,25 +35,85 @@ struct ctl_podfacts {
 };
 
 /* Per object memory kept across cycles (jobs "ns/name", teams "team:N",
- * pools "pool:N"). */
-struct ctl_memo {
-    char *key;
-    struct ctl_memo *next;        /* hash chain */
-    char *last_status;            /* JSON last written successfully, or submitted (a failed
-                                   * or dropped latest write clears it: written again) */
-    int status_inflight;          /* state transitions queued or on the wire */
-    /* Texts below marked (str) are owned heap strings, NULL for "" (set with
-     * ctl_str_set, read with ctl_str): most jobs have none of them. */
+ * pools "pool:N"), one sub-struct per concern. A job memo uses every part; a
+ * Team or pool memo only status (and a Team's invalid_reported_gen).
+ * Texts below marked (str) are owned heap strings, NULL for "" (set with
+ * ctl_str_set, read with ctl_str): most jobs have none of them. Every memo
+ * is freed by ctl_memo.c (memo_free), which releases what each part owns. */
+
+/* The GPUJob decode cache, and what the last full examination of the job
+ * found. Written by ctl_cycle.c only (job_decode_cached, job_prepare*), read
+ * by the reconcile (struct cj borrows &job for one reconcile: the memo is not
+ * dropped during the reconcile that saw it) and by ctl_queue_render. */
+struct ctl_memo_decode {
+    /* job is the decoded+defaulted+validated form of the object with
+     * (job_uid, job_rv = generation or resourceVersion key, ctl_cycle.c
+     * job_cache_key) under the Teams/PriorityClasses signature job_lookup;
+     * job_nerr/job_err are its decode/validate errors.
+     * Owned (api_gpujob_release when job_valid). */
+    struct api_gpujob job;
+    int job_valid;
+    int job_nerr;
+    uint64_t job_lookup;
+    char job_uid[API_UID_MAX], job_rv[API_UID_MAX + 8];
+    char *job_err;                /* (str) */
+    const char *job_refusal;      /* api_gpujob_tenancy's reason (static) or NULL, same inputs */
+    /* A full examination (a dirty job, a full pass) filled the fields below;
+     * a reconcile that finds the job clean reuses them (job_prepare_clean). */
+    int prepared;
+    int prep_failed_invalid;
+    const char *prep_invalid_reason; /* static text or NULL */
+    char *prep_invalid_msg;       /* (str) */
+};
+
+/* Why the job waits and what its status shows of the wait. wait_msg,
+ * wait_gen, unsched_msg, position, gposition and reserved are renewed by
+ * each scheduling cycle (ctl_cycle.c run_sched; phase_observe sets wait_msg
+ * to a spec problem, waiting_publish clears it once the job neither waits
+ * nor holds); pub is written by waiting_publish (ctl_wait_publish,
+ * ctl_wait_adopt). Read by job_status, the Teams' pendingHead and /queue. */
+struct ctl_memo_wait {
     char *wait_msg;               /* (str) last WAIT explanation */
-    int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     char *unsched_msg;            /* (str) last WAIT's unschedulable_msg ("" = fits an empty cluster) */
+    char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
+    int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     int position;                 /* exact WAIT position of the last schedule in its Team's
                                    * queue (0 = none) */
     int gposition;                /* exact WAIT position of the last schedule across all
                                    * Teams, in the core's admission order (0 = none) */
-    char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
+};
+
+/* The job's pods: the index kept by the pod informer's events (pods, pf,
+ * npods, podcap: ctl_memo.c ctl_index_pod, which creates the memo), and what
+ * is known of them beyond the cache: API answers (ctl_wire.c's hooks,
+ * ctl_cycle.c ctl_pod_deleted) and the reconcile's own bookkeeping
+ * (ctl_cycle.c: missing pods, released and stray pods). A memo with pods or
+ * stray deletes in flight is not dropped. */
+struct ctl_memo_pods {
+    /* this job's pods in the pod cache (array owned, objects borrowed: an
+     * entry is replaced or removed by ctl_index_pod before the cache frees
+     * its object) */
+    const cJSON **pods;
+    struct ctl_podfacts *pf;      /* parallel to pods (array owned, texts borrowed likewise) */
+    int npods, podcap;
+    /* The last examination of this memo's pods found a released pod
+     * (released_pods) / left a stray pod to delete or to look at again
+     * (cleanup_strays): a clean memo without them is not examined again. */
+    int rel_any, stray_any;
+    int confirm_inflight;         /* a GET of an absent pod in flight (ctl_wire.c) */
+    int cleanup_inflight;         /* stray pod deletes in flight (ctl_wire.c) */
+    /* The last pod create submitted (its attempt, name, when; ctl_wire.c
+     * hook_pod_create_sent): until the cache shows a pod of that attempt or
+     * newer, or the API server says it is gone, the pod may run unseen, so
+     * the job is not placed again while it holds nothing (ctl_cycle.c
+     * earlier_attempt_runs). 0 = none pending. */
+    int created_attempt;
+    int64_t created_ms;
+    char created_pod[API_NAME_MAX + 32];
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
+    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
+                                   * asked again at once: CTL_STRAY_RETRY_MS) */
     /* A pod of this job the API server said is gone: a delete event
      * (ctl_pod_deleted) or a GET answering 404 (ctl_pod_confirm). A
      * placed pod absent from the cache is lost only when named here; a
@@ -64,64 +124,23 @@ struct ctl_memo {
      * (preemption, suspend) was under way still counts for "every replica of
      * one attempt succeeded" after the pod is gone. */
     cJSON *gone_ok;
-    int confirm_inflight;         /* a GET of an absent pod in flight */
-    /* The last pod create submitted (its attempt, name, when): until the
-     * cache shows a pod of that attempt or newer, or the API server says it
-     * is gone, the pod may run unseen, so the job is not placed again while
-     * it holds nothing (ctl_cycle.c earlier_attempt_runs). 0 = none pending. */
-    int created_attempt;
-    char created_pod[API_NAME_MAX + 32];
-    int64_t created_ms;
-    int64_t seen_cycle;           /* last reconcile that saw the object or row */
-    int cleanup_inflight;         /* stray pod deletes in flight */
-    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
-                                   * asked again at once: CTL_STRAY_RETRY_MS) */
-    char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
-    /* GPUJob decode cache: job is the decoded+defaulted+validated form of
-     * the object with (job_uid, job_rv = generation or resourceVersion key,
-     * ctl_cycle.c job_cache_key) under the Teams/PriorityClasses signature
-     * job_lookup; job_nerr/job_err are its decode/validate errors.
-     * Owned (api_gpujob_release when job_valid). */
-    struct api_gpujob job;
-    int job_valid;
-    char job_uid[API_UID_MAX], job_rv[API_UID_MAX + 8];
-    uint64_t job_lookup;
-    int job_nerr;
-    char *job_err;                /* (str) */
-    const char *job_refusal;      /* api_gpujob_tenancy's reason (static) or NULL, same inputs */
+    char create_err[256];         /* a pod create the API server refused (4xx): the job fails
+                                   * (ctl_wire.c hook_pod_create_refused; read and cleared by
+                                   * ctl_cycle.c job_create_refused) */
+};
+
+/* The object's status subresource as we wrote it (jobs, Teams, pools).
+ * last_status, status_gen and status_inflight are written by ctl_wire.c
+ * (ctl_status_write, hook_status_end), status_state by hook_status_end; the
+ * other fields by ctl_cycle.c (job_status, status_held, counted_status). */
+struct ctl_memo_status {
+    char *last_status;            /* JSON last written successfully, or submitted (owned; a
+                                   * failed or dropped latest write clears it: written again) */
     /* status inputs last_status was computed from (owned; NULL = none):
      * equal inputs give the same status, so it is not computed again */
     char *status_sig;
-    /* placement cache: pl_cache is ctl_placement_parse(pl_text) (both owned) */
-    char *pl_text;
-    struct ctl_placement pl_cache;
-    /* this job's pods in the pod cache (borrowed; kept by the pod informer's
-     * events, ctl_index_pod: an entry is replaced or removed before the
-     * cache frees its object) */
-    const cJSON **pods;
-    struct ctl_podfacts *pf;      /* parallel to pods */
-    int npods, podcap;
-    /* Event-driven reconcile: the job is examined in full (decode checks, spec
-     * rules, lifecycle, status) by every reconcile numbered <= dirty_upto, and
-     * by full passes; other reconciles reuse what the last full examination
-     * found (prepared, below). Set by informer events of the job or its pods,
-     * by acts that finish, and by the reconcile's own writes. */
-    int64_t dirty_upto;
-    /* The last examination of this memo's pods found a released pod
-     * (released_pods) / left a stray pod to delete or to look at again
-     * (cleanup_strays): a clean memo without them is not examined again. */
-    int rel_any, stray_any;
-    int prepared;                 /* a full examination filled the fields below */
-    int prep_failed_invalid;
-    const char *prep_invalid_reason; /* static text or NULL */
-    char *prep_invalid_msg;       /* (str) */
-    /* Team memo: generation whose invalid edit was last reported (Event, audit) */
-    int64_t invalid_reported_gen;
-    /* keys of the jobs preempted for this job since it was last admitted
-     * (owned), passed to the core as its preempted_victims. In memory only:
-     * a restart forgets it (the victims' stored preempted_by remains). */
-    char **victims;
-    int nvictims, capvictims;
+    int status_inflight;          /* state transitions queued or on the wire */
+    int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest
      * one's failure clears last_status); status_state is the status.state the
      * API server last accepted from us ("" = none yet): a patch with another
@@ -132,8 +151,44 @@ struct ctl_memo {
      * since start), and when a write it holds back is due (0 = none) */
     int64_t status_sent_ms;
     int64_t settle_due_ms;
-    int since_state;              /* the store state seen last, since state_since_ms */
     int64_t state_since_ms;       /* (0 = not seen yet) */
+};
+
+/* The job's placement as last parsed from its store row (ctl_cycle.c
+ * placement_load): pl_cache is ctl_placement_parse(pl_text), both owned. */
+struct ctl_memo_placement {
+    char *pl_text;
+    struct ctl_placement pl_cache;
+};
+
+/* Keys of the jobs preempted for this job since it was last admitted
+ * (owned: the array and each key; ctl_memo_victim_add, ctl_memo_victims_clear,
+ * called by ctl_cycle.c), passed to the core as its preempted_victims. In
+ * memory only: a restart forgets it (the victims' stored preempted_by
+ * remains). */
+struct ctl_memo_victims {
+    char **victims;
+    int nvictims, capvictims;
+};
+
+struct ctl_memo {
+    char *key;                    /* owned */
+    struct ctl_memo *next;        /* hash chain */
+    /* Event-driven reconcile: the job is examined in full (decode checks, spec
+     * rules, lifecycle, status) by every reconcile numbered <= dirty_upto, and
+     * by full passes; other reconciles reuse what the last full examination
+     * found (decode.prepared). Set by informer events of the job or its pods,
+     * by acts that finish, and by the reconcile's own writes. */
+    int64_t dirty_upto;
+    int64_t seen_cycle;           /* last reconcile that saw the object or row (memo aging) */
+    /* Team memo: generation whose invalid edit was last reported (Event, audit) */
+    int64_t invalid_reported_gen;
+    struct ctl_memo_decode decode;
+    struct ctl_memo_wait wait;
+    struct ctl_memo_pods pods;
+    struct ctl_memo_status status;
+    struct ctl_memo_placement pl;
+    struct ctl_memo_victims victims;
 };
 
 struct ctl_memo_table {
