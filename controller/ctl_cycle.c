@@ -100,6 +100,7 @@ struct rc_ctx {
     int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
     int in_txn;                   /* the cycle's store transaction is open */
+    int committed;                /* the cycle's store transaction committed */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
     int full;                     /* every job is examined in full (else only dirty ones) */
     int64_t settle_next;          /* earliest status write held back by --status-settle (0 = none) */
@@ -2907,7 +2908,7 @@ static int phase_commit(struct rc_ctx *r)
     r->in_txn = 0;
     int rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
     if (!rc)
-        ctl_reconcile_result(r->c, 0, NULL);
+        r->committed = 1;
     return rc;
 }
 
@@ -2940,11 +2941,12 @@ static int phase_report(struct rc_ctx *r)
 static int (*const phase_fns[CTL_NPHASES])(struct rc_ctx *r) = {
     phase_gather, phase_observe, phase_schedule, phase_commit, phase_act, phase_report};
 
-void ctl_reconcile(struct gq_ctl *c)
+struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
 {
+    struct ctl_rc_result res = {0};
     struct rc_ctx *r = calloc(1, sizeof(*r));
     if (!r)
-        return;
+        return res; /* did not run: nothing for the loop to act on */
     r->c = c;
     int rc = 0;
     for (int p = 0; p < CTL_NPHASES && !rc; p++) {
@@ -2958,7 +2960,8 @@ void ctl_reconcile(struct gq_ctl *c)
         c->m.store_errors++;
         LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
              " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
-        ctl_reconcile_result(c, rc, r->err);
+        res.rc = rc;
+        gq_strlcpy(res.err, r->err, sizeof(res.err));
     } else {
         /* the rows, as committed, start the next reconcile */
         ctl_rows_release(c);
@@ -2968,16 +2971,17 @@ void ctl_reconcile(struct gq_ctl *c)
         c->rows_valid = 1;
         r->rows = NULL;
         r->nrows = r->caprows = 0;
-        if (r->settle_next)
-            ctl_settle_at(c, r->settle_next);
+        res.settle_due_ms = r->settle_next;
         int64_t dt = ctl_now_ms() - r->now;
         c->m.cycle_us_total += (uint64_t)dt * 1000;
         gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
                " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
                r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
     }
+    res.committed = r->committed;
     rc_release(r);
     free(r);
+    return res;
 }
 
 void ctl_rows_release(struct gq_ctl *c)

@@ -323,9 +323,19 @@ struct gq_ctl {
 
 #define CTL_READY_MAX_FAILED 3
 
-/* ctl_main.c */
+/* ctl_clock.c */
+/* The wall clock, Unix ms (CLOCK_REALTIME). */
+int64_t ctl_now_ms(void);
+
+/* ctl_main.c: the loop's wake-ups, for the actuator's hooks (ctl_wire.c);
+ * the reconcile never calls them (it returns what the loop needs). */
+/* A reconcile is wanted: the debounce timer is armed (batched, adaptive). */
 void ctl_mark_dirty(struct gq_ctl *c);
-/* A memo's short text (ctl_memo.c): *dst becomes a heap copy of at most
+/* The job of key is examined in full by the next reconcile (act callbacks). */
+void ctl_mark_key(struct gq_ctl *c, const char *key);
+
+/* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O. */
+/* A memo's short text: *dst becomes a heap copy of at most
  * max - 1 bytes of src, or NULL when src is NULL or "" (the old text freed).
  * Unchanged text is not copied again. GQ_ENOMEM leaves *dst NULL. */
 int ctl_str_set(char **dst, const char *src, size_t max);
@@ -333,14 +343,6 @@ static inline const char *ctl_str(const char *s)
 {
     return s ? s : "";
 }
-/* Free the kept store rows (ctl_cycle.c); the next reconcile reads them. */
-void ctl_rows_release(struct gq_ctl *c);
-/* Reconcile again at due_ms (wall clock, ms): a status write held back by
- * --status-settle is due then. An earlier one already armed is kept. */
-void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
-/* A reconcile ended: committed (rc 0) or failed and rolled back (err says why). */
-void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err);
-int64_t ctl_now_ms(void);
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
 /* Record that key was preempted for m's job (once); GQ_ENOMEM. */
@@ -360,11 +362,24 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
                   const cJSON *new_obj, int64_t dirty_cycle);
 /* The job of key (if it has a memo) is examined in full up to reconcile dirty_cycle. */
 void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle);
-/* The job of key is examined in full by the next reconcile (act callbacks). */
-void ctl_mark_key(struct gq_ctl *c, const char *key);
 
 /* ctl_cycle.c */
-void ctl_reconcile(struct gq_ctl *c);
+/* What one reconcile tells the loop, which acts on it (ctl_main.c): the
+ * reconcile itself never calls into the loop. */
+struct ctl_rc_result {
+    int committed;           /* its store transaction committed (readiness: a success) */
+    int rc;                  /* GQ_OK, or the error that stopped it (rolled back before
+                              * the commit): a failure for readiness. rc 0 and not
+                              * committed: it did not run (no memory for its context) */
+    char err[512];           /* with rc: why ("" = gq_strerror(rc) says it) */
+    int64_t settle_due_ms;   /* reconcile again then (wall clock, ms): a status write held
+                              * back by --status-settle is due (0 = none; only when rc 0) */
+};
+/* One reconcile (the phases in ctl_cycle.c); only while leading, after every
+ * informer synced. */
+struct ctl_rc_result ctl_reconcile(struct gq_ctl *c);
+/* Free the kept store rows; the next reconcile reads them. */
+void ctl_rows_release(struct gq_ctl *c);
 /* Team "quota-edit" audit for an informer MODIFIED of a Team. */
 void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
 /* Every waiting job with its exact queue position from the last schedule
