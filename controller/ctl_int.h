@@ -305,6 +305,10 @@ struct gq_ctl {
      * marks the done ones at the start of the next reconcile); its kube
      * client, caches and store are c's (borrowed), its hooks ctl_wire.c's */
     struct ctl_act act;
+    /* the loop's wake-up (ctl_main.c's ctl_mark_dirty, given to ctl_act_wire):
+     * how the actuator's hooks (ctl_wire.c) ask for a reconcile without
+     * calling into ctl_main.c */
+    void (*wake)(struct gq_ctl *c);
     ev_timer debounce, resync, stop_timer, settle_timer;
     int64_t settle_at_ms;         /* settle_timer fires then (0 = not armed) */
     ev_signal sigterm, sigint;
@@ -326,13 +330,6 @@ struct gq_ctl {
 /* ctl_clock.c */
 /* The wall clock, Unix ms (CLOCK_REALTIME). */
 int64_t ctl_now_ms(void);
-
-/* ctl_main.c: the loop's wake-ups, for the actuator's hooks (ctl_wire.c);
- * the reconcile never calls them (it returns what the loop needs). */
-/* A reconcile is wanted: the debounce timer is armed (batched, adaptive). */
-void ctl_mark_dirty(struct gq_ctl *c);
-/* The job of key is examined in full by the next reconcile (act callbacks). */
-void ctl_mark_key(struct gq_ctl *c, const char *key);
 
 /* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O. */
 /* A memo's short text: *dst becomes a heap copy of at most
@@ -393,8 +390,10 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 /* ctl_wire.c: the actuator (ctl_act.h) wired to the controller, and the
  * actuator's requests that first consult the memo. */
 /* Fill c->act (client, caches, configuration, hooks): after the client and
- * the informers exist. c->act.st follows c->st (ctl_store_open). */
-void ctl_act_wire(struct gq_ctl *c);
+ * the informers exist. c->act.st follows c->st (ctl_store_open). wake asks
+ * the loop for a reconcile (kept in c->wake): the hooks call it when an
+ * outcome needs one, from the loop or inside a call into the actuator. */
+void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c));
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
  * the memo's cleanup counter of key (when it has a memo) until it ends. */
 void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);

@@ -16,13 +16,9 @@
 
 /* ------------------------------------------------------------ loop */
 
-void ctl_mark_key(struct gq_ctl *c, const char *key)
-{
-    ctl_memo_mark(&c->memo, key, c->reconciles + 1);
-    ctl_mark_dirty(c);
-}
-
-void ctl_mark_dirty(struct gq_ctl *c)
+/* A reconcile is wanted: the debounce timer is armed (batched, adaptive).
+ * Also the actuator hooks' wake-up (c->wake, ctl_act_wire). */
+static void ctl_mark_dirty(struct gq_ctl *c)
 {
     if (c->stopping)
         return;
@@ -636,7 +632,7 @@ int ctl_run(const struct ctl_config *cfg)
             goto out;
         }
     }
-    ctl_act_wire(c);
+    ctl_act_wire(c, ctl_mark_dirty);
     ev_timer_init(&c->debounce, debounce_cb, c->cfg.debounce_s, 0.);
     c->debounce.data = c;
     ev_timer_init(&c->resync, resync_cb, c->cfg.cycle_interval_s, c->cfg.cycle_interval_s);

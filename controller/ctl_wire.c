@@ -13,6 +13,15 @@
 
 #include "ctl_int.h"
 
+/* The job of key is examined in full by the next reconcile, which the loop
+ * is asked for. */
+static void mark_key(struct gq_ctl *c, const char *key)
+{
+    ctl_memo_mark(&c->memo, key, c->reconciles + 1);
+    if (c->wake)
+        c->wake(c);
+}
+
 static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
 {
     struct gq_ctl *c = ctx;
@@ -24,7 +33,7 @@ static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
         if (m)
             m->pods.cleanup_done_ms = ctl_now_ms();
     }
-    ctl_mark_key(c, key);
+    mark_key(c, key);
 }
 
 static void hook_pod_create_sent(void *ctx, const char *key, int attempt, const char *pod)
@@ -57,7 +66,7 @@ static void hook_pod_confirmed(void *ctx, const char *key, const char *pod, int 
         else
             m->pods.missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
     }
-    ctl_mark_key(c, key);
+    mark_key(c, key);
 }
 
 static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
@@ -83,18 +92,21 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
          * (the low lane is full) with the next full pass, not the next
          * reconcile, or drops and rewrites feed each other */
         if (e->not_sent != KUBE_NOT_SENT_DROPPED)
-            ctl_mark_key(c, e->key);
+            mark_key(c, e->key);
     }
     return 1;
 }
 
 static void hook_mark_dirty(void *ctx)
 {
-    ctl_mark_dirty(ctx);
+    struct gq_ctl *c = ctx;
+    if (c->wake)
+        c->wake(c);
 }
 
-void ctl_act_wire(struct gq_ctl *c)
+void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c))
 {
+    c->wake = wake;
     const struct ctl_act_hooks hooks = {c, hook_settled, hook_pod_create_sent, hook_pod_create_refused,
                                         hook_pod_confirmed, hook_status_end, hook_mark_dirty};
     ctl_act_init(&c->act, &ctl_act_kube_client, c->client, kube_informer_cache(c->inf[INF_JOBS]),
