@@ -3,7 +3,22 @@
  * upserted, suspend/resume and deletions handled, lifecycle from pod phases,
  * one scheduling cycle, every decision written in one store transaction
  * (state, ledger, intent, audit), then (after the commit) the actuator, the
- * status patches and the Events.
+ * status patches and the Events. The phases are listed above phase_gather.
+ *
+ * Called by the loop (ctl_main.c) and never calling back into it:
+ * ctl_reconcile returns a struct ctl_rc_result (committed, the error that
+ * stopped it, when a held status write is due) and the loop acts on it
+ * (readiness, the settle timer). Below it: the memo table (ctl_memo.c; a job
+ * the reconcile changes is marked dirty on its memo, job_touch), the
+ * actuator's requests (ctl_wire.c, ctl_act.c), the pure helpers
+ * (ctl_snapshot.c, apply.c) and the clock (ctl_clock.c).
+ *
+ * What it keeps across reconciles is on each object's memo, by part:
+ * decode (the decoded GPUJob and the last full examination: job_prepare),
+ * wait (run_sched's explanations and positions, waiting_publish's pub),
+ * pods (missing, released and stray pods), status (job_status,
+ * counted_status, --status-settle), pl (placement_load) and victims
+ * (run_sched); and on struct gq_ctl the committed store rows.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,16 +1,38 @@
 /*
- * ctl_int.h — internals shared by ctl_main.c (loop, CLI), ctl_cycle.c
- * (reconcile), ctl_memo.c (memo table) and ctl_wire.c (the controller's side
- * of the actuator). Not a public interface. The actuator (ctl_act.c) does not
- * include it: it sees only ctl_act.h, and struct gq_ctl embeds its struct
- * ctl_act.
+ * ctl_int.h — internals shared by the controller's files, included by each
+ * of them: ctl_main.c (loop, CLI), ctl_cycle.c (reconcile), ctl_wire.c (the
+ * controller's side of the actuator), ctl_memo.c (memo table, object sets,
+ * pod index), ctl_clock.c (wall clock), ctl_config.c (options) and
+ * tests/unit/test_ctl_perf.c (the pod index). Not a public interface. The
+ * actuator (ctl_act.c) does not include it: it sees only ctl_act.h, and
+ * struct gq_ctl embeds its struct ctl_act.
+ *
+ * Who calls whom (one way; no file calls back into one above it):
+ *   ctl_main.c   -> ctl_cycle.c  ctl_reconcile (returns struct ctl_rc_result:
+ *                                the loop acts on it: readiness, settle
+ *                                timer), ctl_team_changed, ctl_pod_deleted,
+ *                                ctl_queue_render, ctl_rows_release
+ *                -> ctl_wire.c   ctl_act_wire (hands over c->wake)
+ *                -> ctl_memo.c   informer events indexed, table released
+ *   ctl_cycle.c  -> ctl_wire.c   status writes, pod deletes and GETs
+ *                -> ctl_memo.c   memos, victims, texts; marks jobs dirty
+ *                                itself (dirty_upto: no loop needed)
+ *   ctl_wire.c   -> ctl_memo.c   memos looked up again by key in every hook
+ *   ctl_main.c, ctl_cycle.c, ctl_wire.c -> ctl_clock.c (ctl_now_ms), and down
+ *   to ctl_act.c and ctl_snapshot.c, which see only ctl_act.h and ctl.h.
+ * The loop is reached from below only through function pointers: the
+ * actuator's hooks (ctl_wire.c, called by ctl_act.c from the loop or inside
+ * a call into it) ask for a reconcile through c->wake (ctl_main.c's
+ * ctl_mark_dirty).
  *
  * Ownership: struct gq_ctl owns every member. Memo entries (struct ctl_memo)
  * are owned by the memo table; request callbacks never hold a memo pointer,
  * only a heap copy of the key, and look the entry up again when they run, so
- * an entry may be dropped while a request for it is in flight.
- * A job's memo also caches its decoded GPUJob (ctl_cycle.c borrows it for one
- * reconcile; the memo is not dropped during the reconcile that saw it).
+ * an entry may be dropped while a request for it is in flight. A memo is
+ * grouped by concern (decode, wait, pods, status, pl, victims: each part
+ * says who writes it and what it owns). A job's memo also caches its decoded
+ * GPUJob (ctl_cycle.c borrows it for one reconcile; the memo is not dropped
+ * during the reconcile that saw it).
  */
 #ifndef GQ_CTL_INT_H
 #define GQ_CTL_INT_H

@@ -1,7 +1,9 @@
 /*
  * ctl_main.c — `gangq controller`: the command line (options in ctl_config.c), the libev loop,
- * informers, leader election, debounce/resync timers, signals and a bounded
- * graceful shutdown (the per-object memo table is in ctl_memo.c).
+ * informers, leader election, debounce/resync/settle timers, signals and a bounded
+ * graceful shutdown (the per-object memo table is in ctl_memo.c). It calls the
+ * reconcile (ctl_reconcile) and acts on its result; nothing below calls back
+ * in except through c->wake (the actuator's hooks, ctl_int.h).
  */
 #include <errno.h>
 #include <signal.h>

@@ -1,7 +1,9 @@
 /*
  * ctl_memo.c — the per-object memo table: what the controller remembers about
- * each GPUJob between reconciles (decoded spec cache, published status,
- * victims, in-flight writes), keyed by namespace/name.
+ * each GPUJob between reconciles (struct ctl_memo's parts: decoded spec
+ * cache, wait, pods, published status, placement, victims), keyed by
+ * namespace/name; the object sets and each job's pod index kept by informer
+ * events. No loop and no I/O: called by ctl_main.c, ctl_cycle.c and ctl_wire.c.
  */
 #include <stdlib.h>
 #include <string.h>
