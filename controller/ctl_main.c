@@ -34,6 +34,25 @@ static void ctl_mark_dirty(struct gq_ctl *c)
     }
 }
 
+/* A reconcile ended: committed (rc 0) or failed and rolled back (err says
+ * why): readiness (/readyz) follows. */
+static void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err)
+{
+    if (!rc) {
+        if (c->failed_streak >= CTL_READY_MAX_FAILED)
+            gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "reconcile committed again: ready",
+                   " failed_before=%d", c->failed_streak);
+        c->failed_streak = 0;
+        c->failed_err[0] = 0;
+        return;
+    }
+    c->failed_streak++;
+    if (err && err[0])
+        gq_strlcpy(c->failed_err, err, sizeof(c->failed_err));
+    else
+        gq_strlcpy(c->failed_err, gq_strerror(rc), sizeof(c->failed_err));
+}
+
 static int all_synced(const struct gq_ctl *c)
 {
     for (int i = 0; i < INF_COUNT; i++)
@@ -53,6 +72,33 @@ double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, 
     return start - now > debounce_s ? start - now : debounce_s;
 }
 
+static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
+
+/* Run a reconcile and act on its result (ctl_reconcile never calls the loop). */
+static void maybe_reconcile(struct gq_ctl *c)
+{
+    c->dirty = 0;
+    if (c->stopping || !c->leading || !all_synced(c))
+        return;
+    double t0 = ev_time();
+    struct ctl_rc_result res = ctl_reconcile(c);
+    if (res.committed)
+        ctl_reconcile_result(c, 0, NULL);
+    if (res.rc)
+        ctl_reconcile_result(c, res.rc, res.err);
+    if (res.settle_due_ms)
+        ctl_settle_at(c, res.settle_due_ms);
+    c->rc_end = ev_time();
+    c->rc_cost_s = c->rc_end - t0;
+}
+
+static void debounce_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    maybe_reconcile(w->data);
+}
+
 static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -64,7 +110,7 @@ static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Reconcile again at due_ms (wall clock, ms): a status write held back by
  * --status-settle is due then. An earlier one already armed is kept. */
-static void settle_at(struct gq_ctl *c, int64_t due_ms)
+static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms)
 {
     if (c->stopping || (c->settle_at_ms && c->settle_at_ms <= due_ms))
         return;
@@ -74,48 +120,6 @@ static void settle_at(struct gq_ctl *c, int64_t due_ms)
     ev_timer_set(&c->settle_timer, d + 0.001, 0.);
     ev_timer_start(c->loop, &c->settle_timer);
     c->settle_at_ms = due_ms;
-}
-
-/* What the loop does with a reconcile's result: readiness (/readyz) follows
- * whether it committed or failed and was rolled back, and a status write it
- * held back arms the settle timer. */
-static void reconcile_done(struct gq_ctl *c, const struct ctl_rc_result *res)
-{
-    if (res->committed) {
-        if (c->failed_streak >= CTL_READY_MAX_FAILED)
-            gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "reconcile committed again: ready",
-                   " failed_before=%d", c->failed_streak);
-        c->failed_streak = 0;
-        c->failed_err[0] = 0;
-    }
-    if (res->rc) {
-        c->failed_streak++;
-        if (res->err[0])
-            gq_strlcpy(c->failed_err, res->err, sizeof(c->failed_err));
-        else
-            gq_strlcpy(c->failed_err, gq_strerror(res->rc), sizeof(c->failed_err));
-    }
-    if (res->settle_due_ms)
-        settle_at(c, res->settle_due_ms);
-}
-
-static void maybe_reconcile(struct gq_ctl *c)
-{
-    c->dirty = 0;
-    if (c->stopping || !c->leading || !all_synced(c))
-        return;
-    double t0 = ev_time();
-    struct ctl_rc_result res = ctl_reconcile(c);
-    reconcile_done(c, &res);
-    c->rc_end = ev_time();
-    c->rc_cost_s = c->rc_end - t0;
-}
-
-static void debounce_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    maybe_reconcile(w->data);
 }
 
 static void log_relists(struct gq_ctl *c)
