@@ -3,7 +3,22 @@
  * upserted, suspend/resume and deletions handled, lifecycle from pod phases,
  * one scheduling cycle, every decision written in one store transaction
  * (state, ledger, intent, audit), then (after the commit) the actuator, the
- * status patches and the Events.
+ * status patches and the Events. The phases are listed above phase_gather.
+ *
+ * Called by the loop (ctl_main.c) and never calling back into it:
+ * ctl_reconcile returns a struct ctl_rc_result (committed, the error that
+ * stopped it, when a held status write is due) and the loop acts on it
+ * (readiness, the settle timer). Below it: the memo table (ctl_memo.c; a job
+ * the reconcile changes is marked dirty on its memo, job_touch), the
+ * actuator's requests (ctl_wire.c, ctl_act.c), the pure helpers
+ * (ctl_snapshot.c, apply.c) and the clock (ctl_clock.c).
+ *
+ * What it keeps across reconciles is on each object's memo, by part:
+ * decode (the decoded GPUJob and the last full examination: job_prepare),
+ * wait (run_sched's explanations and positions, waiting_publish's pub),
+ * pods (missing, released and stray pods), status (job_status,
+ * counted_status, --status-settle), pl (placement_load) and victims
+ * (run_sched); and on struct gq_ctl the committed store rows.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +115,7 @@ struct rc_ctx {
     int nreleased;                /* released gangq pods still running or stopping */
     int sched_ran;
     int in_txn;                   /* the cycle's store transaction is open */
+    int committed;                /* the cycle's store transaction committed */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
     int full;                     /* every job is examined in full (else only dirty ones) */
     int64_t settle_next;          /* earliest status write held back by --status-settle (0 = none) */
@@ -357,8 +373,8 @@ static void job_touch(struct rc_ctx *r, struct cj *j)
 /* Examined in full by this reconcile: a full pass, or the job is dirty. */
 static int job_dirty(const struct rc_ctx *r, const struct cj *j)
 {
-    return r->full || !j->memo || !j->memo->prepared || j->memo->dirty_upto >= r->c->reconciles ||
-           (j->memo->settle_due_ms && j->memo->settle_due_ms <= r->now);
+    return r->full || !j->memo || !j->memo->decode.prepared || j->memo->dirty_upto >= r->c->reconciles ||
+           (j->memo->status.settle_due_ms && j->memo->status.settle_due_ms <= r->now);
 }
 
 /* After a write of j's row (an apply_* call, or a transition below, that
@@ -713,8 +729,8 @@ static const cJSON **memo_pods(struct rc_ctx *r, struct ctl_memo *m, int *n)
         *n = 0;
         return NULL;
     }
-    *n = m->npods;
-    return m->pods;
+    *n = m->pods.npods;
+    return m->pods.pods;
 }
 
 static int index_rebuild_cb(const cJSON *o, void *ud)
@@ -733,7 +749,7 @@ static int index_rebuild(struct gq_ctl *c)
     ctl_objset_release(&c->foreign_set);
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next)
-            m->npods = 0;
+            m->pods.npods = 0;
     int rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), index_rebuild_cb, &c->infud[INF_JOBS]);
     if (!rc)
         rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), index_rebuild_cb, &c->infud[INF_PODS]);
@@ -831,26 +847,26 @@ static int64_t status_held(const struct rc_ctx *r, const struct cj *j)
     if (iv <= 0 || !m || !j->decoded || j->state == STORE_SUCCEEDED || j->state == STORE_FAILED ||
         (j->invalid_reason && !j->failed_invalid))
         return 0;
-    if (!m->state_since_ms) {
+    if (!m->status.state_since_ms) {
         /* first seen since start: a new job's wait counts from its creation */
-        m->state_since_ms = j->state == STORE_QUEUED ? creation_ms(j, r->now) : r->now;
-        m->since_state = j->state;
-    } else if (m->since_state != j->state) {
-        m->state_since_ms = r->now;
-        m->since_state = j->state;
+        m->status.state_since_ms = j->state == STORE_QUEUED ? creation_ms(j, r->now) : r->now;
+        m->status.since_state = j->state;
+    } else if (m->status.since_state != j->state) {
+        m->status.state_since_ms = r->now;
+        m->status.since_state = j->state;
     }
     int64_t due = 0;
-    if (r->now >= m->state_since_ms && r->now - m->state_since_ms < iv)
-        due = m->state_since_ms + iv;
-    if (m->status_sent_ms && r->now >= m->status_sent_ms && r->now - m->status_sent_ms < iv &&
-        m->status_sent_ms + iv > due)
-        due = m->status_sent_ms + iv;
+    if (r->now >= m->status.state_since_ms && r->now - m->status.state_since_ms < iv)
+        due = m->status.state_since_ms + iv;
+    if (m->status.status_sent_ms && r->now >= m->status.status_sent_ms && r->now - m->status.status_sent_ms < iv &&
+        m->status.status_sent_ms + iv > due)
+        due = m->status.status_sent_ms + iv;
     return due;
 }
 
 static void settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)
 {
-    j->memo->settle_due_ms = due;
+    j->memo->status.settle_due_ms = due;
     if (!r->settle_next || due < r->settle_next)
         r->settle_next = due;
 }
@@ -877,7 +893,7 @@ static int max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
     int np = 0, best = 0;
     memo_pods(r, m, &np);
     for (int i = 0; i < np; i++) {
-        const char *a = m->pf[i].attempt;
+        const char *a = m->pods.pf[i].attempt;
         int64_t v;
         if (a && !gq_parse_i64(a, (size_t)-1, &v) && v > best && v < 1000000)
             best = (int)v;
@@ -1121,11 +1137,11 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     const char *uid = ctl_obj_str(j->obj, "metadata", "uid");
     char ck[API_UID_MAX + 8];
     job_cache_key(j->obj, ck, sizeof(ck));
-    if (m->job_valid && uid && m->job_lookup == r->lookup_sig && !strcmp(m->job_uid, uid) &&
-        !strcmp(m->job_rv, ck)) {
+    if (m->decode.job_valid && uid && m->decode.job_lookup == r->lookup_sig && !strcmp(m->decode.job_uid, uid) &&
+        !strcmp(m->decode.job_rv, ck)) {
         /* same spec: keep metadata.resourceVersion current (store upserts) */
         const char *rv = ctl_obj_str(j->obj, "metadata", "resourceVersion");
-        gq_strlcpy(m->job.meta.resource_version, rv ? rv : "", sizeof(m->job.meta.resource_version));
+        gq_strlcpy(m->decode.job.meta.resource_version, rv ? rv : "", sizeof(m->decode.job.meta.resource_version));
         return 0;
     }
     struct api_gpujob nj;
@@ -1140,37 +1156,37 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     api_gpujob_default(&nj, &lk);
     if (!e.n)
         api_gpujob_validate(&nj, &r->c->cfg.levels, &e);
-    if (m->job_valid)
-        api_gpujob_release(&m->job);
-    m->job = nj; /* a move: nj's template and out-of-line parts now belong to the memo */
-    m->job_valid = 1;
-    m->job_lookup = r->lookup_sig;
+    if (m->decode.job_valid)
+        api_gpujob_release(&m->decode.job);
+    m->decode.job = nj; /* a move: nj's template and out-of-line parts now belong to the memo */
+    m->decode.job_valid = 1;
+    m->decode.job_lookup = r->lookup_sig;
     /* an object without uid is decoded again every time */
-    gq_strlcpy(m->job_uid, uid ? uid : "", sizeof(m->job_uid));
-    gq_strlcpy(m->job_rv, uid ? ck : "", sizeof(m->job_rv));
-    m->job_nerr = e.n;
-    free(m->job_err);
-    m->job_err = NULL;
+    gq_strlcpy(m->decode.job_uid, uid ? uid : "", sizeof(m->decode.job_uid));
+    gq_strlcpy(m->decode.job_rv, uid ? ck : "", sizeof(m->decode.job_rv));
+    m->decode.job_nerr = e.n;
+    free(m->decode.job_err);
+    m->decode.job_err = NULL;
     if (e.n) {
         char je[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
         api_error_format(&e, 0, je, sizeof(je));
-        (void)ctl_str_set(&m->job_err, je, sizeof(je)); /* no memory: the message says less */
+        (void)ctl_str_set(&m->decode.job_err, je, sizeof(je)); /* no memory: the message says less */
     }
-    m->job_refusal = NULL;
+    m->decode.job_refusal = NULL;
     if (!e.n)
-        m->job_refusal = api_gpujob_tenancy(&m->job, &lk, &e);
+        m->decode.job_refusal = api_gpujob_tenancy(&m->decode.job, &lk, &e);
     return 0;
 }
 
 static int team_exists(struct rc_ctx *r, const char *name);
 
-/* The Team rules refuse the job (m->job_refusal): reason and message into j.
+/* The Team rules refuse the job (m->decode.job_refusal): reason and message into j.
  * They gate admission: a job holding GPUs under an existing team is not
  * stopped by them (a Team edit or a spec edit while it runs; defaulting caps
  * its priority at the Team's ceiling). */
 static int job_refused(struct rc_ctx *r, struct cj *j)
 {
-    const char *why = j->memo->job_refusal;
+    const char *why = j->memo->decode.job_refusal;
     const struct store_job *row = row_find(r, j->key);
     if (!why)
         return 0;
@@ -1209,7 +1225,7 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
     const char *t = j->row->placement ? j->row->placement : "";
-    if (!m->pl_text || strcmp(m->pl_text, t)) {
+    if (!m->pl.pl_text || strcmp(m->pl.pl_text, t)) {
         struct ctl_placement p;
         ctl_placement_init(&p);
         int rc = ctl_placement_parse(t, &p, r->err, sizeof(r->err));
@@ -1218,12 +1234,12 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
             ctl_placement_release(&p);
             return rc ? rc : GQ_ENOMEM;
         }
-        free(m->pl_text);
-        ctl_placement_release(&m->pl_cache);
-        m->pl_text = dup;
-        m->pl_cache = p;
+        free(m->pl.pl_text);
+        ctl_placement_release(&m->pl.pl_cache);
+        m->pl.pl_text = dup;
+        m->pl.pl_cache = p;
     }
-    return placement_copy(&j->pl, &m->pl_cache);
+    return placement_copy(&j->pl, &m->pl.pl_cache);
 }
 
 /* Decode (cached), default, validate; upsert the store row. */
@@ -1234,12 +1250,12 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j);
 static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
-    j->job = &m->job;
+    j->job = &m->decode.job;
     j->decoded = 1;
-    j->failed_invalid = m->prep_failed_invalid;
-    j->invalid_reason = m->prep_invalid_reason;
+    j->failed_invalid = m->decode.prep_failed_invalid;
+    j->invalid_reason = m->decode.prep_invalid_reason;
     if (j->invalid_reason)
-        gq_strlcpy(j->invalid_msg, ctl_str(m->prep_invalid_msg), sizeof(j->invalid_msg));
+        gq_strlcpy(j->invalid_msg, ctl_str(m->decode.prep_invalid_msg), sizeof(j->invalid_msg));
     j->row = row_find(r, j->key);
     if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
         return job_prepare_full(r, j); /* the store moved on: look again */
@@ -1263,15 +1279,15 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     if (!j->memo)
         return GQ_ENOMEM;
     j->memo->seen_cycle = r->c->reconciles;
-    if (!job_dirty(r, j) && j->memo->job_valid && j->memo->job_lookup == r->lookup_sig)
+    if (!job_dirty(r, j) && j->memo->decode.job_valid && j->memo->decode.job_lookup == r->lookup_sig)
         return job_prepare_clean(r, j);
     int rc = job_prepare_full(r, j);
     if (!rc) {
         struct ctl_memo *m = j->memo;
-        m->prepared = 1;
-        m->prep_failed_invalid = j->failed_invalid;
-        m->prep_invalid_reason = j->invalid_reason;
-        (void)ctl_str_set(&m->prep_invalid_msg, j->invalid_reason ? j->invalid_msg : "", API_MSG_MAX);
+        m->decode.prepared = 1;
+        m->decode.prep_failed_invalid = j->failed_invalid;
+        m->decode.prep_invalid_reason = j->invalid_reason;
+        (void)ctl_str_set(&m->decode.prep_invalid_msg, j->invalid_reason ? j->invalid_msg : "", API_MSG_MAX);
     }
     return rc;
 }
@@ -1279,16 +1295,16 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
 static int job_prepare_full(struct rc_ctx *r, struct cj *j)
 {
     int rc;
-    j->memo->prepared = 0;
+    j->memo->decode.prepared = 0;
     if ((rc = job_decode_cached(r, j, j->memo)))
         return rc;
-    j->job = &j->memo->job;
+    j->job = &j->memo->decode.job;
     j->decoded = 1;
-    if (j->memo->job_nerr) {
+    if (j->memo->decode.job_nerr) {
         j->failed_invalid = 1;
         j->invalid_reason = "InvalidSpec";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", ctl_str(j->memo->job_err),
-                 j->memo->job_nerr > 1 ? " (and more)" : "");
+        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", ctl_str(j->memo->decode.job_err),
+                 j->memo->decode.job_nerr > 1 ? " (and more)" : "");
     } else if (job_refused(r, j)) {
         /* invalid_reason and invalid_msg set */
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
@@ -1486,10 +1502,10 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
 {
     int rc = 0;
     char msg[API_MSG_MAX];
-    if (!j->memo || !j->memo->create_err[0] || !holds(j->state))
+    if (!j->memo || !j->memo->pods.create_err[0] || !holds(j->state))
         return 0;
-    snprintf(msg, sizeof(msg), "pod create refused by the API server: %s", j->memo->create_err);
-    j->memo->create_err[0] = 0;
+    snprintf(msg, sizeof(msg), "pod create refused by the API server: %s", j->memo->pods.create_err);
+    j->memo->pods.create_err[0] = 0;
     for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++) {
         const struct store_intent *in = &r->intents[r->iidx[p].i];
         if (in->kind == STORE_INTENT_ADMIT && !ctl_act_inflight(&r->c->act, in->id) &&
@@ -1518,7 +1534,7 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
         (s != STORE_QUEUED && s != STORE_PREEMPTED && s != STORE_SUSPENDED && !holds(s)))
         return 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
-    int ngone = j->memo->gone_ok ? cJSON_GetArraySize(j->memo->gone_ok) : 0;
+    int ngone = j->memo->pods.gone_ok ? cJSON_GetArraySize(j->memo->pods.gone_ok) : 0;
     int a = 0;
     if (ngone) {
         /* the cached pods and those deleted while Succeeded */
@@ -1529,7 +1545,7 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
         for (int i = 0; i < np; i++)
             all[n++] = pods[i];
         const cJSON *g;
-        cJSON_ArrayForEach(g, j->memo->gone_ok)
+        cJSON_ArrayForEach(g, j->memo->pods.gone_ok)
         {
             if (n < np + ngone)
                 all[n++] = g;
@@ -1573,10 +1589,10 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         const cJSON *pod = NULL;
         const struct ctl_podfacts *f = NULL;
         for (int i = 0; i < np; i++) {
-            const char *pn = j->memo->pf[i].name;
+            const char *pn = j->memo->pods.pf[i].name;
             if (pn && !strcmp(pn, name)) {
                 pod = pods[i];
-                f = &j->memo->pf[i];
+                f = &j->memo->pods.pf[i];
                 break;
             }
         }
@@ -1586,10 +1602,10 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
             /* gone only when the API server said so (delete event, GET 404);
              * absent from the cache for a while: ask it */
             missing++;
-            if (!strcmp(j->memo->gone_pod, name))
+            if (!strcmp(j->memo->pods.gone_pod, name))
                 snprintf(w, sizeof(w), "pod %s was deleted", name);
-            else if (!confirm[0] && j->memo->missing_since_ms &&
-                     r->now - j->memo->missing_since_ms > CTL_MISSING_GRACE_MS)
+            else if (!confirm[0] && j->memo->pods.missing_since_ms &&
+                     r->now - j->memo->pods.missing_since_ms > CTL_MISSING_GRACE_MS)
                 gq_strlcpy(confirm, name, sizeof(confirm));
         } else if (ph && !strcmp(ph, "Failed")) {
             snprintf(w, sizeof(w), "pod %s failed", name);
@@ -1609,15 +1625,15 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
                 gq_strlcpy(why, w, sizeof(why));
         }
     }
-    if (missing && !j->memo->missing_since_ms)
-        j->memo->missing_since_ms = r->now;
+    if (missing && !j->memo->pods.missing_since_ms)
+        j->memo->pods.missing_since_ms = r->now;
     if (!missing)
-        j->memo->missing_since_ms = 0;
+        j->memo->pods.missing_since_ms = 0;
     if (confirm[0] && !nlost)
         ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, confirm);
     int rc = 0;
     if (nlost) {
-        j->memo->missing_since_ms = 0;
+        j->memo->pods.missing_since_ms = 0;
         if (j->job->spec.gang != API_FALSE)
             return requeue(r, j, why);
         /* non-gang: drop the lost replicas; the core re-places them */
@@ -1693,13 +1709,13 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
     if (!m)
         return 0;
     const cJSON **pods = memo_pods(r, m, &np);
-    if (m->created_attempt &&
-        (max_pod_attempt(r, m) >= m->created_attempt || !strcmp(m->gone_pod, m->created_pod)))
-        m->created_attempt = 0; /* seen (the cache follows it from now on), or gone */
-    if (m->created_attempt) {
-        if (r->now - m->created_ms > CTL_MISSING_GRACE_MS) {
-            ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, m->created_pod);
-            m->created_ms = r->now; /* asked again after another grace period */
+    if (m->pods.created_attempt &&
+        (max_pod_attempt(r, m) >= m->pods.created_attempt || !strcmp(m->pods.gone_pod, m->pods.created_pod)))
+        m->pods.created_attempt = 0; /* seen (the cache follows it from now on), or gone */
+    if (m->pods.created_attempt) {
+        if (r->now - m->pods.created_ms > CTL_MISSING_GRACE_MS) {
+            ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, m->pods.created_pod);
+            m->pods.created_ms = r->now; /* asked again after another grace period */
         }
         return 1;
     }
@@ -1731,7 +1747,7 @@ static int decide_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched
     int was = j->state;
     int partial = holds(was);
     int rc = 0;
-    j->memo->gone_pod[0] = 0; /* names of this admission's pods are new */
+    j->memo->pods.gone_pod[0] = 0; /* names of this admission's pods are new */
     ctl_memo_victims_clear(j->memo); /* the jobs preempted for it no longer wait for it */
     if (!partial) {
         ctl_placement_release(&j->pl);
@@ -1823,11 +1839,11 @@ static int run_sched(struct rc_ctx *r)
             continue; /* placed again only once its earlier attempt has stopped */
         ins[n] = (struct ctl_jobin){j->key, j->job, holds(st) || stopping, j->row->enqueue_ms,
                                     j->row->admitted_ms, stopping ? &j->term : &j->pl,
-                                    j->row->preempted_by, j->memo ? ctl_str(j->memo->reserved) : NULL,
+                                    j->row->preempted_by, j->memo ? ctl_str(j->memo->wait.reserved) : NULL,
                                     stopping, stopping ? j->row->preempted_by : NULL,
                                     j->row->arrival, j->invalid_reason != NULL,
-                                    j->memo ? (const char *const *)j->memo->victims : NULL,
-                                    j->memo ? j->memo->nvictims : 0};
+                                    j->memo ? (const char *const *)j->memo->victims.victims : NULL,
+                                    j->memo ? j->memo->victims.nvictims : 0};
         ins_job[n] = i;
         n++;
     }
@@ -1851,9 +1867,9 @@ static int run_sched(struct rc_ctx *r)
      * changes is examined in full (its status may change) */
     for (int k = 0; k < s.snap.njobs; k++) {
         struct ctl_memo *m = r->jobs[s.job_in[k]].memo;
-        m->wait_gen = m->wait_msg ? 1 : 0; /* 1: had one, not yet renewed */
-        m->position = 0;
-        m->gposition = 0; /* reserved: renewed by its WAIT, else cleared below */
+        m->wait.wait_gen = m->wait.wait_msg ? 1 : 0; /* 1: had one, not yet renewed */
+        m->wait.position = 0;
+        m->wait.gposition = 0; /* reserved: renewed by its WAIT, else cleared below */
     }
     int gpos = 0; /* WAITs come in the core's admission order across Teams */
     for (int k = 0; k < res->n; k++) {
@@ -1865,17 +1881,17 @@ static int run_sched(struct rc_ctx *r)
             rc = decide_preempt(r, &s, d);
         else if (d->kind == SCHED_WAIT) {
             const char *msg = d->message ? d->message : "";
-            if (j->memo->wait_gen != 2 && strcmp(ctl_str(j->memo->wait_msg), msg)) {
-                (void)ctl_str_set(&j->memo->wait_msg, msg, SCHED_MSG_MAX);
+            if (j->memo->wait.wait_gen != 2 && strcmp(ctl_str(j->memo->wait.wait_msg), msg)) {
+                (void)ctl_str_set(&j->memo->wait.wait_msg, msg, SCHED_MSG_MAX);
                 job_touch(r, j);
             }
-            j->memo->wait_gen = 2;
-            j->memo->position = d->position;
-            j->memo->gposition = ++gpos;
-            (void)ctl_str_set(&j->memo->reserved, d->reserved, 256);
+            j->memo->wait.wait_gen = 2;
+            j->memo->wait.position = d->position;
+            j->memo->wait.gposition = ++gpos;
+            (void)ctl_str_set(&j->memo->wait.reserved, d->reserved, 256);
             const char *unsched = d->unschedulable && d->unschedulable_msg ? d->unschedulable_msg : "";
-            if (strcmp(ctl_str(j->memo->unsched_msg), unsched)) {
-                (void)ctl_str_set(&j->memo->unsched_msg, unsched, SCHED_MSG_MAX);
+            if (strcmp(ctl_str(j->memo->wait.unsched_msg), unsched)) {
+                (void)ctl_str_set(&j->memo->wait.unsched_msg, unsched, SCHED_MSG_MAX);
                 job_touch(r, j);
             }
         }
@@ -1884,17 +1900,17 @@ static int run_sched(struct rc_ctx *r)
     }
     for (int k = 0; k < s.snap.njobs; k++) {
         struct cj *j = &r->jobs[s.job_in[k]];
-        if (j->memo->wait_gen == 1) { /* no WAIT this time: no explanation */
-            (void)ctl_str_set(&j->memo->wait_msg, NULL, 0);
+        if (j->memo->wait.wait_gen == 1) { /* no WAIT this time: no explanation */
+            (void)ctl_str_set(&j->memo->wait.wait_msg, NULL, 0);
             job_touch(r, j);
         }
-        if (j->memo->wait_gen != 2)
-            (void)ctl_str_set(&j->memo->reserved, NULL, 0);
-        if (j->memo->wait_gen != 2 && j->memo->unsched_msg) {
-            (void)ctl_str_set(&j->memo->unsched_msg, NULL, 0);
+        if (j->memo->wait.wait_gen != 2)
+            (void)ctl_str_set(&j->memo->wait.reserved, NULL, 0);
+        if (j->memo->wait.wait_gen != 2 && j->memo->wait.unsched_msg) {
+            (void)ctl_str_set(&j->memo->wait.unsched_msg, NULL, 0);
             job_touch(r, j);
         }
-        j->memo->wait_gen = 0;
+        j->memo->wait.wait_gen = 0;
     }
 out:
     sched_result_free(res);
@@ -1977,13 +1993,13 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         return;
     const char *msg = j->row->message;
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
-    const struct ctl_waitpub *pub = &j->memo->pub;
+    const struct ctl_waitpub *pub = &j->memo->wait.pub;
     if (waiting && pub->set && pub->msg[0])
         msg = pub->msg; /* what ctl_wait_publish let through (waiting_publish) */
     else if (j->invalid_reason && !j->failed_invalid)
         msg = j->invalid_msg;
-    else if ((waiting || holds(j->state)) && j->memo->wait_msg)
-        msg = j->memo->wait_msg;
+    else if ((waiting || holds(j->state)) && j->memo->wait.wait_msg)
+        msg = j->memo->wait.wait_msg;
     const char *reason = NULL;
     if (waiting)
         reason = ctl_wait_class_name(pub->set ? pub->cls : CTL_WAIT_NONE);
@@ -1991,12 +2007,13 @@ static void job_status(struct rc_ctx *r, struct cj *j)
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
-                            waiting && !j->invalid_reason ? ctl_str(j->memo->unsched_msg) : NULL};
+                            waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL};
     struct gq_buf sig;
     gq_buf_init(&sig, 1u << 16);
     int have_sig = !status_sig(j, &v, &sig);
-    if (have_sig && j->memo->last_status && j->memo->status_sig && !strcmp(j->memo->status_sig, sig.p)) {
-        j->memo->settle_due_ms = 0; /* what is written is still right */
+    if (have_sig && j->memo->status.last_status && j->memo->status.status_sig &&
+        !strcmp(j->memo->status.status_sig, sig.p)) {
+        j->memo->status.settle_due_ms = 0; /* what is written is still right */
         gq_buf_release(&sig);
         return;
     }
@@ -2006,13 +2023,13 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         gq_buf_release(&sig);
         return;
     }
-    j->memo->settle_due_ms = 0;
+    j->memo->status.settle_due_ms = 0;
     struct api_gpujob_status prev, out;
     struct api_errors e;
     api_errors_init(&e);
     memset(&prev, 0, sizeof(prev));
-    if (j->memo->last_status) {
-        cJSON *o = cJSON_Parse(j->memo->last_status);
+    if (j->memo->status.last_status) {
+        cJSON *o = cJSON_Parse(j->memo->status.last_status);
         if (o)
             api_gpujob_status_decode(o, &prev, &e);
         cJSON_Delete(o);
@@ -2028,13 +2045,13 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     free(nodes);
     if (!patch)
         goto out;
-    if (!j->memo->last_status && !e.n && !e.dropped) {
+    if (!j->memo->status.last_status && !e.n && !e.dropped) {
         /* first status since start: the object may already show it (after a
          * restart); then it is what was last written */
         cJSON *cur = api_gpujob_status_encode(&prev);
         char *a = cur ? cJSON_PrintUnformatted(cur) : NULL, *b = a ? cJSON_PrintUnformatted(patch) : NULL;
         if (a && b && !strcmp(a, b)) {
-            j->memo->last_status = a;
+            j->memo->status.last_status = a;
             a = NULL;
         }
         free(a);
@@ -2042,18 +2059,18 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         cJSON_Delete(cur);
     }
     char path[CTL_PATH_MAX];
-    const char *before = j->memo->last_status;
+    const char *before = j->memo->status.last_status;
     if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
                    j->job->meta.name, NULL))
         ctl_status_write(r->c, j->key, path, patch);
-    if (j->memo->last_status != before)
-        j->memo->status_sent_ms = r->now; /* a patch went out (or waits in line) */
+    if (j->memo->status.last_status != before)
+        j->memo->status.status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);
     /* last_status now holds the status of these inputs (written, in flight
      * or already equal); a failed patch clears last_status, so it is
      * computed again */
-    free(j->memo->status_sig);
-    j->memo->status_sig = have_sig && j->memo->last_status ? gq_buf_detach(&sig) : NULL;
+    free(j->memo->status.status_sig);
+    j->memo->status.status_sig = have_sig && j->memo->status.last_status ? gq_buf_detach(&sig) : NULL;
 out:
     gq_buf_release(&sig);
 }
@@ -2106,15 +2123,15 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
                            const char *urgent)
 {
     struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
-    if (!m || m->status_inflight)
+    if (!m || m->status.status_inflight)
         return; /* in flight: computed again next reconcile */
-    if (!r->pub_epoch && m->last_status && m->status_sig && !strcmp(m->status_sig, urgent))
+    if (!r->pub_epoch && m->status.last_status && m->status.status_sig && !strcmp(m->status.status_sig, urgent))
         return;
     ctl_status_write(r->c, key, path, patch);
     char *u = strdup(urgent);
     if (u) {
-        free(m->status_sig);
-        m->status_sig = u;
+        free(m->status.status_sig);
+        m->status.status_sig = u;
     }
 }
 
@@ -2374,14 +2391,14 @@ static void team_pool_status(struct rc_ctx *r)
                 st.pending++;
                 pend_milli += job_rep_milli(j) * j->job->spec.replicas;
                 /* the head of its queue as last published (waiting_publish) */
-                int pos = j->memo ? j->memo->pub.position : 0;
+                int pos = j->memo ? j->memo->wait.pub.position : 0;
                 if (pos > 0 && pos <= API_MAX_PENDING_HEAD && !st.pending_head[pos - 1].position) {
                     struct api_team_pending *e = &st.pending_head[pos - 1];
                     gq_strlcpy(e->name, j->job->meta.name, sizeof(e->name));
                     gq_strlcpy(e->namespace, j->job->meta.namespace, sizeof(e->namespace));
                     e->position = pos;
                     e->gpus = api_gpujob_gpus(j->job);
-                    gph[pos - 1] = j->memo->gposition;
+                    gph[pos - 1] = j->memo->wait.gposition;
                 }
             }
         }
@@ -2403,7 +2420,7 @@ static void team_pool_status(struct rc_ctx *r)
         struct api_team_status prev;
         struct api_errors e;
         api_errors_init(&e);
-        cJSON *lo = m && m->last_status ? cJSON_Parse(m->last_status) : NULL;
+        cJSON *lo = m && m->status.last_status ? cJSON_Parse(m->status.last_status) : NULL;
         api_team_status_decode(lo ? lo : ti->obj, &prev, &e);
         cJSON_Delete(lo);
         int nsi = -1;
@@ -2545,36 +2562,36 @@ static void waiting_publish(struct rc_ctx *r)
             continue;
         int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
-        const char *msg = inv ? j->invalid_msg : m->wait_msg ? m->wait_msg : j->row->message;
-        if (!m->pub.set && waiting && j->obj) {
+        const char *msg = inv ? j->invalid_msg : m->wait.wait_msg ? m->wait.wait_msg : j->row->message;
+        if (!m->wait.pub.set && waiting && j->obj) {
             /* first sight since start: what the object already shows of an
              * unchanged wait is not written again */
             struct api_gpujob_status st;
             struct api_errors e;
             api_errors_init(&e);
             if (!api_gpujob_status_decode(j->obj, &st, &e))
-                ctl_wait_adopt(&m->pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
+                ctl_wait_adopt(&m->wait.pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
         }
-        struct ctl_waitpub was = m->pub;
+        struct ctl_waitpub was = m->wait.pub;
         /* an Event speaks for the core's explanation or a problem, not a
          * stored message awaiting the next schedule; a wait the status does
          * not show yet (--status-settle) is neither published nor evented */
-        if (!status_held(r, j) && ctl_wait_publish(&m->pub, j->state, waiting, msg, inv, r->now, msg_iv) && j->obj &&
-            (inv || m->wait_msg)) {
+        if (!status_held(r, j) && ctl_wait_publish(&m->wait.pub, j->state, waiting, msg, inv, r->now, msg_iv) &&
+            j->obj && (inv || m->wait.wait_msg)) {
             /* one per wait reason per wait: the message names the reason its
              * conditions now carry */
             char emsg[SCHED_MSG_MAX + 64];
-            snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->pub.cls), msg ? msg : "");
+            snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->wait.pub.cls), msg ? msg : "");
             ctl_act_event(&c->act, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
         }
         if (waiting && epoch)
-            m->pub.position = inv ? 0 : ctl_position_shown(m->position, c->cfg.position_head);
-        if (!waiting && !holds(j->state) && m->wait_msg) {
-            (void)ctl_str_set(&m->wait_msg, NULL, 0);
+            m->wait.pub.position = inv ? 0 : ctl_position_shown(m->wait.position, c->cfg.position_head);
+        if (!waiting && !holds(j->state) && m->wait.wait_msg) {
+            (void)ctl_str_set(&m->wait.wait_msg, NULL, 0);
             job_touch(r, j);
         }
-        if (was.set != m->pub.set || was.state != m->pub.state || was.cls != m->pub.cls ||
-            was.msg_ms != m->pub.msg_ms || was.position != m->pub.position)
+        if (was.set != m->wait.pub.set || was.state != m->wait.pub.state || was.cls != m->wait.pub.cls ||
+            was.msg_ms != m->wait.pub.msg_ms || was.position != m->wait.pub.position)
             job_touch(r, j); /* what its status shows changed: written in this reconcile */
     }
 }
@@ -2588,7 +2605,7 @@ static int qrow_cmp(const void *a, const void *b)
 {
     const struct qrow *x = a, *y = b;
     int c = strcmp(x->team, y->team);
-    return c ? c : (x->m->position > y->m->position) - (x->m->position < y->m->position);
+    return c ? c : (x->m->wait.position > y->m->wait.position) - (x->m->wait.position < y->m->wait.position);
 }
 
 int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *out)
@@ -2601,12 +2618,13 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
         goto out;
     for (size_t b = 0; b < c->memo.nb; b++)
         for (const struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
-            int waiting = m->pub.set && (m->pub.state == STORE_QUEUED || m->pub.state == STORE_PREEMPTED);
-            if (!waiting || m->position <= 0 || !m->job_valid || n >= c->memo.n)
+            int waiting =
+                m->wait.pub.set && (m->wait.pub.state == STORE_QUEUED || m->wait.pub.state == STORE_PREEMPTED);
+            if (!waiting || m->wait.position <= 0 || !m->decode.job_valid || n >= c->memo.n)
                 continue;
-            if (team && team[0] && strcmp(team, m->job.spec.team))
+            if (team && team[0] && strcmp(team, m->decode.job.spec.team))
                 continue;
-            rows[n++] = (struct qrow){m, m->job.spec.team};
+            rows[n++] = (struct qrow){m, m->decode.job.spec.team};
         }
     qsort(rows, n, sizeof(*rows), qrow_cmp);
     for (size_t i = 0; i < n; i++) {
@@ -2617,12 +2635,12 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
             goto out;
         }
         if (!cJSON_AddStringToObject(o, "team", rows[i].team) ||
-            !cJSON_AddStringToObject(o, "namespace", m->job.meta.namespace) ||
-            !cJSON_AddStringToObject(o, "name", m->job.meta.name) ||
-            !cJSON_AddNumberToObject(o, "position", m->position) ||
-            !cJSON_AddStringToObject(o, "state", store_state_name(m->pub.state)) ||
-            !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->pub.cls)) ||
-            !cJSON_AddStringToObject(o, "message", ctl_str(m->wait_msg)))
+            !cJSON_AddStringToObject(o, "namespace", m->decode.job.meta.namespace) ||
+            !cJSON_AddStringToObject(o, "name", m->decode.job.meta.name) ||
+            !cJSON_AddNumberToObject(o, "position", m->wait.position) ||
+            !cJSON_AddStringToObject(o, "state", store_state_name(m->wait.pub.state)) ||
+            !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->wait.pub.cls)) ||
+            !cJSON_AddStringToObject(o, "message", ctl_str(m->wait.wait_msg)))
             goto out;
     }
     char *txt = cJSON_PrintUnformatted(root);
@@ -2685,15 +2703,15 @@ static int released_pods(struct rc_ctx *r)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np || (!m->rel_any && !memo_pods_dirty(r, m)))
+            if (!np || (!m->pods.rel_any && !memo_pods_dirty(r, m)))
                 continue; /* no released pod last time, and nothing changed since */
             struct cj *j = job_find(r, m->key);
-            m->rel_any = 0;
+            m->pods.rel_any = 0;
             for (int k = 0; k < np; k++) {
-                const struct ctl_podfacts *f = &m->pf[k];
+                const struct ctl_podfacts *f = &m->pods.pf[k];
                 if (f->terminal || !f->node || !f->node[0] || pod_held(j, f))
                     continue;
-                m->rel_any = 1;
+                m->pods.rel_any = 1;
                 r->nreleased++;
                 if (!pod_stopping(r, j, pods[k], f) &&
                     (rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, pods[k])))
@@ -2712,24 +2730,24 @@ static void cleanup_strays(struct rc_ctx *r)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
             const cJSON **pods = memo_pods(r, m, &np);
-            if (!np || (!m->stray_any && !memo_pods_dirty(r, m)))
+            if (!np || (!m->pods.stray_any && !memo_pods_dirty(r, m)))
                 continue; /* no stray pod last time, and nothing changed since */
-            m->stray_any = 1; /* until a look below finds none */
-            if (m->cleanup_inflight ||
-                (m->cleanup_done_ms && r->now - m->cleanup_done_ms < CTL_STRAY_RETRY_MS))
+            m->pods.stray_any = 1; /* until a look below finds none */
+            if (m->pods.cleanup_inflight ||
+                (m->pods.cleanup_done_ms && r->now - m->pods.cleanup_done_ms < CTL_STRAY_RETRY_MS))
                 continue; /* a delete the pod watch has not shown yet is not repeated at once */
             if (intent_first(r, m->key) < r->nintents)
                 continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = job_find(r, m->key);
             if (j && j->released)
                 continue; /* the intent written in this reconcile deletes them */
-            m->stray_any = 0;
+            m->pods.stray_any = 0;
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
-                const struct ctl_podfacts *f = &m->pf[k];
+                const struct ctl_podfacts *f = &m->pods.pf[k];
                 if (f->terminal || f->deletion || pod_held(j, f))
                     continue;
-                m->stray_any = 1;
+                m->pods.stray_any = 1;
                 const char *nn = f->node;
                 char w[256];
                 long grace = (nn && nn[0] && node_lost(r, nn, w, sizeof(w))) ? 0 : -1;
@@ -2888,8 +2906,8 @@ static int phase_observe(struct rc_ctx *r)
     }
     for (int i = 0; i < r->njobs; i++)
         if (r->jobs[i].invalid_reason && !r->jobs[i].failed_invalid) {
-            (void)ctl_str_set(&r->jobs[i].memo->wait_msg, r->jobs[i].invalid_msg, SCHED_MSG_MAX);
-            r->jobs[i].memo->position = 0;
+            (void)ctl_str_set(&r->jobs[i].memo->wait.wait_msg, r->jobs[i].invalid_msg, SCHED_MSG_MAX);
+            r->jobs[i].memo->wait.position = 0;
         }
     return 0;
 }
@@ -2905,7 +2923,7 @@ static int phase_commit(struct rc_ctx *r)
     r->in_txn = 0;
     int rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
     if (!rc)
-        ctl_reconcile_result(r->c, 0, NULL);
+        r->committed = 1;
     return rc;
 }
 
@@ -2938,11 +2956,12 @@ static int phase_report(struct rc_ctx *r)
 static int (*const phase_fns[CTL_NPHASES])(struct rc_ctx *r) = {
     phase_gather, phase_observe, phase_schedule, phase_commit, phase_act, phase_report};
 
-void ctl_reconcile(struct gq_ctl *c)
+struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
 {
+    struct ctl_rc_result res = {0};
     struct rc_ctx *r = calloc(1, sizeof(*r));
     if (!r)
-        return;
+        return res; /* did not run: nothing for the loop to act on */
     r->c = c;
     int rc = 0;
     for (int p = 0; p < CTL_NPHASES && !rc; p++) {
@@ -2956,7 +2975,8 @@ void ctl_reconcile(struct gq_ctl *c)
         c->m.store_errors++;
         LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
              " err=\"%s\" rc=%s", r->err, gq_strerror(rc));
-        ctl_reconcile_result(c, rc, r->err);
+        res.rc = rc;
+        gq_strlcpy(res.err, r->err, sizeof(res.err));
     } else {
         /* the rows, as committed, start the next reconcile */
         ctl_rows_release(c);
@@ -2966,16 +2986,17 @@ void ctl_reconcile(struct gq_ctl *c)
         c->rows_valid = 1;
         r->rows = NULL;
         r->nrows = r->caprows = 0;
-        if (r->settle_next)
-            ctl_settle_at(c, r->settle_next);
+        res.settle_due_ms = r->settle_next;
         int64_t dt = ctl_now_ms() - r->now;
         c->m.cycle_us_total += (uint64_t)dt * 1000;
         gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
                " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
                r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
     }
+    res.committed = r->committed;
     rc_release(r);
     free(r);
+    return res;
 }
 
 void ctl_rows_release(struct gq_ctl *c)
@@ -3002,17 +3023,17 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod)
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (!m)
         return;
-    gq_strlcpy(m->gone_pod, name, sizeof(m->gone_pod));
+    gq_strlcpy(m->pods.gone_pod, name, sizeof(m->pods.gone_pod));
     const char *phase = ctl_obj_str(pod, "status", "phase");
     if (!phase || strcmp(phase, "Succeeded"))
         return;
-    if (!m->gone_ok && !(m->gone_ok = cJSON_CreateArray()))
+    if (!m->pods.gone_ok && !(m->pods.gone_ok = cJSON_CreateArray()))
         return;
-    if (cJSON_GetArraySize(m->gone_ok) >= CTL_GONE_OK_MAX)
-        cJSON_DeleteItemFromArray(m->gone_ok, 0); /* the oldest */
+    if (cJSON_GetArraySize(m->pods.gone_ok) >= CTL_GONE_OK_MAX)
+        cJSON_DeleteItemFromArray(m->pods.gone_ok, 0); /* the oldest */
     cJSON *cp = cJSON_Duplicate(pod, 1);
     if (cp)
-        cJSON_AddItemToArray(m->gone_ok, cp);
+        cJSON_AddItemToArray(m->pods.gone_ok, cp);
 }
 
 /* ------------------------------------------------------------ quota edits */

@@ -1,16 +1,38 @@
 /*
- * ctl_int.h — internals shared by ctl_main.c (loop, CLI), ctl_cycle.c
- * (reconcile), ctl_memo.c (memo table) and ctl_wire.c (the controller's side
- * of the actuator). Not a public interface. The actuator (ctl_act.c) does not
- * include it: it sees only ctl_act.h, and struct gq_ctl embeds its struct
- * ctl_act.
+ * ctl_int.h — internals shared by the controller's files, included by each
+ * of them: ctl_main.c (loop, CLI), ctl_cycle.c (reconcile), ctl_wire.c (the
+ * controller's side of the actuator), ctl_memo.c (memo table, object sets,
+ * pod index), ctl_clock.c (wall clock), ctl_config.c (options) and
+ * tests/unit/test_ctl_perf.c (the pod index). Not a public interface. The
+ * actuator (ctl_act.c) does not include it: it sees only ctl_act.h, and
+ * struct gq_ctl embeds its struct ctl_act.
+ *
+ * Who calls whom (one way; no file calls back into one above it):
+ *   ctl_main.c   -> ctl_cycle.c  ctl_reconcile (returns struct ctl_rc_result:
+ *                                the loop acts on it: readiness, settle
+ *                                timer), ctl_team_changed, ctl_pod_deleted,
+ *                                ctl_queue_render, ctl_rows_release
+ *                -> ctl_wire.c   ctl_act_wire (hands over c->wake)
+ *                -> ctl_memo.c   informer events indexed, table released
+ *   ctl_cycle.c  -> ctl_wire.c   status writes, pod deletes and GETs
+ *                -> ctl_memo.c   memos, victims, texts; marks jobs dirty
+ *                                itself (dirty_upto: no loop needed)
+ *   ctl_wire.c   -> ctl_memo.c   memos looked up again by key in every hook
+ *   ctl_main.c, ctl_cycle.c, ctl_wire.c -> ctl_clock.c (ctl_now_ms), and down
+ *   to ctl_act.c and ctl_snapshot.c, which see only ctl_act.h and ctl.h.
+ * The loop is reached from below only through function pointers: the
+ * actuator's hooks (ctl_wire.c, called by ctl_act.c from the loop or inside
+ * a call into it) ask for a reconcile through c->wake (ctl_main.c's
+ * ctl_mark_dirty).
  *
  * Ownership: struct gq_ctl owns every member. Memo entries (struct ctl_memo)
  * are owned by the memo table; request callbacks never hold a memo pointer,
  * only a heap copy of the key, and look the entry up again when they run, so
- * an entry may be dropped while a request for it is in flight.
- * A job's memo also caches its decoded GPUJob (ctl_cycle.c borrows it for one
- * reconcile; the memo is not dropped during the reconcile that saw it).
+ * an entry may be dropped while a request for it is in flight. A memo is
+ * grouped by concern (decode, wait, pods, status, pl, victims: each part
+ * says who writes it and what it owns). A job's memo also caches its decoded
+ * GPUJob (ctl_cycle.c borrows it for one reconcile; the memo is not dropped
+ * during the reconcile that saw it).
  */
 #ifndef GQ_CTL_INT_H
 #define GQ_CTL_INT_H
@@ -35,25 +57,85 @@ struct ctl_podfacts {
 };
 
 /* Per object memory kept across cycles (jobs "ns/name", teams "team:N",
- * pools "pool:N"). */
-struct ctl_memo {
-    char *key;
-    struct ctl_memo *next;        /* hash chain */
-    char *last_status;            /* JSON last written successfully, or submitted (a failed
-                                   * or dropped latest write clears it: written again) */
-    int status_inflight;          /* state transitions queued or on the wire */
-    /* Texts below marked (str) are owned heap strings, NULL for "" (set with
-     * ctl_str_set, read with ctl_str): most jobs have none of them. */
+ * pools "pool:N"), one sub-struct per concern. A job memo uses every part; a
+ * Team or pool memo only status (and a Team's invalid_reported_gen).
+ * Texts below marked (str) are owned heap strings, NULL for "" (set with
+ * ctl_str_set, read with ctl_str): most jobs have none of them. Every memo
+ * is freed by ctl_memo.c (memo_free), which releases what each part owns. */
+
+/* The GPUJob decode cache, and what the last full examination of the job
+ * found. Written by ctl_cycle.c only (job_decode_cached, job_prepare*), read
+ * by the reconcile (struct cj borrows &job for one reconcile: the memo is not
+ * dropped during the reconcile that saw it) and by ctl_queue_render. */
+struct ctl_memo_decode {
+    /* job is the decoded+defaulted+validated form of the object with
+     * (job_uid, job_rv = generation or resourceVersion key, ctl_cycle.c
+     * job_cache_key) under the Teams/PriorityClasses signature job_lookup;
+     * job_nerr/job_err are its decode/validate errors.
+     * Owned (api_gpujob_release when job_valid). */
+    struct api_gpujob job;
+    int job_valid;
+    int job_nerr;
+    uint64_t job_lookup;
+    char job_uid[API_UID_MAX], job_rv[API_UID_MAX + 8];
+    char *job_err;                /* (str) */
+    const char *job_refusal;      /* api_gpujob_tenancy's reason (static) or NULL, same inputs */
+    /* A full examination (a dirty job, a full pass) filled the fields below;
+     * a reconcile that finds the job clean reuses them (job_prepare_clean). */
+    int prepared;
+    int prep_failed_invalid;
+    const char *prep_invalid_reason; /* static text or NULL */
+    char *prep_invalid_msg;       /* (str) */
+};
+
+/* Why the job waits and what its status shows of the wait. wait_msg,
+ * wait_gen, unsched_msg, position, gposition and reserved are renewed by
+ * each scheduling cycle (ctl_cycle.c run_sched; phase_observe sets wait_msg
+ * to a spec problem, waiting_publish clears it once the job neither waits
+ * nor holds); pub is written by waiting_publish (ctl_wait_publish,
+ * ctl_wait_adopt). Read by job_status, the Teams' pendingHead and /queue. */
+struct ctl_memo_wait {
     char *wait_msg;               /* (str) last WAIT explanation */
-    int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     char *unsched_msg;            /* (str) last WAIT's unschedulable_msg ("" = fits an empty cluster) */
+    char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
+    int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     int position;                 /* exact WAIT position of the last schedule in its Team's
                                    * queue (0 = none) */
     int gposition;                /* exact WAIT position of the last schedule across all
                                    * Teams, in the core's admission order (0 = none) */
-    char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
     struct ctl_waitpub pub;       /* what its status shows of its wait (ctl_wait_publish) */
+};
+
+/* The job's pods: the index kept by the pod informer's events (pods, pf,
+ * npods, podcap: ctl_memo.c ctl_index_pod, which creates the memo), and what
+ * is known of them beyond the cache: API answers (ctl_wire.c's hooks,
+ * ctl_cycle.c ctl_pod_deleted) and the reconcile's own bookkeeping
+ * (ctl_cycle.c: missing pods, released and stray pods). A memo with pods or
+ * stray deletes in flight is not dropped. */
+struct ctl_memo_pods {
+    /* this job's pods in the pod cache (array owned, objects borrowed: an
+     * entry is replaced or removed by ctl_index_pod before the cache frees
+     * its object) */
+    const cJSON **pods;
+    struct ctl_podfacts *pf;      /* parallel to pods (array owned, texts borrowed likewise) */
+    int npods, podcap;
+    /* The last examination of this memo's pods found a released pod
+     * (released_pods) / left a stray pod to delete or to look at again
+     * (cleanup_strays): a clean memo without them is not examined again. */
+    int rel_any, stray_any;
+    int confirm_inflight;         /* a GET of an absent pod in flight (ctl_wire.c) */
+    int cleanup_inflight;         /* stray pod deletes in flight (ctl_wire.c) */
+    /* The last pod create submitted (its attempt, name, when; ctl_wire.c
+     * hook_pod_create_sent): until the cache shows a pod of that attempt or
+     * newer, or the API server says it is gone, the pod may run unseen, so
+     * the job is not placed again while it holds nothing (ctl_cycle.c
+     * earlier_attempt_runs). 0 = none pending. */
+    int created_attempt;
+    int64_t created_ms;
+    char created_pod[API_NAME_MAX + 32];
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
+    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
+                                   * asked again at once: CTL_STRAY_RETRY_MS) */
     /* A pod of this job the API server said is gone: a delete event
      * (ctl_pod_deleted) or a GET answering 404 (ctl_pod_confirm). A
      * placed pod absent from the cache is lost only when named here; a
@@ -64,64 +146,23 @@ struct ctl_memo {
      * (preemption, suspend) was under way still counts for "every replica of
      * one attempt succeeded" after the pod is gone. */
     cJSON *gone_ok;
-    int confirm_inflight;         /* a GET of an absent pod in flight */
-    /* The last pod create submitted (its attempt, name, when): until the
-     * cache shows a pod of that attempt or newer, or the API server says it
-     * is gone, the pod may run unseen, so the job is not placed again while
-     * it holds nothing (ctl_cycle.c earlier_attempt_runs). 0 = none pending. */
-    int created_attempt;
-    char created_pod[API_NAME_MAX + 32];
-    int64_t created_ms;
-    int64_t seen_cycle;           /* last reconcile that saw the object or row */
-    int cleanup_inflight;         /* stray pod deletes in flight */
-    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
-                                   * asked again at once: CTL_STRAY_RETRY_MS) */
-    char create_err[256];         /* a pod create the API server refused (4xx): the job fails */
-    /* GPUJob decode cache: job is the decoded+defaulted+validated form of
-     * the object with (job_uid, job_rv = generation or resourceVersion key,
-     * ctl_cycle.c job_cache_key) under the Teams/PriorityClasses signature
-     * job_lookup; job_nerr/job_err are its decode/validate errors.
-     * Owned (api_gpujob_release when job_valid). */
-    struct api_gpujob job;
-    int job_valid;
-    char job_uid[API_UID_MAX], job_rv[API_UID_MAX + 8];
-    uint64_t job_lookup;
-    int job_nerr;
-    char *job_err;                /* (str) */
-    const char *job_refusal;      /* api_gpujob_tenancy's reason (static) or NULL, same inputs */
+    char create_err[256];         /* a pod create the API server refused (4xx): the job fails
+                                   * (ctl_wire.c hook_pod_create_refused; read and cleared by
+                                   * ctl_cycle.c job_create_refused) */
+};
+
+/* The object's status subresource as we wrote it (jobs, Teams, pools).
+ * last_status, status_gen and status_inflight are written by ctl_wire.c
+ * (ctl_status_write, hook_status_end), status_state by hook_status_end; the
+ * other fields by ctl_cycle.c (job_status, status_held, counted_status). */
+struct ctl_memo_status {
+    char *last_status;            /* JSON last written successfully, or submitted (owned; a
+                                   * failed or dropped latest write clears it: written again) */
     /* status inputs last_status was computed from (owned; NULL = none):
      * equal inputs give the same status, so it is not computed again */
     char *status_sig;
-    /* placement cache: pl_cache is ctl_placement_parse(pl_text) (both owned) */
-    char *pl_text;
-    struct ctl_placement pl_cache;
-    /* this job's pods in the pod cache (borrowed; kept by the pod informer's
-     * events, ctl_index_pod: an entry is replaced or removed before the
-     * cache frees its object) */
-    const cJSON **pods;
-    struct ctl_podfacts *pf;      /* parallel to pods */
-    int npods, podcap;
-    /* Event-driven reconcile: the job is examined in full (decode checks, spec
-     * rules, lifecycle, status) by every reconcile numbered <= dirty_upto, and
-     * by full passes; other reconciles reuse what the last full examination
-     * found (prepared, below). Set by informer events of the job or its pods,
-     * by acts that finish, and by the reconcile's own writes. */
-    int64_t dirty_upto;
-    /* The last examination of this memo's pods found a released pod
-     * (released_pods) / left a stray pod to delete or to look at again
-     * (cleanup_strays): a clean memo without them is not examined again. */
-    int rel_any, stray_any;
-    int prepared;                 /* a full examination filled the fields below */
-    int prep_failed_invalid;
-    const char *prep_invalid_reason; /* static text or NULL */
-    char *prep_invalid_msg;       /* (str) */
-    /* Team memo: generation whose invalid edit was last reported (Event, audit) */
-    int64_t invalid_reported_gen;
-    /* keys of the jobs preempted for this job since it was last admitted
-     * (owned), passed to the core as its preempted_victims. In memory only:
-     * a restart forgets it (the victims' stored preempted_by remains). */
-    char **victims;
-    int nvictims, capvictims;
+    int status_inflight;          /* state transitions queued or on the wire */
+    int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest
      * one's failure clears last_status); status_state is the status.state the
      * API server last accepted from us ("" = none yet): a patch with another
@@ -132,8 +173,44 @@ struct ctl_memo {
      * since start), and when a write it holds back is due (0 = none) */
     int64_t status_sent_ms;
     int64_t settle_due_ms;
-    int since_state;              /* the store state seen last, since state_since_ms */
     int64_t state_since_ms;       /* (0 = not seen yet) */
+};
+
+/* The job's placement as last parsed from its store row (ctl_cycle.c
+ * placement_load): pl_cache is ctl_placement_parse(pl_text), both owned. */
+struct ctl_memo_placement {
+    char *pl_text;
+    struct ctl_placement pl_cache;
+};
+
+/* Keys of the jobs preempted for this job since it was last admitted
+ * (owned: the array and each key; ctl_memo_victim_add, ctl_memo_victims_clear,
+ * called by ctl_cycle.c), passed to the core as its preempted_victims. In
+ * memory only: a restart forgets it (the victims' stored preempted_by
+ * remains). */
+struct ctl_memo_victims {
+    char **victims;
+    int nvictims, capvictims;
+};
+
+struct ctl_memo {
+    char *key;                    /* owned */
+    struct ctl_memo *next;        /* hash chain */
+    /* Event-driven reconcile: the job is examined in full (decode checks, spec
+     * rules, lifecycle, status) by every reconcile numbered <= dirty_upto, and
+     * by full passes; other reconciles reuse what the last full examination
+     * found (decode.prepared). Set by informer events of the job or its pods,
+     * by acts that finish, and by the reconcile's own writes. */
+    int64_t dirty_upto;
+    int64_t seen_cycle;           /* last reconcile that saw the object or row (memo aging) */
+    /* Team memo: generation whose invalid edit was last reported (Event, audit) */
+    int64_t invalid_reported_gen;
+    struct ctl_memo_decode decode;
+    struct ctl_memo_wait wait;
+    struct ctl_memo_pods pods;
+    struct ctl_memo_status status;
+    struct ctl_memo_placement pl;
+    struct ctl_memo_victims victims;
 };
 
 struct ctl_memo_table {
@@ -250,6 +327,10 @@ struct gq_ctl {
      * marks the done ones at the start of the next reconcile); its kube
      * client, caches and store are c's (borrowed), its hooks ctl_wire.c's */
     struct ctl_act act;
+    /* the loop's wake-up (ctl_main.c's ctl_mark_dirty, given to ctl_act_wire):
+     * how the actuator's hooks (ctl_wire.c) ask for a reconcile without
+     * calling into ctl_main.c */
+    void (*wake)(struct gq_ctl *c);
     ev_timer debounce, resync, stop_timer, settle_timer;
     int64_t settle_at_ms;         /* settle_timer fires then (0 = not armed) */
     ev_signal sigterm, sigint;
@@ -268,9 +349,12 @@ struct gq_ctl {
 
 #define CTL_READY_MAX_FAILED 3
 
-/* ctl_main.c */
-void ctl_mark_dirty(struct gq_ctl *c);
-/* A memo's short text (ctl_memo.c): *dst becomes a heap copy of at most
+/* ctl_clock.c */
+/* The wall clock, Unix ms (CLOCK_REALTIME). */
+int64_t ctl_now_ms(void);
+
+/* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O. */
+/* A memo's short text: *dst becomes a heap copy of at most
  * max - 1 bytes of src, or NULL when src is NULL or "" (the old text freed).
  * Unchanged text is not copied again. GQ_ENOMEM leaves *dst NULL. */
 int ctl_str_set(char **dst, const char *src, size_t max);
@@ -278,14 +362,6 @@ static inline const char *ctl_str(const char *s)
 {
     return s ? s : "";
 }
-/* Free the kept store rows (ctl_cycle.c); the next reconcile reads them. */
-void ctl_rows_release(struct gq_ctl *c);
-/* Reconcile again at due_ms (wall clock, ms): a status write held back by
- * --status-settle is due then. An earlier one already armed is kept. */
-void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
-/* A reconcile ended: committed (rc 0) or failed and rolled back (err says why). */
-void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err);
-int64_t ctl_now_ms(void);
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
 /* Record that key was preempted for m's job (once); GQ_ENOMEM. */
@@ -305,11 +381,24 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
                   const cJSON *new_obj, int64_t dirty_cycle);
 /* The job of key (if it has a memo) is examined in full up to reconcile dirty_cycle. */
 void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle);
-/* The job of key is examined in full by the next reconcile (act callbacks). */
-void ctl_mark_key(struct gq_ctl *c, const char *key);
 
 /* ctl_cycle.c */
-void ctl_reconcile(struct gq_ctl *c);
+/* What one reconcile tells the loop, which acts on it (ctl_main.c): the
+ * reconcile itself never calls into the loop. */
+struct ctl_rc_result {
+    int committed;           /* its store transaction committed (readiness: a success) */
+    int rc;                  /* GQ_OK, or the error that stopped it (rolled back before
+                              * the commit): a failure for readiness. rc 0 and not
+                              * committed: it did not run (no memory for its context) */
+    char err[512];           /* with rc: why ("" = gq_strerror(rc) says it) */
+    int64_t settle_due_ms;   /* reconcile again then (wall clock, ms): a status write held
+                              * back by --status-settle is due (0 = none; only when rc 0) */
+};
+/* One reconcile (the phases in ctl_cycle.c); only while leading, after every
+ * informer synced. */
+struct ctl_rc_result ctl_reconcile(struct gq_ctl *c);
+/* Free the kept store rows; the next reconcile reads them. */
+void ctl_rows_release(struct gq_ctl *c);
 /* Team "quota-edit" audit for an informer MODIFIED of a Team. */
 void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
 /* Every waiting job with its exact queue position from the last schedule
@@ -323,8 +412,10 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 /* ctl_wire.c: the actuator (ctl_act.h) wired to the controller, and the
  * actuator's requests that first consult the memo. */
 /* Fill c->act (client, caches, configuration, hooks): after the client and
- * the informers exist. c->act.st follows c->st (ctl_store_open). */
-void ctl_act_wire(struct gq_ctl *c);
+ * the informers exist. c->act.st follows c->st (ctl_store_open). wake asks
+ * the loop for a reconcile (kept in c->wake): the hooks call it when an
+ * outcome needs one, from the loop or inside a call into the actuator. */
+void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c));
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
  * the memo's cleanup counter of key (when it has a memo) until it ends. */
 void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);

@@ -1,14 +1,15 @@
 /*
  * ctl_main.c — `gangq controller`: the command line (options in ctl_config.c), the libev loop,
- * informers, leader election, debounce/resync timers, signals and a bounded
- * graceful shutdown (the per-object memo table is in ctl_memo.c).
+ * informers, leader election, debounce/resync/settle timers, signals and a bounded
+ * graceful shutdown (the per-object memo table is in ctl_memo.c). It calls the
+ * reconcile (ctl_reconcile) and acts on its result; nothing below calls back
+ * in except through c->wake (the actuator's hooks, ctl_int.h).
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -17,20 +18,9 @@
 
 /* ------------------------------------------------------------ loop */
 
-int64_t ctl_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void ctl_mark_key(struct gq_ctl *c, const char *key)
-{
-    ctl_memo_mark(&c->memo, key, c->reconciles + 1);
-    ctl_mark_dirty(c);
-}
-
-void ctl_mark_dirty(struct gq_ctl *c)
+/* A reconcile is wanted: the debounce timer is armed (batched, adaptive).
+ * Also the actuator hooks' wake-up (c->wake, ctl_act_wire). */
+static void ctl_mark_dirty(struct gq_ctl *c)
 {
     if (c->stopping)
         return;
@@ -44,7 +34,9 @@ void ctl_mark_dirty(struct gq_ctl *c)
     }
 }
 
-void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err)
+/* A reconcile ended: committed (rc 0) or failed and rolled back (err says
+ * why): readiness (/readyz) follows. */
+static void ctl_reconcile_result(struct gq_ctl *c, int rc, const char *err)
 {
     if (!rc) {
         if (c->failed_streak >= CTL_READY_MAX_FAILED)
@@ -80,13 +72,22 @@ double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, 
     return start - now > debounce_s ? start - now : debounce_s;
 }
 
+static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
+
+/* Run a reconcile and act on its result (ctl_reconcile never calls the loop). */
 static void maybe_reconcile(struct gq_ctl *c)
 {
     c->dirty = 0;
     if (c->stopping || !c->leading || !all_synced(c))
         return;
     double t0 = ev_time();
-    ctl_reconcile(c);
+    struct ctl_rc_result res = ctl_reconcile(c);
+    if (res.committed)
+        ctl_reconcile_result(c, 0, NULL);
+    if (res.rc)
+        ctl_reconcile_result(c, res.rc, res.err);
+    if (res.settle_due_ms)
+        ctl_settle_at(c, res.settle_due_ms);
     c->rc_end = ev_time();
     c->rc_cost_s = c->rc_end - t0;
 }
@@ -107,7 +108,9 @@ static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
     ctl_mark_dirty(c); /* the jobs whose held status is due are dirty then */
 }
 
-void ctl_settle_at(struct gq_ctl *c, int64_t due_ms)
+/* Reconcile again at due_ms (wall clock, ms): a status write held back by
+ * --status-settle is due then. An earlier one already armed is kept. */
+static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms)
 {
     if (c->stopping || (c->settle_at_ms && c->settle_at_ms <= due_ms))
         return;
@@ -635,7 +638,7 @@ int ctl_run(const struct ctl_config *cfg)
             goto out;
         }
     }
-    ctl_act_wire(c);
+    ctl_act_wire(c, ctl_mark_dirty);
     ev_timer_init(&c->debounce, debounce_cb, c->cfg.debounce_s, 0.);
     c->debounce.data = c;
     ev_timer_init(&c->resync, resync_cb, c->cfg.cycle_interval_s, c->cfg.cycle_interval_s);

@@ -1,7 +1,9 @@
 /*
  * ctl_memo.c — the per-object memo table: what the controller remembers about
- * each GPUJob between reconciles (decoded spec cache, published status,
- * victims, in-flight writes), keyed by namespace/name.
+ * each GPUJob between reconciles (struct ctl_memo's parts: decoded spec
+ * cache, wait, pods, published status, placement, victims), keyed by
+ * namespace/name; the object sets and each job's pod index kept by informer
+ * events. No loop and no I/O: called by ctl_main.c, ctl_cycle.c and ctl_wire.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,50 +40,50 @@ static void memo_free(struct ctl_memo *m)
 {
     if (!m)
         return;
-    if (m->job_valid)
-        api_gpujob_release(&m->job);
+    if (m->decode.job_valid)
+        api_gpujob_release(&m->decode.job);
     free(m->key);
-    free(m->last_status);
-    free(m->status_sig);
-    free(m->pl_text);
-    free(m->wait_msg);
-    free(m->unsched_msg);
-    free(m->reserved);
-    free(m->job_err);
-    free(m->prep_invalid_msg);
-    ctl_placement_release(&m->pl_cache);
-    free(m->pods);
-    free(m->pf);
-    cJSON_Delete(m->gone_ok);
+    free(m->status.last_status);
+    free(m->status.status_sig);
+    free(m->pl.pl_text);
+    free(m->wait.wait_msg);
+    free(m->wait.unsched_msg);
+    free(m->wait.reserved);
+    free(m->decode.job_err);
+    free(m->decode.prep_invalid_msg);
+    ctl_placement_release(&m->pl.pl_cache);
+    free(m->pods.pods);
+    free(m->pods.pf);
+    cJSON_Delete(m->pods.gone_ok);
     ctl_memo_victims_clear(m);
-    free(m->victims);
+    free(m->victims.victims);
     free(m);
 }
 
 int ctl_memo_victim_add(struct ctl_memo *m, const char *key)
 {
-    for (int k = 0; k < m->nvictims; k++)
-        if (!strcmp(m->victims[k], key))
+    for (int k = 0; k < m->victims.nvictims; k++)
+        if (!strcmp(m->victims.victims[k], key))
             return GQ_OK;
-    if (m->nvictims == m->capvictims) {
-        int cap = m->capvictims ? 2 * m->capvictims : 4;
-        char **nv = realloc(m->victims, (size_t)cap * sizeof(*nv));
+    if (m->victims.nvictims == m->victims.capvictims) {
+        int cap = m->victims.capvictims ? 2 * m->victims.capvictims : 4;
+        char **nv = realloc(m->victims.victims, (size_t)cap * sizeof(*nv));
         if (!nv)
             return GQ_ENOMEM;
-        m->victims = nv;
-        m->capvictims = cap;
+        m->victims.victims = nv;
+        m->victims.capvictims = cap;
     }
-    if (!(m->victims[m->nvictims] = strdup(key)))
+    if (!(m->victims.victims[m->victims.nvictims] = strdup(key)))
         return GQ_ENOMEM;
-    m->nvictims++;
+    m->victims.nvictims++;
     return GQ_OK;
 }
 
 void ctl_memo_victims_clear(struct ctl_memo *m)
 {
-    for (int k = 0; k < m->nvictims; k++)
-        free(m->victims[k]);
-    m->nvictims = 0;
+    for (int k = 0; k < m->victims.nvictims; k++)
+        free(m->victims.victims[k]);
+    m->victims.nvictims = 0;
 }
 
 static int memo_grow(struct ctl_memo_table *t)
@@ -134,7 +136,7 @@ void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle)
         struct ctl_memo **pp = &t->b[i];
         while (*pp) {
             struct ctl_memo *m = *pp;
-            if (m->seen_cycle < cycle && !m->status_inflight && !m->cleanup_inflight && !m->npods) {
+            if (m->seen_cycle < cycle && !m->status.status_inflight && !m->pods.cleanup_inflight && !m->pods.npods) {
                 *pp = m->next;
                 memo_free(m);
                 t->n--;
@@ -251,31 +253,31 @@ static int pod_job_key(const cJSON *o, char *key, size_t len)
 
 static void memo_pod_del(struct ctl_memo *m, const cJSON *o)
 {
-    for (int i = 0; i < m->npods; i++)
-        if (m->pods[i] == o) {
-            m->npods--;
-            m->pods[i] = m->pods[m->npods];
-            m->pf[i] = m->pf[m->npods];
+    for (int i = 0; i < m->pods.npods; i++)
+        if (m->pods.pods[i] == o) {
+            m->pods.npods--;
+            m->pods.pods[i] = m->pods.pods[m->pods.npods];
+            m->pods.pf[i] = m->pods.pf[m->pods.npods];
             return;
         }
 }
 
 static int memo_pod_add(struct ctl_memo *m, const cJSON *o)
 {
-    if (m->npods == m->podcap) {
-        int nc = m->podcap ? m->podcap * 2 : 4;
-        const cJSON **p = realloc(m->pods, (size_t)nc * sizeof(*p));
+    if (m->pods.npods == m->pods.podcap) {
+        int nc = m->pods.podcap ? m->pods.podcap * 2 : 4;
+        const cJSON **p = realloc(m->pods.pods, (size_t)nc * sizeof(*p));
         if (!p)
             return GQ_ENOMEM;
-        m->pods = p;
-        struct ctl_podfacts *f = realloc(m->pf, (size_t)nc * sizeof(*f));
+        m->pods.pods = p;
+        struct ctl_podfacts *f = realloc(m->pods.pf, (size_t)nc * sizeof(*f));
         if (!f)
             return GQ_ENOMEM;
-        m->pf = f;
-        m->podcap = nc;
+        m->pods.pf = f;
+        m->pods.podcap = nc;
     }
-    pod_facts(o, &m->pf[m->npods]);
-    m->pods[m->npods++] = o;
+    pod_facts(o, &m->pods.pf[m->pods.npods]);
+    m->pods.pods[m->pods.npods++] = o;
     return GQ_OK;
 }
 

@@ -13,18 +13,27 @@
 
 #include "ctl_int.h"
 
+/* The job of key is examined in full by the next reconcile, which the loop
+ * is asked for. */
+static void mark_key(struct gq_ctl *c, const char *key)
+{
+    ctl_memo_mark(&c->memo, key, c->reconciles + 1);
+    if (c->wake)
+        c->wake(c);
+}
+
 static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
 {
     struct gq_ctl *c = ctx;
     (void)ok; /* a failed intent stays pending: the next reconcile acts again */
     if (!intent_id && key[0]) { /* ctl_pod_delete's deletes ended */
         struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
-        if (m && m->cleanup_inflight > 0)
-            m->cleanup_inflight--;
+        if (m && m->pods.cleanup_inflight > 0)
+            m->pods.cleanup_inflight--;
         if (m)
-            m->cleanup_done_ms = ctl_now_ms();
+            m->pods.cleanup_done_ms = ctl_now_ms();
     }
-    ctl_mark_key(c, key);
+    mark_key(c, key);
 }
 
 static void hook_pod_create_sent(void *ctx, const char *key, int attempt, const char *pod)
@@ -32,9 +41,9 @@ static void hook_pod_create_sent(void *ctx, const char *key, int attempt, const 
     struct gq_ctl *c = ctx;
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m) {
-        m->created_attempt = attempt;
-        gq_strlcpy(m->created_pod, pod, sizeof(m->created_pod));
-        m->created_ms = ctl_now_ms();
+        m->pods.created_attempt = attempt;
+        gq_strlcpy(m->pods.created_pod, pod, sizeof(m->pods.created_pod));
+        m->pods.created_ms = ctl_now_ms();
     }
 }
 
@@ -43,7 +52,7 @@ static void hook_pod_create_refused(void *ctx, const char *key, const char *msg)
     struct gq_ctl *c = ctx;
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m)
-        gq_strlcpy(m->create_err, msg, sizeof(m->create_err));
+        gq_strlcpy(m->pods.create_err, msg, sizeof(m->pods.create_err));
 }
 
 static void hook_pod_confirmed(void *ctx, const char *key, const char *pod, int rc)
@@ -51,13 +60,13 @@ static void hook_pod_confirmed(void *ctx, const char *key, const char *pod, int 
     struct gq_ctl *c = ctx;
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m) {
-        m->confirm_inflight = 0;
+        m->pods.confirm_inflight = 0;
         if (rc == GQ_ENOTFOUND)
-            gq_strlcpy(m->gone_pod, pod, sizeof(m->gone_pod));
+            gq_strlcpy(m->pods.gone_pod, pod, sizeof(m->pods.gone_pod));
         else
-            m->missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
+            m->pods.missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
     }
-    ctl_mark_key(c, key);
+    mark_key(c, key);
 }
 
 static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
@@ -66,35 +75,38 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
     struct ctl_memo *m = ctl_memo_get(&c->memo, e->key, 0);
     if (!m)
         return 0;
-    if (e->transition && m->status_inflight > 0)
-        m->status_inflight--;
+    if (e->transition && m->status.status_inflight > 0)
+        m->status.status_inflight--;
     if (e->rc == GQ_OK) {
         if (e->state[0])
-            gq_strlcpy(m->status_state, e->state, sizeof(m->status_state));
+            gq_strlcpy(m->status.status_state, e->state, sizeof(m->status.status_state));
     } else if (e->not_sent == KUBE_NOT_SENT_SUPERSEDED) {
         /* a newer status of the object replaced it before it was sent */
-    } else if (e->gen == m->status_gen) {
+    } else if (e->gen == m->status.status_gen) {
         /* the latest write failed or was dropped (low lane full): the next
          * reconcile computes the status again and writes it. 409: from
          * fresh state; 404: the object is gone. Never a blind retry. */
-        free(m->last_status);
-        m->last_status = NULL;
+        free(m->status.last_status);
+        m->status.last_status = NULL;
         /* computed and written again: at once after an error; after a drop
          * (the low lane is full) with the next full pass, not the next
          * reconcile, or drops and rewrites feed each other */
         if (e->not_sent != KUBE_NOT_SENT_DROPPED)
-            ctl_mark_key(c, e->key);
+            mark_key(c, e->key);
     }
     return 1;
 }
 
 static void hook_mark_dirty(void *ctx)
 {
-    ctl_mark_dirty(ctx);
+    struct gq_ctl *c = ctx;
+    if (c->wake)
+        c->wake(c);
 }
 
-void ctl_act_wire(struct gq_ctl *c)
+void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c))
 {
+    c->wake = wake;
     const struct ctl_act_hooks hooks = {c, hook_settled, hook_pod_create_sent, hook_pod_create_refused,
                                         hook_pod_confirmed, hook_status_end, hook_mark_dirty};
     ctl_act_init(&c->act, &ctl_act_kube_client, c->client, kube_informer_cache(c->inf[INF_JOBS]),
@@ -107,17 +119,17 @@ void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *
 {
     struct ctl_memo *m = key ? ctl_memo_get(&c->memo, key, 0) : NULL;
     if (m)
-        m->cleanup_inflight++; /* until hook_settled */
+        m->pods.cleanup_inflight++; /* until hook_settled */
     ctl_act_delete_pod(&c->act, pod, grace, key);
 }
 
 void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name)
 {
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
-    if (!m || m->confirm_inflight)
+    if (!m || m->pods.confirm_inflight)
         return;
     if (!ctl_act_confirm_pod(&c->act, key, ns, name))
-        m->confirm_inflight = 1; /* until hook_pod_confirmed */
+        m->pods.confirm_inflight = 1; /* until hook_pod_confirmed */
 }
 
 /* The state the object has as far as we know: what the API server last
@@ -127,8 +139,8 @@ static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const
 {
     char ns[API_NS_MAX], name[API_NAME_MAX];
     const char *slash = strchr(memo_key, '/');
-    if (m->status_state[0])
-        return m->status_state;
+    if (m->status.status_state[0])
+        return m->status.status_state;
     if (!slash || (size_t)(slash - memo_key) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name))
         return NULL;
     memcpy(ns, memo_key, (size_t)(slash - memo_key));
@@ -149,7 +161,7 @@ void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, 
     char *json = cJSON_PrintUnformatted(patch);
     if (!json)
         return;
-    if (m->last_status && !strcmp(m->last_status, json)) {
+    if (m->status.last_status && !strcmp(m->status.last_status, json)) {
         free(json);
         return;
     }
@@ -161,14 +173,14 @@ void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, 
         gq_strlcpy(state, st->valuestring, sizeof(state));
         transition = !known || strcmp(known, state) != 0;
     }
-    uint64_t gen = m->status_gen + 1;
+    uint64_t gen = m->status.status_gen + 1;
     if (ctl_act_patch_status(&c->act, memo_key, path, patch, transition, state, gen)) {
         free(json);
         return;
     }
-    m->status_gen = gen;
-    free(m->last_status);
-    m->last_status = json;
+    m->status.status_gen = gen;
+    free(m->status.last_status);
+    m->status.last_status = json;
     if (transition)
-        m->status_inflight++; /* until hook_status_end */
+        m->status.status_inflight++; /* until hook_status_end */
 }

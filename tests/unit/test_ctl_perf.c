@@ -112,8 +112,8 @@ static void test_objset_order(void **state)
 
 static int memo_has(struct ctl_memo *m, const cJSON *pod)
 {
-    for (int i = 0; m && i < m->npods; i++)
-        if (m->pods[i] == pod)
+    for (int i = 0; m && i < m->pods.npods; i++)
+        if (m->pods.pods[i] == pod)
             return 1;
     return 0;
 }
@@ -134,15 +134,15 @@ static void test_index_pod_events(void **state)
     assert_int_equal(ctl_index_pod(&t, &foreign, NULL, pend, 5), 0);
     struct ctl_memo *m = ctl_memo_get(&t, "ns/a", 0);
     assert_non_null(m);
-    assert_int_equal(m->npods, 2);
+    assert_int_equal(m->pods.npods, 2);
     assert_int_equal(m->dirty_upto, 5);
     assert_true(memo_has(m, a0) && memo_has(m, a1));
-    for (int i = 0; i < m->npods; i++)
-        if (m->pods[i] == a0) {
-            assert_string_equal(m->pf[i].name, "a-0");
-            assert_string_equal(m->pf[i].node, "n1");
-            assert_string_equal(m->pf[i].replica, "0");
-            assert_false(m->pf[i].terminal);
+    for (int i = 0; i < m->pods.npods; i++)
+        if (m->pods.pods[i] == a0) {
+            assert_string_equal(m->pods.pf[i].name, "a-0");
+            assert_string_equal(m->pods.pf[i].node, "n1");
+            assert_string_equal(m->pods.pf[i].replica, "0");
+            assert_false(m->pods.pf[i].terminal);
         }
     assert_int_equal(foreign.n, 1); /* an unbound pod uses nothing */
     assert_ptr_equal(foreign.e[0].obj, f);
@@ -151,11 +151,11 @@ static void test_index_pod_events(void **state)
     cJSON *a1b = mkpod("ns", "a-1", "a", "n1", "Succeeded");
     assert_int_equal(ctl_index_pod(&t, &foreign, a1, a1b, 6), 0);
     cJSON_Delete(a1);
-    assert_int_equal(m->npods, 2);
+    assert_int_equal(m->pods.npods, 2);
     assert_true(memo_has(m, a1b));
-    for (int i = 0; i < m->npods; i++)
-        if (m->pods[i] == a1b)
-            assert_true(m->pf[i].terminal);
+    for (int i = 0; i < m->pods.npods; i++)
+        if (m->pods.pods[i] == a1b)
+            assert_true(m->pods.pf[i].terminal);
     assert_int_equal(m->dirty_upto, 6);
     cJSON *fdone = mkpod("ns", "web", NULL, "n2", "Succeeded");
     assert_int_equal(ctl_index_pod(&t, &foreign, f, fdone, 6), 0);
@@ -167,12 +167,12 @@ static void test_index_pod_events(void **state)
     cJSON_Delete(a0);
     struct ctl_memo *mb = ctl_memo_get(&t, "ns/b", 0);
     assert_non_null(mb);
-    assert_int_equal(m->npods, 1);
-    assert_int_equal(mb->npods, 1);
+    assert_int_equal(m->pods.npods, 1);
+    assert_int_equal(mb->pods.npods, 1);
     assert_true(memo_has(mb, moved));
     /* DELETED */
     assert_int_equal(ctl_index_pod(&t, &foreign, a1b, NULL, 8), 0);
-    assert_int_equal(m->npods, 0);
+    assert_int_equal(m->pods.npods, 0);
     assert_int_equal(m->dirty_upto, 8);
     /* a memo with pods is not dropped as unseen; one without is */
     ctl_memo_drop_unseen(&t, 100);

@@ -1,0 +1,15 @@
+/*
+ * ctl_clock.c — the controller's wall clock, one function shared by the loop
+ * (ctl_main.c), the reconcile (ctl_cycle.c) and the actuator's hooks
+ * (ctl_wire.c), so that none of them calls into another for the time.
+ */
+#include <time.h>
+
+#include "ctl_int.h"
+
+int64_t ctl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
