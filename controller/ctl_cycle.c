@@ -33,7 +33,8 @@
 /* A GPUJob of this reconcile. */
 struct cj {
     const cJSON *obj;
-    char key[CTL_KEY_MAX];
+    const char *key;            /* "ns/name" (borrowed from c->jobs_set: no event runs
+                                 * during a reconcile) */
     const struct api_gpujob *job; /* decoded+defaulted: the memo's cache (borrowed) */
     int decoded;                /* decode gave a usable spec */
     int gen_changed;            /* metadata.generation differs from the store's */
@@ -549,16 +550,14 @@ static int node_lost(struct rc_ctx *r, const char *name, char *why, size_t len)
     return 0;
 }
 
-static int cj_cmp(const void *a, const void *b)
+static int cj_key_cmp(const void *key, const void *e)
 {
-    return strcmp(((const struct cj *)a)->key, ((const struct cj *)b)->key);
+    return strcmp((const char *)key, ((const struct cj *)e)->key);
 }
 
 static struct cj *job_find(struct rc_ctx *r, const char *key)
 {
-    struct cj k;
-    gq_strlcpy(k.key, key, sizeof(k.key));
-    return bsearch(&k, r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_cmp);
+    return bsearch(key, r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_key_cmp);
 }
 
 /* ------------------------------------------------------------ gather */
@@ -797,8 +796,9 @@ static int gather(struct rc_ctx *r)
         memset(j, 0, sizeof(*j));
         j->job = &ctl_empty_job;
         j->obj = c->jobs_set.e[i].obj;
-        if (gq_strlcpy(j->key, c->jobs_set.e[i].key, sizeof(j->key)) >= sizeof(j->key))
+        if (strlen(c->jobs_set.e[i].key) >= CTL_KEY_MAX)
             continue;
+        j->key = c->jobs_set.e[i].key;
         r->njobs++;
     }
     for (int i = 0; i < c->foreign_set.n; i++)
@@ -2864,11 +2864,17 @@ static int phase_observe(struct rc_ctx *r)
         if ((rc = job_prepare(r, j)) || (dirty && (rc = job_spec_rules(r, j))))
             return rc;
     }
-    /* store rows whose GPUJob is gone: deleted, then dropped from rows[] */
-    for (int i = 0; i < r->nrows; i++) {
+    /* store rows whose GPUJob is gone: deleted, then dropped from rows[]
+     * (rows and jobs are both sorted by key: one merge walk) */
+    int ngone = 0;
+    for (int i = 0, k = 0; i < r->nrows; i++) {
         struct store_job *row = r->rows[i];
-        if (job_find(r, row->key))
+        int cmp = 1;
+        while (k < r->njobs && (cmp = strcmp(r->jobs[k].key, row->key)) < 0)
+            k++;
+        if (k < r->njobs && cmp == 0)
             continue;
+        ngone++;
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
                                 store_state_name(row->state), "", "GPUJob deleted"};
         struct apply_ctx x = actx(r);
@@ -2882,14 +2888,16 @@ static int phase_observe(struct rc_ctx *r)
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
              store_state_name(row->state));
     }
-    int kept = 0;
-    for (int i = 0; i < r->nrows; i++) {
-        if (job_find(r, r->rows[i]->key))
-            r->rows[kept++] = r->rows[i];
-        else
-            free(r->rows[i]);
+    if (ngone) {
+        int kept = 0;
+        for (int i = 0; i < r->nrows; i++) {
+            if (job_find(r, r->rows[i]->key))
+                r->rows[kept++] = r->rows[i];
+            else
+                free(r->rows[i]);
+        }
+        r->nrows = kept;
     }
-    r->nrows = kept;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
         if (job_dirty(r, j) && ((rc = job_create_refused(r, j)) || (rc = job_lifecycle(r, j))))
