@@ -943,9 +943,15 @@ static void act_delete(struct ctl_act *a, struct op *o, int kind, const char *ns
     if (kind == STORE_INTENT_DELETE && !row)
         svc_release(a, o->key, ns, name);
     struct pod_list l = {ns, name, NULL, 0, 0};
-    kube_cache_foreach(a->pods, pods_of_cb, &l);
-    for (int i = 0; i < l.n; i++) {
-        const cJSON *pod = l.v[i];
+    int np = 0;
+    const cJSON *const *pods = a->hooks.job_pods ? a->hooks.job_pods(a->hooks.ctx, o->key, &np) : NULL;
+    if (!pods) {
+        kube_cache_foreach(a->pods, pods_of_cb, &l);
+        pods = l.v;
+        np = l.n;
+    }
+    for (int i = 0; i < np; i++) {
+        const cJSON *pod = pods[i];
         if (ctl_pod_terminal(pod) && row)
             continue; /* finished pods of a live job stay for inspection */
         const char *pn = ctl_obj_str(pod, "metadata", "name");

@@ -99,6 +99,11 @@ struct ctl_act_hooks {
     int (*status_end)(void *ctx, const struct ctl_act_status_end *e);
     /* Reconcile again soon: a fresh object is on its way through a watch. */
     void (*mark_dirty)(void *ctx);
+    /* The pods of key ("ns/job": namespace ns, label gangq.io/job) in the pod
+     * cache, *n of them (borrowed; valid until the next informer event), or
+     * NULL: the actuator then finds them by walking the pod cache. May be
+     * NULL itself (same). */
+    const cJSON *const *(*job_pods)(void *ctx, const char *key, int *n);
 };
 
 struct ctl_act {

@@ -1926,29 +1926,46 @@ out:
 /* Everything ctl_status_compute reads besides prev and the clock, as text:
  * the status of a job whose inputs equal those of its last written status
  * (prev = that status) is that status again. */
-static int status_sig(const struct cj *j, const struct ctl_jobview *v, struct gq_buf *b)
+/* FNV-1a over the inputs of a job's status (a string is its length, then its bytes). */
+static uint64_t sig_bytes(uint64_t h, const void *p, size_t n)
 {
-    int rc = gq_buf_printf(b, "%d|%d|%lld|%lld|%lld|%s|%d|%d|%s|", v->state, v->position,
-                           (long long)v->preemptions, (long long)v->preempted_ms,
-                           (long long)v->admitted_ms, j->job->spec.team,
-                           (int)j->job->spec.effective_priority, (int)api_gpujob_gpus(j->job),
-                           v->invalid_reason ? v->invalid_reason : "-");
-    if (!rc)
-        rc = gq_buf_printf(b, "%s|", v->wait_reason ? v->wait_reason : "-");
-    if (!rc)
-        rc = gq_buf_printf(b, "%s|%zu:%s|%zu:%s|%zu:%s|", j->pl.domain, strlen(v->message ? v->message : ""),
-                           v->message ? v->message : "", strlen(v->preempted_by ? v->preempted_by : ""),
-                           v->preempted_by ? v->preempted_by : "",
-                           strlen(v->preempt_reason ? v->preempt_reason : ""),
-                           v->preempt_reason ? v->preempt_reason : "");
-    if (!rc)
-        rc = gq_buf_printf(b, "%lld|%lld|%lld|%lld|%lld|", (long long)v->attempts, (long long)v->retries,
-                           (long long)v->enqueue_ms, (long long)v->arrival, (long long)j->job->meta.generation);
-    for (int i = 0; !rc && i < j->pl.n; i++)
-        rc = gq_buf_printf(b, "%s,", j->pl.rep[i].node);
-    if (!rc)
-        rc = gq_buf_printf(b, "|%s", v->unschedulable ? v->unschedulable : "");
-    return rc;
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t sig_int(uint64_t h, int64_t v)
+{
+    return sig_bytes(h, &v, sizeof(v));
+}
+
+static uint64_t sig_str(uint64_t h, const char *s)
+{
+    if (!s)
+        return sig_int(h, -1); /* NULL differs from "" */
+    size_t n = strlen(s);
+    return sig_bytes(sig_int(h, (int64_t)n), s, n);
+}
+
+/* A hash of everything job_status computes a job's status from (never 0). */
+static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v)
+{
+    uint64_t h = 1469598103934665603ull;
+    const int64_t n[] = {v->state, v->position, v->preemptions, v->preempted_ms, v->admitted_ms,
+                         j->job->spec.effective_priority, api_gpujob_gpus(j->job), v->attempts,
+                         v->retries, v->enqueue_ms, v->arrival, j->job->meta.generation, j->pl.n};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(n); i++)
+        h = sig_int(h, n[i]);
+    const char *t[] = {j->job->spec.team, v->invalid_reason, v->wait_reason, j->pl.domain, v->message,
+                       v->preempted_by, v->preempt_reason, v->unschedulable};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(t); i++)
+        h = sig_str(h, t[i]);
+    for (int i = 0; i < j->pl.n; i++)
+        h = sig_str(h, j->pl.rep[i].node);
+    return h ? h : 1;
 }
 
 /* The story of a wait in a job's conditions: while it waits, Admitted=False
@@ -2008,19 +2025,14 @@ static void job_status(struct rc_ctx *r, struct cj *j)
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
                             waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL};
-    struct gq_buf sig;
-    gq_buf_init(&sig, 1u << 16);
-    int have_sig = !status_sig(j, &v, &sig);
-    if (have_sig && j->memo->status.last_status && j->memo->status.status_sig &&
-        !strcmp(j->memo->status.status_sig, sig.p)) {
+    uint64_t sig = status_sig(j, &v);
+    if (j->memo->status.last_status && j->memo->status.status_hash == sig) {
         j->memo->status.settle_due_ms = 0; /* what is written is still right */
-        gq_buf_release(&sig);
         return;
     }
     int64_t due = status_held(r, j);
     if (due) {
         settle_hold(r, j, due); /* written then, unless replaced or unchanged by then */
-        gq_buf_release(&sig);
         return;
     }
     j->memo->status.settle_due_ms = 0;
@@ -2069,10 +2081,9 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     /* last_status now holds the status of these inputs (written, in flight
      * or already equal); a failed patch clears last_status, so it is
      * computed again */
-    free(j->memo->status.status_sig);
-    j->memo->status.status_sig = have_sig && j->memo->status.last_status ? gq_buf_detach(&sig) : NULL;
+    j->memo->status.status_hash = j->memo->status.last_status ? sig : 0;
 out:
-    gq_buf_release(&sig);
+    return;
 }
 
 /* The Team's Valid condition: False with the latest edit's problem and what

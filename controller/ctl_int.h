@@ -158,9 +158,11 @@ struct ctl_memo_pods {
 struct ctl_memo_status {
     char *last_status;            /* JSON last written successfully, or submitted (owned; a
                                    * failed or dropped latest write clears it: written again) */
-    /* status inputs last_status was computed from (owned; NULL = none):
-     * equal inputs give the same status, so it is not computed again */
+    /* status inputs last_status was computed from: equal inputs give the same
+     * status, so it is not computed again. Teams and pools: the text (owned;
+     * NULL = none); jobs: a 64-bit hash of them (0 = none) */
     char *status_sig;
+    uint64_t status_hash;
     int status_inflight;          /* state transitions queued or on the wire */
     int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest

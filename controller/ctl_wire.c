@@ -104,11 +104,27 @@ static void hook_mark_dirty(void *ctx)
         c->wake(c);
 }
 
+/* The job's pods as the pod informer's events index them (ctl_index_pod). */
+static const cJSON *const *hook_job_pods(void *ctx, const char *key, int *n)
+{
+    static const cJSON *const none[1] = {NULL};
+    struct gq_ctl *c = ctx;
+    *n = 0;
+    if (c->index_stale)
+        return NULL; /* the index missed an event: the actuator walks the cache */
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (!m || !m->pods.npods)
+        return none; /* memos with pods are never dropped: it has none */
+    *n = m->pods.npods;
+    return m->pods.pods;
+}
+
 void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c))
 {
     c->wake = wake;
     const struct ctl_act_hooks hooks = {c, hook_settled, hook_pod_create_sent, hook_pod_create_refused,
-                                        hook_pod_confirmed, hook_status_end, hook_mark_dirty};
+                                        hook_pod_confirmed, hook_status_end, hook_mark_dirty,
+                                        hook_job_pods};
     ctl_act_init(&c->act, &ctl_act_kube_client, c->client, kube_informer_cache(c->inf[INF_JOBS]),
                  kube_informer_cache(c->inf[INF_PODS]), &hooks, c->cfg.log_level, c->cfg.max_grace_period_s,
                  c->identity);

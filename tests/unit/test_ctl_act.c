@@ -162,6 +162,12 @@ struct rec {
         char state[32], key[64];
     } se;
     int status_known; /* what status_end answers */
+    /* job_pods: when use_idx, the pods of idx_key the controller's index
+     * holds (else NULL: the actuator walks the pod cache) */
+    int use_idx;
+    char idx_key[64], asked_key[64];
+    const cJSON *idx[4];
+    int nidx;
     int dirty;
 };
 
@@ -213,6 +219,19 @@ static int h_status_end(void *ctx, const struct ctl_act_status_end *e)
     return r->status_known;
 }
 
+static const cJSON *const *h_job_pods(void *ctx, const char *key, int *n)
+{
+    struct rec *r = ctx;
+    *n = 0;
+    if (!r->use_idx)
+        return NULL;
+    gq_strlcpy(r->asked_key, key, sizeof(r->asked_key));
+    if (strcmp(key, r->idx_key))
+        return r->idx; /* none of this job */
+    *n = r->nidx;
+    return r->idx;
+}
+
 static void h_dirty(void *ctx)
 {
     ((struct rec *)ctx)->dirty++;
@@ -245,7 +264,8 @@ static int setup(void **state)
         !(f->pods = kube_cache_new()))
         return -1;
     f->r.status_known = 1;
-    const struct ctl_act_hooks hooks = {&f->r, h_settled, h_sent, h_refused, h_confirmed, h_status_end, h_dirty};
+    const struct ctl_act_hooks hooks = {&f->r, h_settled, h_sent, h_refused, h_confirmed, h_status_end, h_dirty,
+                                        h_job_pods};
     ctl_act_init(&f->a, &mock_kube, &f->m, f->jobs, f->pods, &hooks, GQ_LOG_ERROR + 1, 45, "gangq-test_1");
     f->a.st = f->st;
     *state = f;
@@ -511,6 +531,43 @@ static void test_preempt_deletes(void **state)
     assert_int_equal(pending(f), 0);
 }
 
+/* The controller's index of a job's pods is used when it has one: the pods
+ * it names are deleted though the pod cache does not hold them, and no other
+ * pod of the cache is looked at. */
+static void test_preempt_deletes_indexed(void **state)
+{
+    struct fx *f = *state;
+    cJSON *p0 = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train-3-0\",\"uid\":\"p0\","
+                            "\"resourceVersion\":\"77\",\"labels\":{\"gangq.io/job\":\"train\"}},"
+                            "\"status\":{\"phase\":\"Running\"}}");
+    cJSON *p1 = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train-2-0\",\"uid\":\"p2\","
+                            "\"labels\":{\"gangq.io/job\":\"train\"}},\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_non_null(p0);
+    assert_non_null(p1);
+    cache_add(f->jobs, JOB_TRAIN);
+    /* in the cache but not the job's index: a walk would delete it */
+    cache_add(f->pods, "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train-9-0\",\"uid\":\"p9\","
+                       "\"labels\":{\"gangq.io/job\":\"train\"}},\"status\":{\"phase\":\"Running\"}}");
+    f->r.use_idx = 1;
+    gq_strlcpy(f->r.idx_key, "ml/train", sizeof(f->r.idx_key));
+    f->r.idx[0] = p0;
+    f->r.idx[1] = p1;
+    f->r.nidx = 2;
+    row_add(f, "ml/train", STORE_PREEMPTED, "");
+    intent_add(f, STORE_INTENT_PREEMPT, "ml/train");
+    ctl_act_intents(&f->a);
+    assert_string_equal(f->r.asked_key, "ml/train");
+    assert_int_equal(f->m.n, 1);
+    assert_string_equal(f->m.r[0].method, "DELETE");
+    assert_string_equal(f->m.r[0].path, "/api/v1/namespaces/ml/pods/train-3-0");
+    assert_string_equal(f->m.r[0].uid, "p0");
+    answer(&f->m, 0, GQ_ENOTFOUND, 404, "{}", "gone");
+    assert_int_equal(f->r.settled_ok, 1);
+    f->r.use_idx = 0;
+    cJSON_Delete(p0);
+    cJSON_Delete(p1);
+}
+
 /* DELETE of a job whose row is gone: its Service is looked at (GET) and,
  * being the job's (controller ownerReference) while no GPUJob wants it,
  * deleted with a uid precondition. */
@@ -662,6 +719,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_admit_creates_and_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admit_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preempt_deletes_indexed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_deletes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_releases_service, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_pod, setup, teardown),
