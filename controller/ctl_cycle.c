@@ -2548,6 +2548,29 @@ static void team_pool_status(struct rc_ctx *r)
     free(nforeign);
 }
 
+/* Between full passes and publication epochs, Team and GPUPool statuses and
+ * gauges are not recomputed (what they show is written at most every
+ * --position-interval anyway; a Team, pool or node change makes the next
+ * reconcile a full pass): their memos are only kept. */
+static void team_pool_seen(struct rc_ctx *r)
+{
+    char key[API_NAME_MAX + 8];
+    for (int k = 0; k < r->ntinfo; k++) {
+        const struct rteam *ti = &r->tinfo[k];
+        const char *name = ti->idx >= 0 ? r->teams[ti->idx].meta.name : ti->latest.meta.name;
+        snprintf(key, sizeof(key), "team:%s", name);
+        struct ctl_memo *m = name[0] ? ctl_memo_get(&r->c->memo, key, 0) : NULL;
+        if (m)
+            m->seen_cycle = r->c->reconciles;
+    }
+    for (int pi = 0; pi < r->npools; pi++) {
+        snprintf(key, sizeof(key), "pool:%s", r->pools[pi].meta.name);
+        struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 0);
+        if (m)
+            m->seen_cycle = r->c->reconciles;
+    }
+}
+
 /* ------------------------------------------------------------ waiting jobs */
 
 /* What the statuses of waiting jobs show (API writes follow decisions, not
@@ -2963,7 +2986,10 @@ static int phase_report(struct rc_ctx *r)
     for (int i = 0; i < r->njobs; i++)
         if (job_dirty(r, &r->jobs[i]))
             job_status(r, &r->jobs[i]);
-    team_pool_status(r);
+    if (r->full || r->pub_epoch)
+        team_pool_status(r);
+    else
+        team_pool_seen(r);
     ctl_memo_drop_unseen(&c->memo, c->reconciles);
     memset(c->m.jobs_by_state, 0, sizeof(c->m.jobs_by_state));
     for (int i = 0; i < r->njobs; i++)

@@ -75,8 +75,10 @@ wait_state 20 research wait2 Queued
 wait_state 20 nlp nwait Queued
 wait_for 20 "wait reasons published" bash -c \
   "[ -n \"\$(kubectl -n research get gj wait2 -o jsonpath='{.status.waitReason}')\" ] && [ -n \"\$(kubectl -n nlp get gj nwait -o jsonpath='{.status.waitReason}')\" ] && [ -n \"\$(kubectl -n research get gj wait1 -o jsonpath='{.status.waitReason}')\" ]"
+# positions are published at most every --position-interval (5 s): nwait may
+# come one publication after the research jobs
 wait_for 20 "positions published" bash -c \
-  "[ \"\$(kubectl -n research get gj wait2 -o jsonpath='{.status.position}')\" = 2 ]"
+  "[ \"\$(kubectl -n research get gj wait2 -o jsonpath='{.status.position}')\" = 2 ] && [ \"\$(kubectl -n nlp get gj nwait -o jsonpath='{.status.position}')\" = 1 ]"
 
 # ---- queue
 names_of() { awk 'NR > 1 && $4 ~ /^[a-z0-9-]+\/[a-z0-9-]+$/ {print $4}' <<<"$1" | xargs; } # NAMESPACE/NAME column
