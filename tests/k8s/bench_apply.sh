@@ -64,6 +64,12 @@ gq_writes() {
 }
 w0="$GQ_TEST_TMP/writes0"
 gq_writes >"$w0"
+port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+reconciles() {
+  curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
+    awk '/^gangq_reconcile_phase_duration_seconds_count\{phase="gather"\}/ { print $2 + 0; f = 1 } END { if (!f) print 0 }'
+}
+r0=$(reconciles)
 c0=$(cpu_ticks)
 t0=$(date +%s%N)
 k apply -f "$jobs" >/dev/null || fail "kubectl apply of $N jobs"
@@ -77,11 +83,14 @@ admitted() {
 wait_for 600 "all $N jobs Admitted with pods" admitted
 t_all=$(( ($(date +%s%N) - t0) / 1000000 ))
 c1=$(cpu_ticks)
+r1=$(reconciles)
 cpu_ms=$(( (c1 - c0) * 1000 / hz ))
 per_us=$(( (c1 - c0) * 1000000 / hz / N ))
 pass "kubectl apply of $N GPUJobs returned after ${t_apply} ms"
 pass "all $N Admitted with pods created ${t_all} ms after the apply started"
 pass "controller CPU ${cpu_ms} ms over the run: ${per_us} us per admission (pod create, status patch, event)"
+nrc=$(( r1 - r0 ))
+pass "reconciles during the run: $nrc ($(awk -v c="$cpu_ms" -v n="$nrc" 'BEGIN { printf "%.2f", (n ? c / n : 0) }') ms of controller CPU per reconcile, all work included)"
 w1="$GQ_TEST_TMP/writes1"
 gq_writes >"$w1"
 # per "resource verb": writes during the run (after minus before)
@@ -89,5 +98,5 @@ wdelta=$(awk 'FILENAME == ARGV[1] { b[$2 " " $3] = $1; next } { d = $1 - b[$2 " 
 writes=$(printf '%s\n' "$wdelta" | awk '{ s += $1 } END { print s + 0 }')
 pass "controller API writes during the run: $writes, $(awk -v w="$writes" -v n="$N" 'BEGIN { printf "%.2f", w / n }') per admission (budget: pods + 2 = 3)"
 pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $2, $3 }')"
-echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes}"
+echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes,\"reconciles\":$nrc}"
 gq_ctl_stop
