@@ -62,6 +62,26 @@ int gq_parse_rfc3339(const char *s, int lenient, double *wall);
 size_t gq_strlcpy(char *dst, const char *src, size_t dstlen);
 
 #define GQ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* FNV-1a, the one string/byte hash of the project (hash tables, signatures):
+ * gq_hash_bytes continues h over n bytes; gq_hash_str hashes a C string from
+ * the seed. Not for anything an attacker may choose to collide on purpose
+ * beyond slower lookups. */
+#define GQ_HASH_SEED 1469598103934665603ull
+static inline uint64_t gq_hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+static inline uint64_t gq_hash_str(const char *s)
+{
+    uint64_t h = GQ_HASH_SEED;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
 #define GQ_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GQ_MAX(a, b) ((a) > (b) ? (a) : (b))
 

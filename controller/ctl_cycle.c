@@ -233,11 +233,11 @@ static uint64_t obj_sig(const cJSON *o)
         gen[0] = 0;
     const char *parts[3] = {ctl_obj_str(md, "name", NULL), ctl_obj_str(md, "uid", NULL),
                             gen[0] ? gen : ctl_obj_str(md, "resourceVersion", NULL)};
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = GQ_HASH_SEED;
+    const unsigned char end = 0xffu;
     for (int k = 0; k < 3; k++) {
-        for (const char *p = parts[k] ? parts[k] : ""; *p; p++)
-            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        h = (h ^ 0xffu) * 1099511628211ULL;
+        const char *p = parts[k] ? parts[k] : "";
+        h = gq_hash_bytes(gq_hash_bytes(h, p, strlen(p)), &end, 1);
     }
     return h;
 }
@@ -1926,20 +1926,10 @@ out:
 /* Everything ctl_status_compute reads besides prev and the clock, as text:
  * the status of a job whose inputs equal those of its last written status
  * (prev = that status) is that status again. */
-/* FNV-1a over the inputs of a job's status (a string is its length, then its bytes). */
-static uint64_t sig_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
+/* The inputs of a job's status hashed (a string is its length, then its bytes). */
 static uint64_t sig_int(uint64_t h, int64_t v)
 {
-    return sig_bytes(h, &v, sizeof(v));
+    return gq_hash_bytes(h, &v, sizeof(v));
 }
 
 static uint64_t sig_str(uint64_t h, const char *s)
@@ -1947,13 +1937,13 @@ static uint64_t sig_str(uint64_t h, const char *s)
     if (!s)
         return sig_int(h, -1); /* NULL differs from "" */
     size_t n = strlen(s);
-    return sig_bytes(sig_int(h, (int64_t)n), s, n);
+    return gq_hash_bytes(sig_int(h, (int64_t)n), s, n);
 }
 
 /* A hash of everything job_status computes a job's status from (never 0). */
 static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GQ_HASH_SEED;
     const int64_t n[] = {v->state, v->position, v->preemptions, v->preempted_ms, v->admitted_ms,
                          j->job->spec.effective_priority, api_gpujob_gpus(j->job), v->attempts,
                          v->retries, v->enqueue_ms, v->arrival, j->job->meta.generation, j->pl.n};
@@ -2172,10 +2162,7 @@ static int64_t job_rep_milli(const struct cj *j)
 /* Fill tt (CTL_TEAM_TYPES rows) for Team tm; returns the row count. */
 static size_t name_hash(const char *s)
 {
-    size_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return (size_t)gq_hash_str(s);
 }
 
 /* Group the jobs by the Team in force they name: tjobs holds job indices, the

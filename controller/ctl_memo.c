@@ -14,10 +14,7 @@
 
 static size_t hash_str(const char *s)
 {
-    size_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return (size_t)gq_hash_str(s);
 }
 
 int ctl_str_set(char **dst, const char *src, size_t max)

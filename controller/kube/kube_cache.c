@@ -21,12 +21,7 @@ struct kube_cache {
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return gq_hash_str(s);
 }
 
 struct kube_cache *kube_cache_new(void)

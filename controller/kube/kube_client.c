@@ -215,10 +215,7 @@ static void schedule_kick(struct kube_client *c);
 
 static uint64_t hash_key(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return gq_hash_str(s);
 }
 
 static struct kube_ckey *ckey_find(struct kube_client *c, const char *key)

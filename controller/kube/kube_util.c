@@ -629,11 +629,7 @@ const char *kube_intern(const char *s)
             return NULL;
         intern_tab.cap = 1024;
     }
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = s; *p; p++) {
-        h ^= (unsigned char)*p;
-        h *= 1099511628211ull;
-    }
+    uint64_t h = gq_hash_str(s);
     size_t i = (size_t)h & (intern_tab.cap - 1);
     for (; intern_tab.slot[i]; i = (i + 1) & (intern_tab.cap - 1))
         if (!strcmp(intern_tab.slot[i], s))
@@ -650,11 +646,7 @@ const char *kube_intern(const char *s)
             char *e = intern_tab.slot[k];
             if (!e)
                 continue;
-            uint64_t eh = 1469598103934665603ull;
-            for (const char *p = e; *p; p++) {
-                eh ^= (unsigned char)*p;
-                eh *= 1099511628211ull;
-            }
+            uint64_t eh = gq_hash_str(e);
             size_t j = (size_t)eh & (ncap - 1);
             while (ns[j])
                 j = (j + 1) & (ncap - 1);

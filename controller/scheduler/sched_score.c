@@ -354,12 +354,7 @@ const struct sc_cand *sc_pick_best(const struct sc_pick *p)
 
 uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n)
 {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return gq_hash_bytes(h, p, n);
 }
 
 void sc_strtab_init(struct sc_strtab *t)
