@@ -2062,16 +2062,18 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     }
     char path[CTL_PATH_MAX];
     const char *before = j->memo->status.last_status;
+    int taken = 0;
     if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
                    j->job->meta.name, NULL))
-        ctl_status_write(r->c, j->key, path, patch);
+        taken = !ctl_status_write(r->c, j->key, path, patch);
     if (j->memo->status.last_status != before)
         j->memo->status.status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);
     /* last_status now holds the status of these inputs (written, in flight
      * or already equal); a failed patch clears last_status, so it is
      * computed again */
-    j->memo->status.status_hash = j->memo->status.last_status ? sig : 0;
+    /* not taken (a full low lane): computed and offered again later */
+    j->memo->status.status_hash = taken && j->memo->status.last_status ? sig : 0;
 out:
     return;
 }
@@ -2128,7 +2130,8 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
         return; /* in flight: computed again next reconcile */
     if (!r->pub_epoch && m->status.last_status && m->status.status_sig && !strcmp(m->status.status_sig, urgent))
         return;
-    ctl_status_write(r->c, key, path, patch);
+    if (ctl_status_write(r->c, key, path, patch))
+        return; /* not taken: offered again by the next computation */
     char *u = strdup(urgent);
     if (u) {
         free(m->status.status_sig);

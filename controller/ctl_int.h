@@ -426,8 +426,10 @@ void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *
  * at a time per memo; none without a memo. */
 void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name);
 /* Patch a status subresource if its JSON differs from memo->last_status
- * (the memo of memo_key is created); nothing while a transition of it is
- * being written (recomputed after). */
-void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
+ * (the memo of memo_key is created). Returns 0 when last_status now holds
+ * patch (submitted, or already equal), else nonzero: not taken (no memory,
+ * or a cosmetic write refused while the low lane is full) and to be written
+ * again later. */
+int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
 
 #endif

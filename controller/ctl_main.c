@@ -424,6 +424,11 @@ static void metrics_lanes(struct gq_ctl *c)
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_coalesced_total",
                             "Status writes replaced unsent by a newer one for the same object", NULL, &h, NULL, 0))
         counter_to(h, (double)ks.coalesced);
+    h = NULL;
+    if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_refused_total",
+                            "Low-priority status writes refused while that queue was full (written later)", NULL,
+                            &h, NULL, 0))
+        counter_to(h, (double)ks.refused);
 }
 
 static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)

@@ -165,21 +165,21 @@ static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const
     return ctl_obj_str(kube_informer_get(c->inf[INF_JOBS], ns, name), "status", "state");
 }
 
-void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
+int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
 {
     struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
     if (!m)
-        return;
+        return GQ_ENOMEM;
     /* A write still waiting in the client's line is replaced by this one
      * (coalesced by path, in its place, at the higher priority); one on the
      * wire is followed by it. So a finished job's status never waits for its
      * older transitions to be written first. */
     char *json = cJSON_PrintUnformatted(patch);
     if (!json)
-        return;
+        return GQ_ENOMEM;
     if (m->status.last_status && !strcmp(m->status.last_status, json)) {
         free(json);
-        return;
+        return GQ_OK;
     }
     char state[32] = "";
     int transition = 0;
@@ -190,13 +190,15 @@ void ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, 
         transition = !known || strcmp(known, state) != 0;
     }
     uint64_t gen = m->status.status_gen + 1;
-    if (ctl_act_patch_status(&c->act, memo_key, path, patch, transition, state, gen)) {
+    int rc = ctl_act_patch_status(&c->act, memo_key, path, patch, transition, state, gen);
+    if (rc) {
         free(json);
-        return;
+        return rc;
     }
     m->status.status_gen = gen;
     free(m->status.last_status);
     m->status.last_status = json;
     if (transition)
         m->status.status_inflight++; /* until hook_status_end */
+    return GQ_OK;
 }

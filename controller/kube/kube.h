@@ -604,9 +604,14 @@ void kube_prune_node(cJSON *obj);
  * in flight. Writes that carry a whole state (a status) coalesce safely; a
  * request whose effect depends on its predecessor must not use a key.
  *
- * The low lane holds at most max_queued_low waiting requests: a new one
- * beyond that drops the oldest (KUBE_NOT_SENT_DROPPED, counted). The owner
- * learns it from the callback and writes again later.
+ * The low lane holds at most max_queued_low waiting requests. A new keyed
+ * one (a status) that would go beyond finds the lane full and is refused at
+ * once (GQ_EBUSY, no callback, counted as refused): the owner writes it
+ * later, and the writes already waiting keep their place (dropping them
+ * instead would have every full-queue pass rewrite and drop thousands). One
+ * that replaces a waiting write of its key is always taken. An unkeyed one
+ * (an Event) beyond that drops the oldest (KUBE_NOT_SENT_DROPPED, counted);
+ * the owner learns it from the callback.
  *
  * Requests that end without being sent get their callback from the loop,
  * never from inside the call that displaced them.
@@ -643,6 +648,7 @@ struct kube_client_stats {
     uint64_t started[KUBE_NPRIO];  /* total sent */
     uint64_t dropped[KUBE_NPRIO];  /* total ended not sent: dropped */
     uint64_t coalesced;            /* total ended not sent: replaced by a newer one */
+    uint64_t refused;              /* total low keyed writes refused: the lane was full */
     size_t handles;                /* requests holding a curl handle now (those given a
                                     * slot and the exempt ones: none waiting in a lane) */
 };

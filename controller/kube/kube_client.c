@@ -1098,6 +1098,15 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     if (prio < KUBE_PRIO_CRITICAL || prio >= KUBE_NPRIO ||
         (key && (stream || prio == KUBE_PRIO_EXEMPT)))
         return GQ_EINVAL;
+    if (prio == KUBE_PRIO_LOW && key && !stream && c->lanes[KUBE_PRIO_LOW].n >= c->opts.max_queued_low) {
+        /* a full low lane: a keyed write waits with its owner, not here
+         * (unless it replaces its key's waiting write) */
+        struct kube_ckey *k = ckey_find(c, key);
+        if (!k || !k->pending) {
+            c->st.refused++;
+            return GQ_EBUSY;
+        }
+    }
     r = calloc(1, sizeof *r);
     if (!r)
         return GQ_ENOMEM;

@@ -2392,7 +2392,7 @@ static void test_lanes_low_bounded(void **st)
     struct kube_client *c;
     struct kube_client_stats ks;
     struct lane_res r[12], e[4];
-    struct lane_wait w = {r, 12}, we = {e, 4};
+    struct lane_wait we = {e, 4};
     struct kube_objref ref = {"gangq.io/v1alpha1", "GPUJob", "ns", "j", "uid-1", "1"};
     struct seen s;
     char path[128];
@@ -2402,34 +2402,50 @@ static void test_lanes_low_bounded(void **st)
     lane_steps_init(50);
     server_start(&srv, lane_steps, 320);
     c = lane_client(loop, &srv, 8, 1, 5);
+    /* keyed (status) writes: one in flight, five wait, the rest are refused
+     * at once (the caller writes them later) and the waiting ones keep their place */
     for (int i = 0; i < 12; i++) {
         cJSON *p = status_patch(i);
         snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b%d", i);
-        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &r[i]), 0);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &r[i]), i <= 5 ? 0 : GQ_EBUSY);
+        cJSON_Delete(p);
+    }
+    /* a newer write of a waiting one's object is still taken: it replaces it */
+    {
+        cJSON *p = status_patch(33);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b3",
+                                             p, lane_cb, &r[6]),
+                         0);
         cJSON_Delete(p);
     }
     kube_client_get_stats(c, &ks);
     assert_int_equal(ks.inflight[KUBE_PRIO_LOW], 1);
     assert_int_equal(ks.queued[KUBE_PRIO_LOW], 5);
-    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 6);
-    /* waiting requests hold no curl handle: at most the one in flight does
-     * (dropped ones end from the loop, and never had one) */
+    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 0);
+    assert_int_equal(ks.refused, 6);
+    /* waiting requests hold no curl handle: at most the one in flight does */
     assert_true(ks.handles <= 1);
     for (int i = 0; i < 12; i++)
         assert_false(r[i].done);
-    run_until(loop, NULL, lane_all_done, &w, 10);
-    for (int i = 0; i < 12; i++) {
+    struct lane_wait w7 = {r, 7};
+    run_until(loop, NULL, lane_all_done, &w7, 10);
+    for (int i = 0; i < 7; i++) {
         assert_true(r[i].done);
-        if (i >= 1 && i <= 6) { /* the oldest waiting ones */
+        if (i == 3) { /* replaced by the newer write of b3 */
             assert_int_equal(r[i].rc, GQ_ELIMIT);
-            assert_int_equal(r[i].not_sent, KUBE_NOT_SENT_DROPPED);
+            assert_int_equal(r[i].not_sent, KUBE_NOT_SENT_SUPERSEDED);
         } else {
             assert_int_equal(r[i].rc, 0);
         }
     }
+    for (int i = 7; i < 12; i++)
+        assert_false(r[i].done); /* refused: no callback */
     server_scan(&srv, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b", &s);
     assert_int_equal(s.n, 6);
     server_scan(&srv, "gpujobs/b3/status|", &s);
+    assert_int_equal(s.n, 1);
+    assert_non_null(strstr(s.last_line, "{\"status\":{\"n\":33}}"));
+    server_scan(&srv, "gpujobs/b7/status|", &s);
     assert_int_equal(s.n, 0);
 
     /* Events in the low lane, then dropped at shutdown (the one in flight stays) */
@@ -2444,7 +2460,7 @@ static void test_lanes_low_bounded(void **st)
     for (int i = 1; i < 4; i++)
         assert_int_equal(e[i].not_sent, KUBE_NOT_SENT_DROPPED);
     kube_client_get_stats(c, &ks);
-    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 9);
+    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 3);
     assert_int_equal(ks.started[KUBE_PRIO_LOW], 7);
     assert_int_equal(kube_client_pending(c), 0);
     kube_client_free(c);
