@@ -118,6 +118,11 @@ struct ctl_config {
     double status_settle_s;
 };
 
+/* Seconds until a reconcile asked for at now may start (ctl_main.c):
+ * debounce_s, or more after a reconcile of cost_s that ended at end, so that
+ * reconciles take at most share percent of the time. Pure. */
+double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, double now);
+
 /* The option table (ctl_config.c): every option's defaults, parsing and usage
  * line come from its entry. */
 enum ctl_opt_kind {
@@ -130,6 +135,7 @@ enum ctl_opt_kind {
     CTL_OPT_LEVEL,        /* repeatable name=labelkey into levels */
     CTL_OPT_FILE,         /* --config: command line only */
 };
+
 struct ctl_option {
     const char *name;      /* flag without "--", also the config-file key */
     enum ctl_opt_kind kind;
@@ -359,11 +365,6 @@ struct ctl_jobview {
  * start/completion times and condition transition times), the view and
  * now_ms (wall). nodes (nodes_cap entries) receives node-name pointers into
  * v->pl for out->admission.nodes. */
-/* Seconds until a reconcile asked for at now may start (ctl_main.c):
- * debounce_s, or more after a reconcile of cost_s that ended at end, so that
- * reconciles take at most share percent of the time. Pure. */
-double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, double now);
-
 void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_status *prev,
                         const struct ctl_jobview *v, int64_t now_ms, const char **nodes,
                         int nodes_cap, struct api_gpujob_status *out);

@@ -804,14 +804,13 @@ static int gather(struct rc_ctx *r)
     for (int i = 0; i < c->foreign_set.n; i++)
         if ((rc = push_ptr(&r->foreign, &r->nforeign, &r->capforeign, c->foreign_set.e[i].obj)))
             return rc;
-    if (c->rows_valid && c->restart_done) {
+    if (c->rows && c->restart_done) {
         /* the rows as the last committed reconcile left them (handed back by ctl_reconcile) */
         r->rows = c->rows;
         r->nrows = c->nrows;
         r->caprows = c->caprows;
         c->rows = NULL;
         c->nrows = c->caprows = 0;
-        c->rows_valid = 0;
     } else {
         ctl_rows_release(c);
         if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
@@ -1923,10 +1922,10 @@ out:
 
 /* ------------------------------------------------------------ status */
 
-/* Everything ctl_status_compute reads besides prev and the clock, as text:
- * the status of a job whose inputs equal those of its last written status
- * (prev = that status) is that status again. */
-/* The inputs of a job's status hashed (a string is its length, then its bytes). */
+/* A job's status signature: everything ctl_status_compute reads besides
+ * prev and the clock, hashed (a string is its length, then its bytes). The
+ * status of a job whose inputs equal those of its last written status (prev
+ * = that status) is that status again. */
 static uint64_t sig_int(uint64_t h, int64_t v)
 {
     return gq_hash_bytes(h, &v, sizeof(v));
@@ -1940,7 +1939,7 @@ static uint64_t sig_str(uint64_t h, const char *s)
     return gq_hash_bytes(sig_int(h, (int64_t)n), s, n);
 }
 
-/* A hash of everything job_status computes a job's status from (never 0). */
+/* The signature of j's status inputs v (never 0). */
 static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v)
 {
     uint64_t h = GQ_HASH_SEED;
@@ -2016,7 +2015,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
                             waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL};
     uint64_t sig = status_sig(j, &v);
-    if (j->memo->status.last_status && j->memo->status.status_hash == sig) {
+    if (j->memo->status.last_status && j->memo->status.status_sig == sig) {
         j->memo->status.settle_due_ms = 0; /* what is written is still right */
         return;
     }
@@ -2040,13 +2039,13 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     }
     const char **nodes = calloc((size_t)j->pl.n + 1, sizeof(*nodes));
     if (!nodes)
-        goto out;
+        return;
     ctl_status_compute(j->job, &prev, &v, r->now, nodes, j->pl.n, &out);
     wait_conditions(&out, &prev, j->state, r->now);
     cJSON *patch = api_gpujob_status_encode(&out);
     free(nodes);
     if (!patch)
-        goto out;
+        return;
     if (!j->memo->status.last_status && !e.n && !e.dropped) {
         /* first status since start: the object may already show it (after a
          * restart); then it is what was last written */
@@ -2069,13 +2068,11 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     if (j->memo->status.last_status != before)
         j->memo->status.status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);
-    /* last_status now holds the status of these inputs (written, in flight
-     * or already equal); a failed patch clears last_status, so it is
-     * computed again */
-    /* not taken (a full low lane): computed and offered again later */
-    j->memo->status.status_hash = taken && j->memo->status.last_status ? sig : 0;
-out:
-    return;
+    /* taken: last_status holds the status of these inputs (written, in
+     * flight or already equal; a failed patch clears last_status, so it is
+     * computed again); not taken (a full low lane): computed and offered
+     * again later */
+    j->memo->status.status_sig = taken && j->memo->status.last_status ? sig : 0;
 }
 
 /* The Team's Valid condition: False with the latest edit's problem and what
@@ -2121,22 +2118,20 @@ static void team_valid_condition(const struct rteam *ti, const struct api_team *
  * written at once when nothing was written yet or what is urgent changed (a
  * Team's Valid condition and generation in force), else with the positions
  * (r->pub_epoch), at most every --position-interval. The memo's status_sig
- * holds the urgent text last written. */
+ * holds the hash of the urgent text last written. */
 static void counted_status(struct rc_ctx *r, const char *key, const char *path, cJSON *patch,
                            const char *urgent)
 {
     struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
     if (!m || m->status.status_inflight)
         return; /* in flight: computed again next reconcile */
-    if (!r->pub_epoch && m->status.last_status && m->status.status_sig && !strcmp(m->status.status_sig, urgent))
+    uint64_t sig = gq_hash_str(urgent);
+    sig = sig ? sig : 1;
+    if (!r->pub_epoch && m->status.last_status && m->status.status_sig == sig)
         return;
     if (ctl_status_write(r->c, key, path, patch))
         return; /* not taken: offered again by the next computation */
-    char *u = strdup(urgent);
-    if (u) {
-        free(m->status.status_sig);
-        m->status.status_sig = u;
-    }
+    m->status.status_sig = sig;
 }
 
 /* ---- a Team's GPUs per quota entry, by the core's rules (sched_quota.c):
@@ -2160,12 +2155,6 @@ static int64_t job_rep_milli(const struct cj *j)
     if (!g->present)
         return 0;
     return g->count ? (int64_t)g->count * 1000 : (int64_t)g->shares;
-}
-
-/* Fill tt (CTL_TEAM_TYPES rows) for Team tm; returns the row count. */
-static size_t name_hash(const char *s)
-{
-    return (size_t)gq_hash_str(s);
 }
 
 /* Group the jobs by the Team in force they name: tjobs holds job indices, the
@@ -2193,7 +2182,7 @@ static int team_buckets(struct rc_ctx *r, int **tjobs, int **tstart)
         const struct rteam *ti = &r->tinfo[k];
         if (ti->idx < 0)
             continue;
-        size_t b = name_hash(r->teams[ti->idx].meta.name) & (nb - 1);
+        size_t b = (size_t)gq_hash_str(r->teams[ti->idx].meta.name) & (nb - 1);
         while (slot[b] >= 0)
             b = (b + 1) & (nb - 1);
         slot[b] = k;
@@ -2201,7 +2190,7 @@ static int team_buckets(struct rc_ctx *r, int **tjobs, int **tstart)
     for (int i = 0; i < r->njobs; i++) {
         const char *team = r->jobs[i].job->spec.team;
         tk[i] = -1;
-        for (size_t b = name_hash(team) & (nb - 1); slot[b] >= 0; b = (b + 1) & (nb - 1))
+        for (size_t b = (size_t)gq_hash_str(team) & (nb - 1); slot[b] >= 0; b = (b + 1) & (nb - 1))
             if (!strcmp(r->teams[r->tinfo[slot[b]].idx].meta.name, team)) {
                 tk[i] = slot[b];
                 break;
@@ -2230,6 +2219,7 @@ static int team_buckets(struct rc_ctx *r, int **tjobs, int **tstart)
     return 0;
 }
 
+/* Fill tt (CTL_TEAM_TYPES rows) for Team tm; returns the row count. */
 static int team_types(struct rc_ctx *r, const struct api_team *tm, const int *jobs, int njobs, struct ttype *tt)
 {
     int n = 0;
@@ -2350,6 +2340,24 @@ static void team_status_exact(struct rc_ctx *r, cJSON *patch, const char *name, 
     }
 }
 
+/* The name of a Team of this reconcile: its spec in force, else its latest. */
+static const char *rteam_name(const struct rc_ctx *r, const struct rteam *ti)
+{
+    return ti->idx >= 0 ? r->teams[ti->idx].meta.name : ti->latest.meta.name;
+}
+
+/* The memo of a Team or pool ("team:N", "pool:N", into key[keylen]),
+ * created when asked, kept by this reconcile (seen). NULL: none, or no memory. */
+static struct ctl_memo *obj_memo(struct rc_ctx *r, const char *kind, const char *name, int create, char *key,
+                                 size_t keylen)
+{
+    snprintf(key, keylen, "%s:%s", kind, name);
+    struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, create);
+    if (m)
+        m->seen_cycle = r->c->reconciles;
+    return m;
+}
+
 static void team_pool_status(struct rc_ctx *r)
 {
     char key[API_NAME_MAX + 8], path[CTL_PATH_MAX], now[API_TIME_MAX];
@@ -2369,7 +2377,7 @@ static void team_pool_status(struct rc_ctx *r)
     for (int k = 0; k < r->ntinfo; k++) {
         const struct rteam *ti = &r->tinfo[k];
         const struct api_team *tm = ti->idx >= 0 ? &r->teams[ti->idx] : NULL;
-        const char *name = tm ? tm->meta.name : ti->latest.meta.name;
+        const char *name = rteam_name(r, ti);
         struct api_team_status st;
         struct ttype tt[CTL_TEAM_TYPES];
         int gpos[API_MAX_PENDING_HEAD] = {0}, gph[API_MAX_PENDING_HEAD] = {0};
@@ -2414,10 +2422,7 @@ static void team_pool_status(struct rc_ctx *r)
         st.observed_generation = ti->idx >= 0 ? ti->gen_in_force : 0;
         if (!name[0])
             continue;
-        snprintf(key, sizeof(key), "team:%s", name);
-        struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
-        if (m)
-            m->seen_cycle = r->c->reconciles;
+        struct ctl_memo *m = obj_memo(r, "team", name, 1, key, sizeof(key));
         struct api_team_status prev;
         struct api_errors e;
         api_errors_init(&e);
@@ -2525,10 +2530,7 @@ static void team_pool_status(struct rc_ctx *r)
         obj_gauge(r, CTL_M_POOL_GPUS, plb, st.gpus);
         obj_gauge(r, CTL_M_POOL_ALLOCATED, plb, st.allocated);
         obj_gauge(r, CTL_M_POOL_PENDING_JOBS, plb, st.pending);
-        snprintf(key, sizeof(key), "pool:%s", pl->meta.name);
-        struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
-        if (m)
-            m->seen_cycle = r->c->reconciles;
+        obj_memo(r, "pool", pl->meta.name, 1, key, sizeof(key));
         if (p && !kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", NULL, "gpupools",
                             pl->meta.name, NULL))
             counted_status(r, key, path, p, "");
@@ -2546,19 +2548,12 @@ static void team_pool_seen(struct rc_ctx *r)
 {
     char key[API_NAME_MAX + 8];
     for (int k = 0; k < r->ntinfo; k++) {
-        const struct rteam *ti = &r->tinfo[k];
-        const char *name = ti->idx >= 0 ? r->teams[ti->idx].meta.name : ti->latest.meta.name;
-        snprintf(key, sizeof(key), "team:%s", name);
-        struct ctl_memo *m = name[0] ? ctl_memo_get(&r->c->memo, key, 0) : NULL;
-        if (m)
-            m->seen_cycle = r->c->reconciles;
+        const char *name = rteam_name(r, &r->tinfo[k]);
+        if (name[0])
+            obj_memo(r, "team", name, 0, key, sizeof(key));
     }
-    for (int pi = 0; pi < r->npools; pi++) {
-        snprintf(key, sizeof(key), "pool:%s", r->pools[pi].meta.name);
-        struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 0);
-        if (m)
-            m->seen_cycle = r->c->reconciles;
-    }
+    for (int pi = 0; pi < r->npools; pi++)
+        obj_memo(r, "pool", r->pools[pi].meta.name, 0, key, sizeof(key));
 }
 
 /* ------------------------------------------------------------ waiting jobs */
@@ -2705,12 +2700,6 @@ static int pod_stopping(struct rc_ctx *r, struct cj *j, const cJSON *pod, const 
     return !ctl_placement_add(&j->term, (int)rv, f->node, u.devs);
 }
 
-/* Gangq pods no placement holds (released by a preemption, suspend, requeue
- * or deletion, or left by an old attempt) that still run or stop. A
- * Preempted job's stopping pods keep it in the snapshot as terminating for
- * its preemptor (pod_stopping); every other such pod is foreign usage on its
- * node. Either way their devices are booked for no one else until the pods
- * are gone, and nothing else waits for them. */
 /* The pods of memo m are looked at by this reconcile: a full pass, an event
  * of the job or its pods, or a write of its row (job_touch) since the last
  * look. Whether a pod is held depends only on those. */
@@ -2718,6 +2707,13 @@ static int memo_pods_dirty(const struct rc_ctx *r, const struct ctl_memo *m)
 {
     return r->full || m->dirty_upto >= r->c->reconciles;
 }
+
+/* Gangq pods no placement holds (released by a preemption, suspend, requeue
+ * or deletion, or left by an old attempt) that still run or stop. A
+ * Preempted job's stopping pods keep it in the snapshot as terminating for
+ * its preemptor (pod_stopping); every other such pod is foreign usage on its
+ * node. Either way their devices are booked for no one else until the pods
+ * are gone, and nothing else waits for them. */
 
 static int released_pods(struct rc_ctx *r)
 {
@@ -2870,6 +2866,17 @@ static int phase_gather(struct rc_ctx *r)
     return gather(r);
 }
 
+/* Row has no GPUJob in this reconcile. Called for rows in key order with
+ * *k starting at 0: rows and jobs are both sorted by key, so one merge walk
+ * answers for every row. */
+static int row_gone(const struct rc_ctx *r, int *k, const struct store_job *row)
+{
+    int cmp = 1;
+    while (*k < r->njobs && (cmp = strcmp(r->jobs[*k].key, row->key)) < 0)
+        (*k)++;
+    return *k >= r->njobs || cmp != 0;
+}
+
 static int phase_observe(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
@@ -2888,15 +2895,11 @@ static int phase_observe(struct rc_ctx *r)
         if ((rc = job_prepare(r, j)) || (dirty && (rc = job_spec_rules(r, j))))
             return rc;
     }
-    /* store rows whose GPUJob is gone: deleted, then dropped from rows[]
-     * (rows and jobs are both sorted by key: one merge walk) */
+    /* store rows whose GPUJob is gone: deleted, then dropped from rows[] */
     int ngone = 0;
     for (int i = 0, k = 0; i < r->nrows; i++) {
         struct store_job *row = r->rows[i];
-        int cmp = 1;
-        while (k < r->njobs && (cmp = strcmp(r->jobs[k].key, row->key)) < 0)
-            k++;
-        if (k < r->njobs && cmp == 0)
+        if (!row_gone(r, &k, row))
             continue;
         ngone++;
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
@@ -2914,11 +2917,11 @@ static int phase_observe(struct rc_ctx *r)
     }
     if (ngone) {
         int kept = 0;
-        for (int i = 0; i < r->nrows; i++) {
-            if (job_find(r, r->rows[i]->key))
-                r->rows[kept++] = r->rows[i];
-            else
+        for (int i = 0, k = 0; i < r->nrows; i++) {
+            if (row_gone(r, &k, r->rows[i]))
                 free(r->rows[i]);
+            else
+                r->rows[kept++] = r->rows[i];
         }
         r->nrows = kept;
     }
@@ -3018,7 +3021,6 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
         c->rows = r->rows;
         c->nrows = r->nrows;
         c->caprows = r->caprows;
-        c->rows_valid = 1;
         r->rows = NULL;
         r->nrows = r->caprows = 0;
         res.settle_due_ms = r->settle_next;
@@ -3041,7 +3043,6 @@ void ctl_rows_release(struct gq_ctl *c)
     free(c->rows);
     c->rows = NULL;
     c->nrows = c->caprows = 0;
-    c->rows_valid = 0;
 }
 
 /* ------------------------------------------------------------ pod events */

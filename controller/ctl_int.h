@@ -158,11 +158,10 @@ struct ctl_memo_pods {
 struct ctl_memo_status {
     char *last_status;            /* JSON last written successfully, or submitted (owned; a
                                    * failed or dropped latest write clears it: written again) */
-    /* status inputs last_status was computed from: equal inputs give the same
-     * status, so it is not computed again. Teams and pools: the text (owned;
-     * NULL = none); jobs: a 64-bit hash of them (0 = none) */
-    char *status_sig;
-    uint64_t status_hash;
+    /* a hash of the inputs last_status was computed from (jobs: status_sig
+     * in ctl_cycle.c; Teams and pools: what must be written at once): equal
+     * inputs give the same status, so it is not written again. 0 = none */
+    uint64_t status_sig;
     int status_inflight;          /* state transitions queued or on the wire */
     int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest
@@ -310,11 +309,11 @@ struct gq_ctl {
     /* The store's job rows as the last committed reconcile left them (owned,
      * sorted by key; row_copy blocks): the controller is the store's only
      * writer and every write in a reconcile refreshes its row, so a reconcile
-     * starts from these instead of reading every row again. rows_valid = 0
-     * (first reconcile after leading, a reconcile that failed or rolled
-     * back) reads them from the store. */
+     * starts from these instead of reading every row again. NULL (none kept:
+     * the first reconcile after leading, one that failed or rolled back, an
+     * empty store) = read from the store. */
     struct store_job **rows;
-    int nrows, caprows, rows_valid;
+    int nrows, caprows;
     struct ctl_objset jobs_set;    /* GPUJobs (ctl_index_job) */
     struct ctl_objset foreign_set; /* bound non-terminal pods not gangq's (ctl_index_pod) */
     int stopping;

@@ -12,11 +12,6 @@
 
 /* ------------------------------------------------------------ memo table */
 
-static size_t hash_str(const char *s)
-{
-    return (size_t)gq_hash_str(s);
-}
-
 int ctl_str_set(char **dst, const char *src, size_t max)
 {
     size_t n = src ? strnlen(src, max ? max - 1 : 0) : 0;
@@ -41,7 +36,6 @@ static void memo_free(struct ctl_memo *m)
         api_gpujob_release(&m->decode.job);
     free(m->key);
     free(m->status.last_status);
-    free(m->status.status_sig);
     free(m->pl.pl_text);
     free(m->wait.wait_msg);
     free(m->wait.unsched_msg);
@@ -93,7 +87,7 @@ static int memo_grow(struct ctl_memo_table *t)
         struct ctl_memo *m = t->b[i], *next;
         for (; m; m = next) {
             next = m->next;
-            size_t h = hash_str(m->key) % nb;
+            size_t h = (size_t)gq_hash_str(m->key) % nb;
             m->next = b[h];
             b[h] = m;
         }
@@ -107,7 +101,7 @@ static int memo_grow(struct ctl_memo_table *t)
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create)
 {
     if (t->nb) {
-        for (struct ctl_memo *m = t->b[hash_str(key) % t->nb]; m; m = m->next)
+        for (struct ctl_memo *m = t->b[(size_t)gq_hash_str(key) % t->nb]; m; m = m->next)
             if (!strcmp(m->key, key))
                 return m;
     }
@@ -120,7 +114,7 @@ struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int cre
         free(m);
         return NULL;
     }
-    size_t h = hash_str(key) % t->nb;
+    size_t h = (size_t)gq_hash_str(key) % t->nb;
     m->next = t->b[h];
     t->b[h] = m;
     t->n++;

@@ -13,13 +13,19 @@
 
 #include "ctl_int.h"
 
+/* Ask the loop for a reconcile. */
+static void wake_loop(struct gq_ctl *c)
+{
+    if (c->wake)
+        c->wake(c);
+}
+
 /* The job of key is examined in full by the next reconcile, which the loop
  * is asked for. */
 static void mark_key(struct gq_ctl *c, const char *key)
 {
     ctl_memo_mark(&c->memo, key, c->reconciles + 1);
-    if (c->wake)
-        c->wake(c);
+    wake_loop(c);
 }
 
 static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
@@ -99,9 +105,7 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
 
 static void hook_mark_dirty(void *ctx)
 {
-    struct gq_ctl *c = ctx;
-    if (c->wake)
-        c->wake(c);
+    wake_loop(ctx);
 }
 
 /* The job's pods as the pod informer's events index them (ctl_index_pod). */

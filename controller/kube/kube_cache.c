@@ -19,11 +19,6 @@ struct kube_cache {
     uint64_t gen;
 };
 
-static uint64_t hash_str(const char *s)
-{
-    return gq_hash_str(s);
-}
-
 struct kube_cache *kube_cache_new(void)
 {
     struct kube_cache *c = calloc(1, sizeof *c);
@@ -88,7 +83,7 @@ int kube_object_key(const cJSON *obj, char *out, size_t outlen)
 
 static struct centry **find_slot(const struct kube_cache *c, const char *key)
 {
-    struct centry **pp = &c->tab[hash_str(key) & (c->cap - 1)];
+    struct centry **pp = &c->tab[gq_hash_str(key) & (c->cap - 1)];
     while (*pp && strcmp((*pp)->key, key) != 0)
         pp = &(*pp)->next;
     return pp;
@@ -135,7 +130,7 @@ static void maybe_grow(struct kube_cache *c)
     for (size_t i = 0; i < c->cap; i++) {
         struct centry *e = c->tab[i], *n;
         for (; e; e = n) {
-            size_t b = hash_str(e->key) & (ncap - 1);
+            size_t b = gq_hash_str(e->key) & (ncap - 1);
             n = e->next;
             e->next = nt[b];
             nt[b] = e;

@@ -39,6 +39,14 @@
 
 #define DEFAULT_MAX_BODY (64u << 20)
 
+/* Longest request URL (server + path) and header line, NUL included. */
+#define KUBE_URL_MAX 16384
+
+/* A list of requests through their tnext/tprev links (the kick timer's). */
+struct kube_rlist {
+    struct kube_req *head, *tail;
+};
+
 struct kube_req {
     struct kube_client *c;
     CURL *easy;
@@ -60,10 +68,9 @@ struct kube_req {
     struct kube_ckey *ck; /* its coalesce key (NULL = none) */
     struct kube_req *qnext, *qprev;
     struct kube_req *nsnext, *nsprev; /* on the not-sent list (not_sent set) */
-    /* on the kick timer's work list (in_todo 1: to add to curl or, when
-     * cancelled, to remove) or its failed-add list (in_todo 2) */
+    /* on one of the kick timer's lists (c->todo, c->failed), or NULL */
     struct kube_req *tnext, *tprev;
-    int in_todo;
+    struct kube_rlist *on;
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
@@ -114,7 +121,7 @@ struct kube_client {
     /* what the kick timer has to do, so it never walks every request (most
      * wait in the lanes): requests given a slot or cancelled inside curl's
      * callbacks (todo), and adds that failed (failed), each in order */
-    struct kube_req *todo_head, *todo_tail, *failed_head, *failed_tail;
+    struct kube_rlist todo, failed;
     struct kube_client_stats st; /* totals; the gauges are filled in by get_stats */
     int in_curl;
     double token_read_at;
@@ -213,16 +220,11 @@ static void schedule_kick(struct kube_client *c);
 
 /* ------------------------------------------------------------- lanes */
 
-static uint64_t hash_key(const char *s)
-{
-    return gq_hash_str(s);
-}
-
 static struct kube_ckey *ckey_find(struct kube_client *c, const char *key)
 {
     if (!c->nbckeys)
         return NULL;
-    for (struct kube_ckey *k = c->ckeys[hash_key(key) % c->nbckeys]; k; k = k->next)
+    for (struct kube_ckey *k = c->ckeys[gq_hash_str(key) % c->nbckeys]; k; k = k->next)
         if (!strcmp(k->key, key))
             return k;
     return NULL;
@@ -241,7 +243,7 @@ static struct kube_ckey *ckey_get(struct kube_client *c, const char *key)
         for (size_t i = 0; i < c->nbckeys; i++) {
             struct kube_ckey *e, *next;
             for (e = c->ckeys[i]; e; e = next) {
-                size_t h = hash_key(e->key) % nb;
+                size_t h = gq_hash_str(e->key) % nb;
                 next = e->next;
                 e->next = b[h];
                 b[h] = e;
@@ -256,7 +258,7 @@ static struct kube_ckey *ckey_get(struct kube_client *c, const char *key)
         free(k);
         return NULL;
     }
-    size_t h = hash_key(key) % c->nbckeys;
+    size_t h = gq_hash_str(key) % c->nbckeys;
     k->next = c->ckeys[h];
     c->ckeys[h] = k;
     c->nckeys++;
@@ -268,7 +270,7 @@ static void ckey_release(struct kube_client *c, struct kube_ckey *k)
 {
     if (!k || k->active || k->pending)
         return;
-    struct kube_ckey **pp = &c->ckeys[hash_key(k->key) % c->nbckeys];
+    struct kube_ckey **pp = &c->ckeys[gq_hash_str(k->key) % c->nbckeys];
     while (*pp && *pp != k)
         pp = &(*pp)->next;
     if (*pp)
@@ -387,22 +389,22 @@ static int can_start(const struct kube_client *c, int prio)
     return prio != KUBE_PRIO_LOW || c->lanes[KUBE_PRIO_LOW].inflight < c->opts.max_inflight_low;
 }
 
-static void todo_remove(struct kube_client *c, struct kube_req *r)
+/* Take r off the kick timer's list it is on (if any). */
+static void todo_remove(struct kube_req *r)
 {
-    if (!r->in_todo)
+    struct kube_rlist *l = r->on;
+    if (!l)
         return;
-    struct kube_req **head = r->in_todo == 1 ? &c->todo_head : &c->failed_head;
-    struct kube_req **tail = r->in_todo == 1 ? &c->todo_tail : &c->failed_tail;
     if (r->tprev)
         r->tprev->tnext = r->tnext;
     else
-        *head = r->tnext;
+        l->head = r->tnext;
     if (r->tnext)
         r->tnext->tprev = r->tprev;
     else
-        *tail = r->tprev;
+        l->tail = r->tprev;
     r->tnext = r->tprev = NULL;
-    r->in_todo = 0;
+    r->on = NULL;
 }
 
 /* The order in which one kick hands requests to curl: the Lease and
@@ -412,26 +414,26 @@ static int kick_rank(const struct kube_req *r)
     return r->prio == KUBE_PRIO_EXEMPT ? 0 : r->prio;
 }
 
-/* list 1: the kick timer adds r to curl (or removes it, cancelled); 2: its add failed */
-static void todo_push(struct kube_client *c, struct kube_req *r, int list)
+/* Put r on list l of the kick timer (c->todo: to add to curl, or to remove
+ * when cancelled, in kick_rank order; c->failed: its add failed, in order)
+ * and arm the timer. */
+static void todo_push(struct kube_client *c, struct kube_req *r, struct kube_rlist *l)
 {
-    todo_remove(c, r);
-    struct kube_req **head = list == 1 ? &c->todo_head : &c->failed_head;
-    struct kube_req **tail = list == 1 ? &c->todo_tail : &c->failed_tail;
-    struct kube_req *after = *tail; /* insert after the last one of no higher rank */
-    while (list == 1 && after && kick_rank(after) > kick_rank(r))
+    todo_remove(r);
+    struct kube_req *after = l->tail; /* insert after the last one of no higher rank */
+    while (l == &c->todo && after && kick_rank(after) > kick_rank(r))
         after = after->tprev;
     r->tprev = after;
-    r->tnext = after ? after->tnext : *head;
+    r->tnext = after ? after->tnext : l->head;
     if (r->tnext)
         r->tnext->tprev = r;
     else
-        *tail = r;
+        l->tail = r;
     if (after)
         after->tnext = r;
     else
-        *head = r;
-    r->in_todo = list;
+        l->head = r;
+    r->on = l;
     schedule_kick(c);
 }
 
@@ -458,7 +460,7 @@ static void promote(struct kube_client *c)
             struct kube_req *q = l->head;
             lane_remove(c, q);
             take_slot(c, q);
-            todo_push(c, q, 1);
+            todo_push(c, q, &c->todo);
         }
     }
 }
@@ -511,7 +513,7 @@ static void req_unlink(struct kube_req *r)
     struct kube_client *c = r->c;
     lane_remove(c, r);
     ns_remove(c, r);
-    todo_remove(c, r);
+    todo_remove(r);
     if (r->held) {
         r->held = 0;
         c->lanes[r->prio].held--;
@@ -689,8 +691,8 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     /* unlinking a request promotes others onto the list: take the head each time */
-    while ((r = c->todo_head) != NULL) {
-        todo_remove(c, r);
+    while ((r = c->todo.head) != NULL) {
+        todo_remove(r);
         if (r->cancelled) {
             if (r->added)
                 curl_multi_remove_handle(c->multi, r->easy);
@@ -700,12 +702,12 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             if (ensure_easy(c, r) == GQ_OK && curl_multi_add_handle(c->multi, r->easy) == CURLM_OK)
                 r->added = 1;
             else
-                todo_push(c, r, 2); /* short of memory: reported below */
+                todo_push(c, r, &c->failed); /* short of memory: reported below */
         }
     }
     /* A callback may cancel any other request (which leaves the list): take the head each time. */
-    while ((r = c->failed_head) != NULL) {
-        todo_remove(c, r);
+    while ((r = c->failed.head) != NULL) {
+        todo_remove(r);
         if (!r->cancelled)
             finish(r, CURLE_OUT_OF_MEMORY);
     }
@@ -976,8 +978,8 @@ static int setup_easy(struct kube_client *c, struct kube_req *r, const char *pat
     struct gq_buf url, hdr;
     int rc = GQ_ENOMEM;
     CURL *e;
-    gq_buf_init(&url, 16384);
-    gq_buf_init(&hdr, 16384);
+    gq_buf_init(&url, KUBE_URL_MAX);
+    gq_buf_init(&hdr, KUBE_URL_MAX);
     r->easy = e = curl_easy_init();
     if (!e)
         goto out;
@@ -1098,7 +1100,7 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     if (prio < KUBE_PRIO_CRITICAL || prio >= KUBE_NPRIO ||
         (key && (stream || prio == KUBE_PRIO_EXEMPT)))
         return GQ_EINVAL;
-    if (prio == KUBE_PRIO_LOW && key && !stream && c->lanes[KUBE_PRIO_LOW].n >= c->opts.max_queued_low) {
+    if (prio == KUBE_PRIO_LOW && key && c->lanes[KUBE_PRIO_LOW].n >= c->opts.max_queued_low) {
         /* a full low lane: a keyed write waits with its owner, not here
          * (unless it replaces its key's waiting write) */
         struct kube_ckey *k = ckey_find(c, key);
@@ -1123,7 +1125,7 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
         req_destroy(r);
         return GQ_ENOMEM;
     }
-    if (strlen(c->cfg.server) + strlen(path) >= 16384) {
+    if (strlen(c->cfg.server) + strlen(path) >= KUBE_URL_MAX) {
         req_destroy(r); /* setup_easy's URL bound, checked now */
         return GQ_EINVAL;
     }
@@ -1154,7 +1156,7 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     } else {
         c->st.started[KUBE_PRIO_EXEMPT]++;
         if (c->in_curl) {
-            todo_push(c, r, 1);
+            todo_push(c, r, &c->todo);
         } else if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
             req_unlink(r);
             req_destroy(r);
@@ -1207,7 +1209,7 @@ void kube_req_cancel(struct kube_req *r)
         return; /* finish() frees it when the callback returns */
     c = r->c;
     if (c->in_curl) {
-        todo_push(c, r, 1); /* removed outside curl's callbacks */
+        todo_push(c, r, &c->todo); /* removed outside curl's callbacks */
         return;
     }
     if (r->added)

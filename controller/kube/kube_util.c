@@ -613,52 +613,44 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
 
 /* ---------------------------------------------------------------- prune */
 
-/* Open addressing, linear probing; twice KUBE_INTERN_MAX slots at most. */
+/* Open addressing, linear probing, load at most one half. */
 static struct {
     char **slot;
     size_t cap, n;
 } intern_tab;
+
+/* The slot of s in slot[cap]: where it is, or the empty one it goes to. */
+static size_t intern_probe(char *const *slot, size_t cap, const char *s)
+{
+    size_t i = (size_t)gq_hash_str(s) & (cap - 1);
+    while (slot[i] && strcmp(slot[i], s))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
 
 const char *kube_intern(const char *s)
 {
     size_t len = strlen(s);
     if (len > 63)
         return NULL;
-    if (!intern_tab.slot) {
-        if (!(intern_tab.slot = calloc(1024, sizeof(char *))))
-            return NULL;
-        intern_tab.cap = 1024;
-    }
-    uint64_t h = gq_hash_str(s);
-    size_t i = (size_t)h & (intern_tab.cap - 1);
-    for (; intern_tab.slot[i]; i = (i + 1) & (intern_tab.cap - 1))
-        if (!strcmp(intern_tab.slot[i], s))
-            return intern_tab.slot[i];
-    if (intern_tab.n >= KUBE_INTERN_MAX)
-        return NULL;
-    if (2 * (intern_tab.n + 1) > intern_tab.cap) {
-        /* grow to keep the load at most one half */
-        size_t ncap = intern_tab.cap * 2;
+    if (intern_tab.n < KUBE_INTERN_MAX && 2 * (intern_tab.n + 1) > intern_tab.cap) {
+        /* room for one more at load <= 1/2 (the first call allocates) */
+        size_t ncap = intern_tab.cap ? intern_tab.cap * 2 : 1024;
         char **ns = calloc(ncap, sizeof(char *));
         if (!ns)
             return NULL;
-        for (size_t k = 0; k < intern_tab.cap; k++) {
-            char *e = intern_tab.slot[k];
-            if (!e)
-                continue;
-            uint64_t eh = gq_hash_str(e);
-            size_t j = (size_t)eh & (ncap - 1);
-            while (ns[j])
-                j = (j + 1) & (ncap - 1);
-            ns[j] = e;
-        }
+        for (size_t k = 0; k < intern_tab.cap; k++)
+            if (intern_tab.slot[k])
+                ns[intern_probe(ns, ncap, intern_tab.slot[k])] = intern_tab.slot[k];
         free(intern_tab.slot);
         intern_tab.slot = ns;
         intern_tab.cap = ncap;
-        i = (size_t)h & (ncap - 1);
-        while (intern_tab.slot[i])
-            i = (i + 1) & (ncap - 1);
     }
+    size_t i = intern_probe(intern_tab.slot, intern_tab.cap, s);
+    if (intern_tab.slot[i])
+        return intern_tab.slot[i];
+    if (intern_tab.n >= KUBE_INTERN_MAX)
+        return NULL;
     char *c = malloc(len + 1);
     if (!c)
         return NULL;

@@ -228,17 +228,17 @@ int cy_skey_get(struct cy *cy, int jx, const struct sc_req *r)
 
 static uint64_t key_hash(const struct cy_key *k)
 {
-    uint64_t h = SC_HASH_SEED;
-    h = sc_hash_bytes(h, &k->skey, sizeof(k->skey));
-    h = sc_hash_bytes(h, &k->gpus, sizeof(k->gpus));
-    h = sc_hash_bytes(h, &k->milli, sizeof(k->milli));
-    h = sc_hash_bytes(h, &k->cpu, sizeof(k->cpu));
-    h = sc_hash_bytes(h, &k->mem, sizeof(k->mem));
-    h = sc_hash_bytes(h, &k->want, sizeof(k->want));
-    h = sc_hash_bytes(h, &k->gang, sizeof(k->gang));
-    h = sc_hash_bytes(h, &k->L, sizeof(k->L));
-    h = sc_hash_bytes(h, &k->P, sizeof(k->P));
-    h = sc_hash_bytes(h, &k->S, sizeof(k->S));
+    uint64_t h = GQ_HASH_SEED;
+    h = gq_hash_bytes(h, &k->skey, sizeof(k->skey));
+    h = gq_hash_bytes(h, &k->gpus, sizeof(k->gpus));
+    h = gq_hash_bytes(h, &k->milli, sizeof(k->milli));
+    h = gq_hash_bytes(h, &k->cpu, sizeof(k->cpu));
+    h = gq_hash_bytes(h, &k->mem, sizeof(k->mem));
+    h = gq_hash_bytes(h, &k->want, sizeof(k->want));
+    h = gq_hash_bytes(h, &k->gang, sizeof(k->gang));
+    h = gq_hash_bytes(h, &k->L, sizeof(k->L));
+    h = gq_hash_bytes(h, &k->P, sizeof(k->P));
+    h = gq_hash_bytes(h, &k->S, sizeof(k->S));
     return h;
 }
 

@@ -360,7 +360,7 @@ static int req_id(struct sched_index *ix, const struct sc_req *r)
         for (size_t i = 0; i < ns; i++)
             s[i] = -1;
         for (int id = 0; id < ix->nreq; id++) {
-            size_t j = (size_t)sc_hash_bytes(SC_HASH_SEED, &ix->reqs[id], sizeof(struct sc_req)) &
+            size_t j = (size_t)gq_hash_bytes(GQ_HASH_SEED, &ix->reqs[id], sizeof(struct sc_req)) &
                        (ns - 1);
             while (s[j] >= 0)
                 j = (j + 1) & (ns - 1);
@@ -370,7 +370,7 @@ static int req_id(struct sched_index *ix, const struct sc_req *r)
         ix->rslots = s;
         ix->nrslots = ns;
     }
-    size_t j = (size_t)sc_hash_bytes(SC_HASH_SEED, r, sizeof(*r)) & (ix->nrslots - 1);
+    size_t j = (size_t)gq_hash_bytes(GQ_HASH_SEED, r, sizeof(*r)) & (ix->nrslots - 1);
     while (ix->rslots[j] >= 0) {
         if (memcmp(&ix->reqs[ix->rslots[j]], r, sizeof(*r)) == 0)
             return ix->rslots[j];

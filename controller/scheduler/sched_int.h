@@ -156,8 +156,6 @@ void sc_strtab_reset(struct sc_strtab *t);
  * -2 on allocation failure. */
 int sc_strtab_get(struct sc_strtab *t, const char *s, int add);
 
-uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n);
-#define SC_HASH_SEED GQ_HASH_SEED /* gq.h */
 
 /* Label lookup on a snapshot node; NULL when absent. */
 const char *sc_label(const struct sched_node *n, const char *key);

@@ -352,11 +352,6 @@ const struct sc_cand *sc_pick_best(const struct sc_pick *p)
 
 /* ---- string interner ---- */
 
-uint64_t sc_hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    return gq_hash_bytes(h, p, n);
-}
-
 void sc_strtab_init(struct sc_strtab *t)
 {
     memset(t, 0, sizeof(*t));
@@ -386,7 +381,7 @@ static int strtab_grow(struct sc_strtab *t)
     for (size_t i = 0; i < ns; i++)
         slots[i] = -1;
     for (int id = 0; id < t->n; id++) {
-        uint64_t h = sc_hash_bytes(SC_HASH_SEED, t->keys[id], strlen(t->keys[id]));
+        uint64_t h = gq_hash_bytes(GQ_HASH_SEED, t->keys[id], strlen(t->keys[id]));
         size_t j = (size_t)h & (ns - 1);
         while (slots[j] >= 0)
             j = (j + 1) & (ns - 1);
@@ -403,7 +398,7 @@ int sc_strtab_get(struct sc_strtab *t, const char *s, int add)
     if (!s)
         s = "";
     size_t len = strlen(s);
-    uint64_t h = sc_hash_bytes(SC_HASH_SEED, s, len);
+    uint64_t h = gq_hash_bytes(GQ_HASH_SEED, s, len);
     if (t->nslots) {
         size_t j = (size_t)h & (t->nslots - 1);
         while (t->slots[j] >= 0) {
