@@ -156,7 +156,8 @@ pass "resume: spec.suspend=false, run1 back in the queue"
 # ---- --watch re-renders on change and ends cleanly on SIGINT
 kubectl gangq queue --team nlp --watch >"$GQ_TEST_TMP/watch.out" 2>&1 &
 wpid=$!
-wait_for 15 "watch shows nwait" grep -q "nlp/nwait" "$GQ_TEST_TMP/watch.out"
+# first render: nwait if it still waits, or the empty-queue line if it took run1's place
+wait_for 15 "watch rendered nlp's queue" grep -Eq "nlp/nwait|No waiting GPUJobs of team nlp" "$GQ_TEST_TMP/watch.out"
 job nlp nlate 2 8 10
 wait_for 15 "watch re-rendered with nlate" grep -q "nlp/nlate" "$GQ_TEST_TMP/watch.out"
 kill -INT "$wpid"
