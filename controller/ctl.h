@@ -174,10 +174,12 @@ struct ctl_prep {
     char node[API_NAME_MAX];
     uint32_t devs;
 };
+/* A domain is the value of a node's topology label: at most 63 bytes */
+#define CTL_DOMAIN_MAX 64
 struct ctl_placement {
     int attempt;
     int reseq;
-    char domain[API_NAME_MAX];
+    char domain[CTL_DOMAIN_MAX];
     int n;
     struct ctl_prep *rep; /* owned, n entries, sorted by replica */
 };
@@ -404,11 +406,16 @@ struct ctl_waitpub {
     int set;                      /* state/cls below were published */
     int state;                    /* store state published for */
     int cls;                      /* enum ctl_wait_class published */
-    char msg[SCHED_MSG_MAX];      /* the explanation published */
+    char *msg;                    /* the explanation published: an owned heap copy of at most
+                                   * SCHED_MSG_MAX - 1 bytes, NULL for "" (or when out of
+                                   * memory: the status shows none) */
     int64_t msg_ms;               /* when msg was published */
     unsigned evented;             /* bit per class: a Waiting Event was sent in this wait */
     int position;                 /* published position (0 = none) */
 };
+
+/* Free p's message (p stays usable: zero it to reuse). */
+void ctl_waitpub_release(struct ctl_waitpub *p);
 
 /* Publish this reconcile's explanation msg of a job in state (waiting: Queued
  * or Preempted). A job not waiting clears everything. A waiting job's msg is

@@ -20,6 +20,7 @@
  * counted_status, --status-settle), pl (placement_load) and victims
  * (run_sched); and on struct gq_ctl the committed store rows.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ struct cj {
     int64_t old_gpus;           /* store's GPUs before this reconcile's upsert (-1 new) */
     int failed_invalid;         /* decode/validate errors: Failed */
     const char *invalid_reason; /* condition reason (static text) */
-    char invalid_msg[API_MSG_MAX];
+    char *invalid_msg;          /* owned (rc_release; cj_invalid_msg), NULL = "" */
     struct store_job *row;      /* heap copy (free) */
     struct ctl_placement pl;
     struct ctl_memo *memo;
@@ -1183,6 +1184,21 @@ static int team_exists(struct rc_ctx *r, const char *name);
  * They gate admission: a job holding GPUs under an existing team is not
  * stopped by them (a Team edit or a spec edit while it runs; defaulting caps
  * its priority at the Team's ceiling). */
+/* j->invalid_msg becomes the formatted text (at most API_MSG_MAX - 1
+ * bytes; out of memory leaves none). Returns 1 when the text was cut. */
+static int cj_invalid_msg(struct cj *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int cj_invalid_msg(struct cj *j, const char *fmt, ...)
+{
+    char buf[API_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    free(j->invalid_msg);
+    j->invalid_msg = strdup(buf);
+    return n >= (int)sizeof(buf);
+}
+
 static int job_refused(struct rc_ctx *r, struct cj *j)
 {
     const char *why = j->memo->decode.job_refusal;
@@ -1199,7 +1215,7 @@ static int job_refused(struct rc_ctx *r, struct cj *j)
     api_gpujob_tenancy(j->job, &lk, &e);
     api_error_format(&e, 0, first, sizeof(first));
     j->invalid_reason = why;
-    snprintf(j->invalid_msg, sizeof(j->invalid_msg), "%s%s", first, e.n > 1 ? " (and more)" : "");
+    cj_invalid_msg(j, "%s%s", first, e.n > 1 ? " (and more)" : "");
     return 1;
 }
 
@@ -1254,7 +1270,7 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->failed_invalid = m->decode.prep_failed_invalid;
     j->invalid_reason = m->decode.prep_invalid_reason;
     if (j->invalid_reason)
-        gq_strlcpy(j->invalid_msg, ctl_str(m->decode.prep_invalid_msg), sizeof(j->invalid_msg));
+        cj_invalid_msg(j, "%s", ctl_str(m->decode.prep_invalid_msg));
     j->row = row_find(r, j->key);
     if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
         return job_prepare_full(r, j); /* the store moved on: look again */
@@ -1286,7 +1302,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         m->decode.prepared = 1;
         m->decode.prep_failed_invalid = j->failed_invalid;
         m->decode.prep_invalid_reason = j->invalid_reason;
-        (void)ctl_str_set(&m->decode.prep_invalid_msg, j->invalid_reason ? j->invalid_msg : "", API_MSG_MAX);
+        (void)ctl_str_set(&m->decode.prep_invalid_msg, j->invalid_reason ? ctl_str(j->invalid_msg) : "", API_MSG_MAX);
     }
     return rc;
 }
@@ -1302,13 +1318,13 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
     if (j->memo->decode.job_nerr) {
         j->failed_invalid = 1;
         j->invalid_reason = "InvalidSpec";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "invalid spec: %s%s", ctl_str(j->memo->decode.job_err),
-                 j->memo->decode.job_nerr > 1 ? " (and more)" : "");
+        cj_invalid_msg(j, "invalid spec: %s%s", ctl_str(j->memo->decode.job_err),
+                       j->memo->decode.job_nerr > 1 ? " (and more)" : "");
     } else if (job_refused(r, j)) {
         /* invalid_reason and invalid_msg set */
     } else if (j->job->spec.pool[0] && !pool_exists(r, j->job->spec.pool)) {
         j->invalid_reason = "UnknownPool";
-        snprintf(j->invalid_msg, sizeof(j->invalid_msg), "GPUPool %s does not exist", j->job->spec.pool);
+        cj_invalid_msg(j, "GPUPool %s does not exist", j->job->spec.pool);
     }
     /* required node affinity is decoded by api and placed by the core like nodeSelector */
 
@@ -1316,9 +1332,8 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
     if (j->invalid_reason && (!strcmp(j->invalid_reason, "NoTeam") || !strcmp(j->invalid_reason, "UnknownTeam")) &&
         (bad_team = team_invalid_for(r, j->job))) {
         j->invalid_reason = "InvalidTeam";
-        if (snprintf(j->invalid_msg, sizeof(j->invalid_msg),
-                     "Team %s is invalid and no earlier valid spec of it is known: %s",
-                     bad_team->latest.meta.name, bad_team->bad) >= (int)sizeof(j->invalid_msg))
+        if (cj_invalid_msg(j, "Team %s is invalid and no earlier valid spec of it is known: %s",
+                           bad_team->latest.meta.name, bad_team->bad))
             LOGC(r->c, GQ_LOG_DEBUG, "job message truncated", " job=%s", j->key);
     }
 
@@ -1440,10 +1455,10 @@ static int job_spec_rules(struct rc_ctx *r, struct cj *j)
     act_begin(r, j, &a);
     if (j->failed_invalid) {
         j->released |= holds(s);
-        if ((rc = act_end(r, j, apply_fail(&a.x, &a.j, j->invalid_msg, "invalid"))))
+        if ((rc = act_end(r, j, apply_fail(&a.x, &a.j, ctl_str(j->invalid_msg), "invalid"))))
             return rc;
-        event_add(r, j->obj, "Warning", "Failed", "%s", j->invalid_msg);
-        LOGC(r->c, GQ_LOG_WARN, "job failed: invalid", " job=%s msg=\"%s\"", j->key, j->invalid_msg);
+        event_add(r, j->obj, "Warning", "Failed", "%s", ctl_str(j->invalid_msg));
+        LOGC(r->c, GQ_LOG_WARN, "job failed: invalid", " job=%s msg=\"%s\"", j->key, ctl_str(j->invalid_msg));
         return 0;
     }
     if (holds(s) && j->gen_changed && !j->job->spec.suspend &&
@@ -1501,10 +1516,10 @@ static int job_create_refused(struct rc_ctx *r, struct cj *j)
 {
     int rc = 0;
     char msg[API_MSG_MAX];
-    if (!j->memo || !j->memo->pods.create_err[0] || !holds(j->state))
+    if (!j->memo || !j->memo->pods.create_err || !holds(j->state))
         return 0;
     snprintf(msg, sizeof(msg), "pod create refused by the API server: %s", j->memo->pods.create_err);
-    j->memo->pods.create_err[0] = 0;
+    (void)ctl_str_set(&j->memo->pods.create_err, NULL, 0);
     for (int p = intent_first(r, j->key); p < r->nintents && !strcmp(r->iidx[p].key, j->key); p++) {
         const struct store_intent *in = &r->intents[r->iidx[p].i];
         if (in->kind == STORE_INTENT_ADMIT && !ctl_act_inflight(&r->c->act, in->id) &&
@@ -1601,7 +1616,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
             /* gone only when the API server said so (delete event, GET 404);
              * absent from the cache for a while: ask it */
             missing++;
-            if (!strcmp(j->memo->pods.gone_pod, name))
+            if (!strcmp(ctl_str(j->memo->pods.gone_pod), name))
                 snprintf(w, sizeof(w), "pod %s was deleted", name);
             else if (!confirm[0] && j->memo->pods.missing_since_ms &&
                      r->now - j->memo->pods.missing_since_ms > CTL_MISSING_GRACE_MS)
@@ -1709,7 +1724,7 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
         return 0;
     const cJSON **pods = memo_pods(r, m, &np);
     if (m->pods.created_attempt &&
-        (max_pod_attempt(r, m) >= m->pods.created_attempt || !strcmp(m->pods.gone_pod, m->pods.created_pod)))
+        (max_pod_attempt(r, m) >= m->pods.created_attempt || !strcmp(ctl_str(m->pods.gone_pod), m->pods.created_pod)))
         m->pods.created_attempt = 0; /* seen (the cache follows it from now on), or gone */
     if (m->pods.created_attempt) {
         if (r->now - m->pods.created_ms > CTL_MISSING_GRACE_MS) {
@@ -1746,7 +1761,7 @@ static int decide_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched
     int was = j->state;
     int partial = holds(was);
     int rc = 0;
-    j->memo->pods.gone_pod[0] = 0; /* names of this admission's pods are new */
+    (void)ctl_str_set(&j->memo->pods.gone_pod, NULL, 0); /* names of this admission's pods are new */
     ctl_memo_victims_clear(j->memo); /* the jobs preempted for it no longer wait for it */
     if (!partial) {
         ctl_placement_release(&j->pl);
@@ -2000,10 +2015,10 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     const char *msg = j->row->message;
     int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
     const struct ctl_waitpub *pub = &j->memo->wait.pub;
-    if (waiting && pub->set && pub->msg[0])
+    if (waiting && pub->set && pub->msg)
         msg = pub->msg; /* what ctl_wait_publish let through (waiting_publish) */
     else if (j->invalid_reason && !j->failed_invalid)
-        msg = j->invalid_msg;
+        msg = ctl_str(j->invalid_msg);
     else if ((waiting || holds(j->state)) && j->memo->wait.wait_msg)
         msg = j->memo->wait.wait_msg;
     const char *reason = NULL;
@@ -2581,7 +2596,7 @@ static void waiting_publish(struct rc_ctx *r)
             continue;
         int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
-        const char *msg = inv ? j->invalid_msg : m->wait.wait_msg ? m->wait.wait_msg : j->row->message;
+        const char *msg = inv ? ctl_str(j->invalid_msg) : m->wait.wait_msg ? m->wait.wait_msg : j->row->message;
         if (!m->wait.pub.set && waiting && j->obj) {
             /* first sight since start: what the object already shows of an
              * unchanged wait is not written again */
@@ -2804,6 +2819,7 @@ static void rc_release(struct rc_ctx *r)
     for (int i = 0; i < r->njobs; i++) {
         ctl_placement_release(&r->jobs[i].pl);
         ctl_placement_release(&r->jobs[i].term);
+        free(r->jobs[i].invalid_msg);
     }
     free(r->iidx);
     free(r->nix);
@@ -2941,7 +2957,7 @@ static int phase_observe(struct rc_ctx *r)
     }
     for (int i = 0; i < r->njobs; i++)
         if (r->jobs[i].invalid_reason && !r->jobs[i].failed_invalid) {
-            (void)ctl_str_set(&r->jobs[i].memo->wait.wait_msg, r->jobs[i].invalid_msg, SCHED_MSG_MAX);
+            (void)ctl_str_set(&r->jobs[i].memo->wait.wait_msg, ctl_str(r->jobs[i].invalid_msg), SCHED_MSG_MAX);
             r->jobs[i].memo->wait.position = 0;
         }
     return 0;
@@ -3059,7 +3075,7 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod)
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (!m)
         return;
-    gq_strlcpy(m->pods.gone_pod, name, sizeof(m->pods.gone_pod));
+    (void)ctl_str_set(&m->pods.gone_pod, name, API_NAME_MAX + 32);
     const char *phase = ctl_obj_str(pod, "status", "phase");
     if (!phase || strcmp(phase, "Succeeded"))
         return;

@@ -139,14 +139,16 @@ struct ctl_memo_pods {
     /* A pod of this job the API server said is gone: a delete event
      * (ctl_pod_deleted) or a GET answering 404 (ctl_pod_confirm). A
      * placed pod absent from the cache is lost only when named here; a
-     * lagging watch never counts. Cleared by a new admission. */
-    char gone_pod[API_NAME_MAX + 32];
+     * lagging watch never counts. Cleared by a new admission. (str: out
+     * of memory leaves it unnamed, so the API server is asked again) */
+    char *gone_pod;
     /* Pods of this job deleted while Succeeded (copies, owned; a cJSON array,
      * at most CTL_GONE_OK_MAX): a replica that finished while its deletion
      * (preemption, suspend) was under way still counts for "every replica of
      * one attempt succeeded" after the pod is gone. */
     cJSON *gone_ok;
-    char create_err[256];         /* a pod create the API server refused (4xx): the job fails
+    char *create_err;             /* (str, at most 255 bytes) a pod create the API server
+                                   * refused (4xx): the job fails
                                    * (ctl_wire.c hook_pod_create_refused; read and cleared by
                                    * ctl_cycle.c job_create_refused) */
 };

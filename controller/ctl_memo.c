@@ -42,6 +42,9 @@ static void memo_free(struct ctl_memo *m)
     free(m->wait.reserved);
     free(m->decode.job_err);
     free(m->decode.prep_invalid_msg);
+    free(m->pods.gone_pod);
+    ctl_waitpub_release(&m->wait.pub);
+    free(m->pods.create_err);
     ctl_placement_release(&m->pl.pl_cache);
     free(m->pods.pods);
     free(m->pods.pf);

@@ -955,10 +955,27 @@ const char *ctl_wait_class_name(int cls)
     return cls >= 0 && cls < CTL_WAIT_NCLASSES ? names[cls] : "Waiting";
 }
 
+void ctl_waitpub_release(struct ctl_waitpub *p)
+{
+    free(p->msg);
+    p->msg = NULL;
+}
+
+/* p->msg becomes a copy of msg (NULL for ""); out of memory leaves none */
+static void waitpub_msg_set(struct ctl_waitpub *p, const char *msg)
+{
+    if (p->msg && !strcmp(p->msg, msg))
+        return;
+    ctl_waitpub_release(p);
+    if (msg[0])
+        p->msg = strndup(msg, SCHED_MSG_MAX - 1);
+}
+
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
                      const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
 {
     if (!waiting) {
+        ctl_waitpub_release(p);
         memset(p, 0, sizeof(*p));
         p->set = 1;
         p->state = state;
@@ -972,8 +989,8 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
         p->evented = 0; /* a new wait (or a new waiting state) */
         p->position = 0;
     }
-    if (fresh || p->cls != cls || (strcmp(p->msg, msg) && now_ms - p->msg_ms >= interval_ms)) {
-        gq_strlcpy(p->msg, msg, sizeof(p->msg));
+    if (fresh || p->cls != cls || (strcmp(p->msg ? p->msg : "", msg) && now_ms - p->msg_ms >= interval_ms)) {
+        waitpub_msg_set(p, msg);
         p->msg_ms = now_ms;
     }
     p->set = 1;
@@ -995,11 +1012,12 @@ int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, in
     if (p->set || want == API_STATE_NONE || cls == CTL_WAIT_NONE || st->state != want ||
         strcmp(st->wait_reason, ctl_wait_class_name(cls)) || !st->message[0])
         return 0;
+    ctl_waitpub_release(p);
     memset(p, 0, sizeof(*p));
     p->set = 1;
     p->state = state;
     p->cls = cls;
-    gq_strlcpy(p->msg, st->message, sizeof(p->msg));
+    waitpub_msg_set(p, st->message);
     p->msg_ms = now_ms;
     p->evented = 1u << (unsigned)cls;
     p->position = st->position > 0 ? st->position : 0;

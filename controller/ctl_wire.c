@@ -58,7 +58,7 @@ static void hook_pod_create_refused(void *ctx, const char *key, const char *msg)
     struct gq_ctl *c = ctx;
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m)
-        gq_strlcpy(m->pods.create_err, msg, sizeof(m->pods.create_err));
+        (void)ctl_str_set(&m->pods.create_err, msg && msg[0] ? msg : "refused", 256);
 }
 
 static void hook_pod_confirmed(void *ctx, const char *key, const char *pod, int rc)
@@ -68,7 +68,7 @@ static void hook_pod_confirmed(void *ctx, const char *key, const char *pod, int 
     if (m) {
         m->pods.confirm_inflight = 0;
         if (rc == GQ_ENOTFOUND)
-            gq_strlcpy(m->pods.gone_pod, pod, sizeof(m->pods.gone_pod));
+            (void)ctl_str_set(&m->pods.gone_pod, pod, API_NAME_MAX + 32);
         else
             m->pods.missing_since_ms = ctl_now_ms(); /* ask again after another grace period */
     }

@@ -846,7 +846,7 @@ static char *waiting_status(const struct api_gpujob *job, const struct ctl_waitp
 {
     const char *nodes[1];
     struct api_gpujob_status st;
-    struct ctl_jobview v = {state, p->msg, p->position, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0,
+    struct ctl_jobview v = {state, p->msg ? p->msg : "", p->position, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0,
                             ctl_wait_class_name(p->cls), NULL};
     ctl_status_compute(job, NULL, &v, 1767225600000LL, nodes, 1, &st);
     cJSON *e = api_gpujob_status_encode(&st);
@@ -929,7 +929,7 @@ static void test_wait_publish(void **state)
     assert_int_equal(ctl_wait_publish(&p, STORE_ADMITTED, 0, "admitted", NULL, T + IV + 9000, IV), 0);
     assert_int_equal(p.position, 0);
     assert_int_equal(p.cls, CTL_WAIT_NONE);
-    assert_string_equal(p.msg, "");
+    assert_null(p.msg); /* "" is no text */
     assert_int_equal(ctl_wait_publish(&p, STORE_PREEMPTED, 1, "waiting for 1 preempted job to stop", NULL,
                                       T + IV + 10000, IV),
                      1);
@@ -947,6 +947,7 @@ static void test_wait_publish(void **state)
     assert_int_equal(p.cls, CTL_WAIT_INVALID);
     assert_string_equal(p.msg, "team x does not exist");
 
+    ctl_waitpub_release(&p);
     free(s0);
     free(s1);
     free(s2);
@@ -1002,6 +1003,7 @@ static void test_wait_adopt(void **state)
     assert_string_equal(btxt, wtxt); /* ... as the object's, re-encoded: no PATCH */
 
     /* another class, another state or nothing shown: not adopted */
+    ctl_waitpub_release(&q);
     memset(&q, 0, sizeof(q));
     assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, CTL_WAIT_QUOTA, T), 0);
     assert_int_equal(ctl_wait_adopt(&q, &back, STORE_PREEMPTED, CTL_WAIT_NODES, T), 0);
@@ -1010,6 +1012,7 @@ static void test_wait_adopt(void **state)
     back.wait_reason[0] = 0;
     assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, CTL_WAIT_NODES, T), 0);
 
+    ctl_waitpub_release(&p);
     free(wtxt);
     free(atxt);
     free(btxt);
