@@ -1175,6 +1175,13 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     m->decode.job_refusal = NULL;
     if (!e.n)
         m->decode.job_refusal = api_gpujob_tenancy(&m->decode.job, &lk, &e);
+    if (!m->decode.job_refusal) {
+        /* the template copy is read by validation and the Team rules only
+         * (pods are built from the object): kept for job_refused's message,
+         * else dropped (a changed object or lookup decodes again) */
+        cJSON_Delete(m->decode.job.template);
+        m->decode.job.template = NULL;
+    }
     return 0;
 }
 

@@ -72,7 +72,9 @@ struct ctl_memo_decode {
      * (job_uid, job_rv = generation or resourceVersion key, ctl_cycle.c
      * job_cache_key) under the Teams/PriorityClasses signature job_lookup;
      * job_nerr/job_err are its decode/validate errors.
-     * Owned (api_gpujob_release when job_valid). */
+     * Owned (api_gpujob_release when job_valid). job.template is kept only
+     * while job_refusal is set (job_refused formats the Team rules' message
+     * again); otherwise NULL: pods are built from the object. */
     struct api_gpujob job;
     int job_valid;
     int job_nerr;
@@ -303,6 +305,7 @@ struct gq_ctl {
      * cfg.max_reconcile_share percent of the time */
     double rc_cost_s;
     double rc_end;
+    double trim_at;               /* ev_time of the last malloc_trim (ctl_main.c) */
     /* the next reconcile examines every job in full (a Team, pool, priority
      * class or node changed, a set ran out of memory, the first one) */
     int full_next;

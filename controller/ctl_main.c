@@ -6,6 +6,7 @@
  * in except through c->wake (the actuator's hooks, ctl_int.h).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,8 @@ double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, 
 
 static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
 
+#define CTL_TRIM_INTERVAL_S 10.0
+
 /* Run a reconcile and act on its result (ctl_reconcile never calls the loop). */
 static void maybe_reconcile(struct gq_ctl *c)
 {
@@ -88,6 +91,12 @@ static void maybe_reconcile(struct gq_ctl *c)
         ctl_reconcile_result(c, res.rc, res.err);
     if (res.settle_due_ms)
         ctl_settle_at(c, res.settle_due_ms);
+    if (ev_time() - c->trim_at >= CTL_TRIM_INTERVAL_S) {
+        /* a reconcile's arrays and the objects the informers replaced leave
+         * free heap glibc would keep resident: give it back (a few ms) */
+        malloc_trim(0);
+        c->trim_at = ev_time();
+    }
     c->rc_end = ev_time();
     c->rc_cost_s = c->rc_end - t0;
 }

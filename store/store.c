@@ -515,7 +515,9 @@ int store_open(const char *path, const struct store_opts *opts, struct store **o
                 goto fail;
         }
     }
-    ret = exec_sql(st, "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"
+    /* a 4 MiB page cache: the controller keeps the job rows in memory and
+     * mostly writes (a miss reads the WAL or the OS page cache) */
+    ret = exec_sql(st, "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;"
                        " PRAGMA wal_autocheckpoint=4096; PRAGMA journal_size_limit=33554432;",
                    "cannot configure the connection", err, errlen);
     if (ret)

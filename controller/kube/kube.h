@@ -558,7 +558,9 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
  *           ownerReferences, and the gangq.io/ labels and annotations; spec
  *           keeps nodeName, overhead and containers / initContainers with only
  *           name and resources; status keeps phase and reason; top level
- *           keeps apiVersion, kind, metadata, spec, status.
+ *           keeps apiVersion, kind, metadata, spec, status. A terminated pod
+ *           (phase Succeeded or Failed) holds no resources: its spec keeps
+ *           nodeName only.
  *   node:   common, then status.images.
  * All three then share member names: each object's member name becomes a
  * pointer into one process-wide table of names (cJSON_StringIsConst; the

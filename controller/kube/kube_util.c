@@ -745,6 +745,14 @@ void kube_prune_pod(cJSON *obj)
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sp, "initContainers"))
         keep_only(c, ctr);
     keep_only(cJSON_GetObjectItemCaseSensitive(obj, "status"), status);
+    const char *ph = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"), "phase"));
+    if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))) {
+        /* a terminated pod holds no resources: its requests are never read */
+        cJSON_DeleteItemFromObjectCaseSensitive(sp, "containers");
+        cJSON_DeleteItemFromObjectCaseSensitive(sp, "initContainers");
+        cJSON_DeleteItemFromObjectCaseSensitive(sp, "overhead");
+    }
     kube_intern_names(obj);
 }
 

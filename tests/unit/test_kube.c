@@ -2038,7 +2038,7 @@ static void test_prune_pod(void **st)
         "\"containers\":[{\"name\":\"c\",\"image\":\"img\",\"env\":[{\"name\":\"A\",\"value\":\"b\"}],"
         "\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"},\"limits\":{\"nvidia.com/gpu\":\"2\"}}}],"
         "\"initContainers\":[{\"name\":\"i\",\"command\":[\"x\"],\"resources\":{\"requests\":{\"cpu\":\"4\"}}}]},"
-        "\"status\":{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"containerStatuses\":[{\"name\":\"c\"}],"
+        "\"status\":{\"phase\":\"Running\",\"reason\":\"X\",\"containerStatuses\":[{\"name\":\"c\"}],"
         "\"conditions\":[{\"type\":\"Ready\"}]}}";
     cJSON *a = cJSON_Parse(pod), *p = cJSON_Parse(pod), *n;
     struct ctl_podusage ua, up;
@@ -2049,7 +2049,8 @@ static void test_prune_pod(void **st)
     ctl_pod_usage(p, &up);
     assert_int_equal(ua.cpu_milli, 4000);
     assert_memory_equal(&ua, &up, sizeof ua);
-    assert_int_equal(ctl_pod_terminal(p), 1);
+    assert_int_equal(ctl_pod_terminal(p), 0);
+    assert_string_equal(ctl_obj_str(p, "status", "reason"), "X");
     assert_string_equal(ctl_obj_label(p, CTL_LABEL_JOB), "j");
     assert_string_equal(ctl_obj_label(p, CTL_LABEL_REPLICA), "0");
     assert_string_equal(ctl_obj_label(p, CTL_LABEL_ATTEMPT), "1");
@@ -2072,6 +2073,25 @@ static void test_prune_pod(void **st)
     assert_true(strlen(after) < strlen(before) * 3 / 4);
     free(before);
     free(after);
+    /* terminated (Failed, Succeeded): the containers go too (it holds
+     * nothing); what identifies it, its node and its devices stay */
+    for (int k = 0; k < 2; k++) {
+        cJSON *f = cJSON_Parse(pod);
+        cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItem(f, "status"), "phase",
+                                               cJSON_CreateString(k ? "Succeeded" : "Failed"));
+        kube_prune_pod(f);
+        assert_int_equal(ctl_pod_terminal(f), 1);
+        assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "spec"), "containers"));
+        assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "spec"), "initContainers"));
+        assert_string_equal(ctl_obj_str(f, "spec", "nodeName"), "n1");
+        assert_string_equal(ctl_obj_label(f, CTL_LABEL_ATTEMPT), "1");
+        struct ctl_podusage uf;
+        ctl_pod_usage(f, &uf);
+        assert_int_equal(uf.cpu_milli, 0);
+        assert_int_equal(uf.gpus, 0);
+        assert_int_equal(uf.devs, up.devs);
+        cJSON_Delete(f);
+    }
     /* node: images go, everything else stays; common: managedFields go */
     n = cJSON_Parse("{\"metadata\":{\"name\":\"n1\",\"managedFields\":[]},\"spec\":{\"taints\":[]},"
                     "\"status\":{\"images\":[{\"names\":[\"x\"]}],\"allocatable\":{\"cpu\":\"8\"}}}");
