@@ -262,6 +262,19 @@ struct ctl_podusage {
 void ctl_pod_usage(const cJSON *pod, struct ctl_podusage *out);
 /* Pod phase is Succeeded or Failed. */
 int ctl_pod_terminal(const cJSON *pod);
+
+/* The GPUJob informer's pruner (kube_informer_opts.prune): what
+ * kube_prune_common drops, and a status object kept as {"state": ...,
+ * "attempt": ..., CTL_STATUS_RAW: "<the whole status, compact JSON>"}: the
+ * two fields read without decoding stay, the rest is one string instead of a
+ * tree of some 40 nodes (~3 KB less per cached job). Left as it is when the
+ * status is not an object or out of memory. Member names interned. */
+#define CTL_STATUS_RAW "gangqRawStatus"
+void ctl_prune_gpujob(cJSON *obj);
+/* api_gpujob_status_decode of a GPUJob object, pruned (ctl_prune_gpujob) or
+ * not. A raw status that does not parse decodes as no status (an error in
+ * errs); GQ_ENOMEM when the copy could not be made. */
+int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struct api_errors *errs);
 /* The attempt that finished a job: the highest gangq.io/attempt label for
  * which, among the pods owned by uid (an ownerReferences entry; uid NULL or
  * "" = any owner), every replica 0..replicas-1 has a Succeeded pod. 0 when no

@@ -992,7 +992,7 @@ static int row_recover(struct rc_ctx *r, struct cj *j, struct store_job *sj, str
     struct api_errors e;
     api_errors_init(&e);
     /* a field that does not decode stays unknown (0); the others are used */
-    api_gpujob_status_decode(j->obj, &rec->st, &e);
+    ctl_job_status_decode(j->obj, &rec->st, &e);
     const struct api_gpujob_status *st = &rec->st;
     double w = 0;
     sj->arrival = st->arrival > 0 ? st->arrival : first_sight_arrival(j);
@@ -1053,7 +1053,7 @@ static int status_finished_override(struct rc_ctx *r, struct cj *j)
     struct api_gpujob_status st;
     struct api_errors e;
     api_errors_init(&e);
-    api_gpujob_status_decode(j->obj, &st, &e);
+    ctl_job_status_decode(j->obj, &st, &e);
     if (st.observed_generation <= 0 || st.observed_generation != j->job->meta.generation)
         return 0;
     int to = st.state == API_STATE_SUCCEEDED ? STORE_SUCCEEDED : STORE_FAILED;
@@ -1084,7 +1084,7 @@ static int status_running_adopt(struct rc_ctx *r, struct cj *j)
     struct api_gpujob_status st;
     struct api_errors e;
     api_errors_init(&e);
-    api_gpujob_status_decode(j->obj, &st, &e);
+    ctl_job_status_decode(j->obj, &st, &e);
     if (st.observed_generation <= 0 || st.observed_generation != j->job->meta.generation ||
         st.attempt <= j->row->attempts)
         return 0;
@@ -2057,7 +2057,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
             api_gpujob_status_decode(o, &prev, &e);
         cJSON_Delete(o);
     } else {
-        api_gpujob_status_decode(j->obj, &prev, &e);
+        ctl_job_status_decode(j->obj, &prev, &e);
     }
     const char **nodes = calloc((size_t)j->pl.n + 1, sizeof(*nodes));
     if (!nodes)
@@ -2610,7 +2610,7 @@ static void waiting_publish(struct rc_ctx *r)
             struct api_gpujob_status st;
             struct api_errors e;
             api_errors_init(&e);
-            if (!api_gpujob_status_decode(j->obj, &st, &e))
+            if (!ctl_job_status_decode(j->obj, &st, &e))
                 ctl_wait_adopt(&m->wait.pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
         }
         struct ctl_waitpub was = m->wait.pub;

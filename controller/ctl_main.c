@@ -643,7 +643,7 @@ int ctl_run(const struct ctl_config *cfg)
         io.on_skip = inf_skip;
         /* drop what gangq never reads (Teams keep managedFields: quota edits read them) */
         io.prune = i == INF_PODS ? kube_prune_pod : i == INF_NODES ? kube_prune_node
-                   : i == INF_TEAMS ? NULL : kube_prune_common;
+                   : i == INF_JOBS ? ctl_prune_gpujob : i == INF_TEAMS ? NULL : kube_prune_common;
         io.ud = &c->infud[i];
         if (i == INF_PODS)
             io.event_delay_s = c->cfg.pod_watch_delay_s;

@@ -224,6 +224,49 @@ int ctl_node_info(const cJSON *node, struct ctl_nodeinfo *out)
     return 0;
 }
 
+void ctl_prune_gpujob(cJSON *obj)
+{
+    kube_prune_common(obj); /* interns the names of what stays below too */
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (!cJSON_IsObject(st) || cJSON_GetObjectItemCaseSensitive(st, CTL_STATUS_RAW))
+        return;
+    char *raw = cJSON_PrintUnformatted(st);
+    cJSON *small = raw ? cJSON_CreateObject() : NULL;
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(st, "state");
+    const cJSON *attempt = cJSON_GetObjectItemCaseSensitive(st, "attempt");
+    int ok = small && cJSON_AddStringToObject(small, CTL_STATUS_RAW, raw) &&
+             (!cJSON_IsString(state) || cJSON_AddStringToObject(small, "state", state->valuestring)) &&
+             (!cJSON_IsNumber(attempt) || cJSON_AddNumberToObject(small, "attempt", attempt->valuedouble));
+    free(raw);
+    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, "status", small)) {
+        cJSON_Delete(small);
+        return;
+    }
+    kube_intern_names(small);
+}
+
+int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struct api_errors *errs)
+{
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "status"),
+                                                        CTL_STATUS_RAW);
+    if (!cJSON_IsString(raw))
+        return api_gpujob_status_decode(job, out, errs);
+    cJSON *wrap = cJSON_CreateObject();
+    if (!wrap)
+        return GQ_ENOMEM;
+    cJSON *st = cJSON_Parse(raw->valuestring);
+    if (!st) {
+        cJSON_Delete(wrap);
+        memset(out, 0, sizeof(*out));
+        api_errors_add(errs, "status", "cached status is not JSON");
+        return GQ_EPARSE;
+    }
+    cJSON_AddItemToObject(wrap, "status", st);
+    int rc = api_gpujob_status_decode(wrap, out, errs);
+    cJSON_Delete(wrap);
+    return rc;
+}
+
 int ctl_pod_terminal(const cJSON *pod)
 {
     const char *ph = ctl_obj_str(pod, "status", "phase");

@@ -1022,6 +1022,79 @@ static void test_wait_adopt(void **state)
     api_gpujob_release(&job);
 }
 
+/* The GPUJob pruner keeps the status whole as one string: a decode of the
+ * pruned object equals one of the object as the API server sent it, state
+ * and attempt stay readable without decoding, and the cached tree is smaller. */
+static int tree_nodes(const cJSON *o)
+{
+    int n = 1;
+    for (const cJSON *c = o ? o->child : NULL; c; c = c->next)
+        n += tree_nodes(c);
+    return n;
+}
+
+static void test_prune_gpujob(void **state)
+{
+    (void)state;
+    static const char job[] =
+        "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\","
+        "\"uid\":\"u1\",\"generation\":2,\"managedFields\":[{\"manager\":\"kubectl\"}]},"
+        "\"spec\":{\"class\":\"Batch\",\"gpu\":{\"count\":1},\"template\":{\"spec\":{\"containers\":[{\"name\":\"m\"}]}}},"
+        "\"status\":{\"state\":\"Running\",\"attempt\":3,\"team\":\"t\",\"gpus\":1,\"message\":\"running\","
+        "\"observedGeneration\":2,\"enqueueTime\":\"2026-12-01T00:00:00Z\",\"conditions\":["
+        "{\"type\":\"Admitted\",\"status\":\"True\",\"reason\":\"Admitted\",\"message\":\"on n1\","
+        "\"lastTransitionTime\":\"2026-12-01T00:00:01Z\"},"
+        "{\"type\":\"Queued\",\"status\":\"False\",\"reason\":\"Admitted\",\"message\":\"x\","
+        "\"lastTransitionTime\":\"2026-12-01T00:00:01Z\"}]}}";
+    cJSON *a = cJSON_Parse(job), *p = cJSON_Parse(job);
+    ctl_prune_gpujob(p);
+    assert_string_equal(ctl_obj_str(p, "status", "state"), "Running");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "attempt")->valueint, 3);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "conditions"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "managedFields"));
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "template"));
+    assert_true(tree_nodes(p) < tree_nodes(a) - 15); /* 21 status nodes become 4 */
+    struct api_gpujob_status sa, sp;
+    struct api_errors e;
+    api_errors_init(&e);
+    assert_int_equal(ctl_job_status_decode(a, &sa, &e), 0);
+    assert_int_equal(ctl_job_status_decode(p, &sp, &e), 0);
+    assert_int_equal(e.n, 0);
+    cJSON *ea = api_gpujob_status_encode(&sa), *ep = api_gpujob_status_encode(&sp);
+    char *ta = cJSON_PrintUnformatted(ea), *tp = cJSON_PrintUnformatted(ep);
+    assert_string_equal(tp, ta);
+    assert_int_equal(sp.nconditions, 2);
+    /* pruning again changes nothing */
+    char *once = cJSON_PrintUnformatted(p);
+    ctl_prune_gpujob(p);
+    char *twice = cJSON_PrintUnformatted(p);
+    assert_string_equal(once, twice);
+    /* a status that is not an object, or none: left alone; a raw text that
+     * does not parse decodes as no status with an error */
+    cJSON *q = cJSON_Parse("{\"metadata\":{\"name\":\"k\"},\"status\":\"odd\"}");
+    ctl_prune_gpujob(q);
+    assert_string_equal(cJSON_GetObjectItem(q, "status")->valuestring, "odd");
+    cJSON *none = cJSON_Parse("{\"metadata\":{\"name\":\"k\"}}");
+    ctl_prune_gpujob(none);
+    assert_null(cJSON_GetObjectItem(none, "status"));
+    cJSON *bad = cJSON_Parse("{\"status\":{\"" CTL_STATUS_RAW "\":\"{nope\",\"state\":\"Queued\"}}");
+    api_errors_init(&e);
+    assert_int_not_equal(ctl_job_status_decode(bad, &sp, &e), 0);
+    assert_true(e.n > 0);
+    assert_int_equal(sp.nconditions, 0);
+    free(ta);
+    free(tp);
+    free(once);
+    free(twice);
+    cJSON_Delete(ea);
+    cJSON_Delete(ep);
+    cJSON_Delete(a);
+    cJSON_Delete(p);
+    cJSON_Delete(q);
+    cJSON_Delete(none);
+    cJSON_Delete(bad);
+}
+
 /* ------------------------------------------------------------ config */
 
 static void test_config(void **state)
@@ -1207,6 +1280,7 @@ int main(void)
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
+        cmocka_unit_test(test_prune_gpujob),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_config_table),
         cmocka_unit_test(test_batch_delay),
