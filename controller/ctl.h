@@ -235,6 +235,15 @@ int ctl_rdv_port(const cJSON *job);
 
 /* ------------------------------------------------------------ objects */
 
+/* A short owned text (ctl_memo.c): *dst becomes a heap copy of at most
+ * max - 1 bytes of src, or NULL when src is NULL or "" (the old text freed).
+ * Unchanged text is not copied again. GQ_ENOMEM leaves *dst NULL. */
+int ctl_str_set(char **dst, const char *src, size_t max);
+static inline const char *ctl_str(const char *s)
+{
+    return s ? s : "";
+}
+
 /* Label value of a Kubernetes object (NULL when absent). */
 const char *ctl_obj_label(const cJSON *obj, const char *key);
 const char *ctl_obj_annotation(const cJSON *obj, const char *key);

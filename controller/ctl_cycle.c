@@ -1187,10 +1187,6 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
 
 static int team_exists(struct rc_ctx *r, const char *name);
 
-/* The Team rules refuse the job (m->decode.job_refusal): reason and message into j.
- * They gate admission: a job holding GPUs under an existing team is not
- * stopped by them (a Team edit or a spec edit while it runs; defaulting caps
- * its priority at the Team's ceiling). */
 /* j->invalid_msg becomes the formatted text (at most API_MSG_MAX - 1
  * bytes; out of memory leaves none). Returns 1 when the text was cut. */
 static int cj_invalid_msg(struct cj *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1201,11 +1197,14 @@ static int cj_invalid_msg(struct cj *j, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    free(j->invalid_msg);
-    j->invalid_msg = strdup(buf);
+    (void)ctl_str_set(&j->invalid_msg, buf, sizeof(buf));
     return n >= (int)sizeof(buf);
 }
 
+/* The Team rules refuse the job (m->decode.job_refusal): reason and message into j.
+ * They gate admission: a job holding GPUs under an existing team is not
+ * stopped by them (a Team edit or a spec edit while it runs; defaulting caps
+ * its priority at the Team's ceiling). */
 static int job_refused(struct rc_ctx *r, struct cj *j)
 {
     const char *why = j->memo->decode.job_refusal;
@@ -1277,7 +1276,7 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->failed_invalid = m->decode.prep_failed_invalid;
     j->invalid_reason = m->decode.prep_invalid_reason;
     if (j->invalid_reason)
-        cj_invalid_msg(j, "%s", ctl_str(m->decode.prep_invalid_msg));
+        (void)ctl_str_set(&j->invalid_msg, m->decode.prep_invalid_msg, API_MSG_MAX);
     j->row = row_find(r, j->key);
     if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
         return job_prepare_full(r, j); /* the store moved on: look again */
@@ -2736,7 +2735,6 @@ static int memo_pods_dirty(const struct rc_ctx *r, const struct ctl_memo *m)
  * its preemptor (pod_stopping); every other such pod is foreign usage on its
  * node. Either way their devices are booked for no one else until the pods
  * are gone, and nothing else waits for them. */
-
 static int released_pods(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;

@@ -359,15 +359,8 @@ struct gq_ctl {
 /* The wall clock, Unix ms (CLOCK_REALTIME). */
 int64_t ctl_now_ms(void);
 
-/* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O. */
-/* A memo's short text: *dst becomes a heap copy of at most
- * max - 1 bytes of src, or NULL when src is NULL or "" (the old text freed).
- * Unchanged text is not copied again. GQ_ENOMEM leaves *dst NULL. */
-int ctl_str_set(char **dst, const char *src, size_t max);
-static inline const char *ctl_str(const char *s)
-{
-    return s ? s : "";
-}
+/* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O.
+ * (ctl_str_set and ctl_str: ctl.h) */
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
 /* Record that key was preempted for m's job (once); GQ_ENOMEM. */

@@ -224,12 +224,10 @@ int ctl_node_info(const cJSON *node, struct ctl_nodeinfo *out)
     return 0;
 }
 
-void ctl_prune_gpujob(cJSON *obj)
+/* obj's status st becomes {state, attempt, CTL_STATUS_RAW}; unchanged when
+ * out of memory. */
+static void status_condense(cJSON *obj, const cJSON *st)
 {
-    kube_prune_common(obj); /* interns the names of what stays below too */
-    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-    if (!cJSON_IsObject(st) || cJSON_GetObjectItemCaseSensitive(st, CTL_STATUS_RAW))
-        return;
     char *raw = cJSON_PrintUnformatted(st);
     cJSON *small = raw ? cJSON_CreateObject() : NULL;
     const cJSON *state = cJSON_GetObjectItemCaseSensitive(st, "state");
@@ -238,11 +236,16 @@ void ctl_prune_gpujob(cJSON *obj)
              (!cJSON_IsString(state) || cJSON_AddStringToObject(small, "state", state->valuestring)) &&
              (!cJSON_IsNumber(attempt) || cJSON_AddNumberToObject(small, "attempt", attempt->valuedouble));
     free(raw);
-    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, "status", small)) {
+    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, "status", small))
         cJSON_Delete(small);
-        return;
-    }
-    kube_intern_names(small);
+}
+
+void ctl_prune_gpujob(cJSON *obj)
+{
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (cJSON_IsObject(st) && !cJSON_GetObjectItemCaseSensitive(st, CTL_STATUS_RAW))
+        status_condense(obj, st);
+    kube_prune_common(obj); /* interns the member names, the condensed status's too */
 }
 
 int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struct api_errors *errs)
@@ -251,17 +254,18 @@ int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struc
                                                         CTL_STATUS_RAW);
     if (!cJSON_IsString(raw))
         return api_gpujob_status_decode(job, out, errs);
-    cJSON *wrap = cJSON_CreateObject();
-    if (!wrap)
-        return GQ_ENOMEM;
     cJSON *st = cJSON_Parse(raw->valuestring);
     if (!st) {
-        cJSON_Delete(wrap);
         memset(out, 0, sizeof(*out));
         api_errors_add(errs, "status", "cached status is not JSON");
         return GQ_EPARSE;
     }
-    cJSON_AddItemToObject(wrap, "status", st);
+    cJSON *wrap = cJSON_CreateObject();
+    if (!wrap || !cJSON_AddItemToObject(wrap, "status", st)) {
+        cJSON_Delete(wrap);
+        cJSON_Delete(st);
+        return GQ_ENOMEM;
+    }
     int rc = api_gpujob_status_decode(wrap, out, errs);
     cJSON_Delete(wrap);
     return rc;
@@ -1004,16 +1008,6 @@ void ctl_waitpub_release(struct ctl_waitpub *p)
     p->msg = NULL;
 }
 
-/* p->msg becomes a copy of msg (NULL for ""); out of memory leaves none */
-static void waitpub_msg_set(struct ctl_waitpub *p, const char *msg)
-{
-    if (p->msg && !strcmp(p->msg, msg))
-        return;
-    ctl_waitpub_release(p);
-    if (msg[0])
-        p->msg = strndup(msg, SCHED_MSG_MAX - 1);
-}
-
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
                      const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
 {
@@ -1032,8 +1026,8 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
         p->evented = 0; /* a new wait (or a new waiting state) */
         p->position = 0;
     }
-    if (fresh || p->cls != cls || (strcmp(p->msg ? p->msg : "", msg) && now_ms - p->msg_ms >= interval_ms)) {
-        waitpub_msg_set(p, msg);
+    if (fresh || p->cls != cls || (strcmp(ctl_str(p->msg), msg) && now_ms - p->msg_ms >= interval_ms)) {
+        (void)ctl_str_set(&p->msg, msg, SCHED_MSG_MAX);
         p->msg_ms = now_ms;
     }
     p->set = 1;
@@ -1060,7 +1054,7 @@ int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, in
     p->set = 1;
     p->state = state;
     p->cls = cls;
-    waitpub_msg_set(p, st->message);
+    (void)ctl_str_set(&p->msg, st->message, SCHED_MSG_MAX);
     p->msg_ms = now_ms;
     p->evented = 1u << (unsigned)cls;
     p->position = st->position > 0 ? st->position : 0;

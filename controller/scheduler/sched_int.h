@@ -156,7 +156,6 @@ void sc_strtab_reset(struct sc_strtab *t);
  * -2 on allocation failure. */
 int sc_strtab_get(struct sc_strtab *t, const char *s, int add);
 
-
 /* Label lookup on a snapshot node; NULL when absent. */
 const char *sc_label(const struct sched_node *n, const char *key);
 /* 1 when every NoSchedule/NoExecute taint of the node is tolerated. */
