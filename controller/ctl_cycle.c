@@ -50,6 +50,7 @@ struct cj {
     int admit_pending;          /* an ADMIT intent is pending */
     int released;               /* gave up its hold in this reconcile (an intent deletes its pods) */
     struct ctl_placement term;  /* Preempted, pods still stopping: the replicas they hold */
+    int dormant;                /* finished and settled: skipped by this reconcile (job_sleep) */
 };
 
 /* An intent by job key (index into rc_ctx.intents). */
@@ -372,9 +373,12 @@ static void job_touch(struct rc_ctx *r, struct cj *j)
         j->memo->dirty_upto = r->c->reconciles + 1;
 }
 
-/* Examined in full by this reconcile: a full pass, or the job is dirty. */
+/* Examined in full by this reconcile: a full pass, or the job is dirty; a
+ * dormant job never (job_sleep). */
 static int job_dirty(const struct rc_ctx *r, const struct cj *j)
 {
+    if (j->dormant)
+        return 0;
     return r->full || !j->memo || !j->memo->decode.prepared || j->memo->dirty_upto >= r->c->reconciles ||
            (j->memo->status.settle_due_ms && j->memo->status.settle_due_ms <= r->now);
 }
@@ -1141,7 +1145,7 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
         !strcmp(m->decode.job_rv, ck)) {
         /* same spec: keep metadata.resourceVersion current (store upserts) */
         const char *rv = ctl_obj_str(j->obj, "metadata", "resourceVersion");
-        gq_strlcpy(m->decode.job.meta.resource_version, rv ? rv : "", sizeof(m->decode.job.meta.resource_version));
+        gq_strlcpy(m->decode.job->meta.resource_version, rv ? rv : "", sizeof(m->decode.job->meta.resource_version));
         return 0;
     }
     struct api_gpujob nj;
@@ -1156,9 +1160,13 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     api_gpujob_default(&nj, &lk);
     if (!e.n)
         api_gpujob_validate(&nj, &r->c->cfg.levels, &e);
+    if (!m->decode.job && !(m->decode.job = malloc(sizeof(*m->decode.job)))) {
+        api_gpujob_release(&nj);
+        return GQ_ENOMEM;
+    }
     if (m->decode.job_valid)
-        api_gpujob_release(&m->decode.job);
-    m->decode.job = nj; /* a move: nj's template and out-of-line parts now belong to the memo */
+        api_gpujob_release(m->decode.job);
+    *m->decode.job = nj; /* a move: nj's template and out-of-line parts now belong to the memo */
     m->decode.job_valid = 1;
     m->decode.job_lookup = r->lookup_sig;
     /* an object without uid is decoded again every time */
@@ -1174,13 +1182,13 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     }
     m->decode.job_refusal = NULL;
     if (!e.n)
-        m->decode.job_refusal = api_gpujob_tenancy(&m->decode.job, &lk, &e);
+        m->decode.job_refusal = api_gpujob_tenancy(m->decode.job, &lk, &e);
     if (!m->decode.job_refusal) {
         /* the template copy is read by validation and the Team rules only
          * (pods are built from the object): kept for job_refused's message,
          * else dropped (a changed object or lookup decodes again) */
-        cJSON_Delete(m->decode.job.template);
-        m->decode.job.template = NULL;
+        cJSON_Delete(m->decode.job->template);
+        m->decode.job->template = NULL;
     }
     return 0;
 }
@@ -1271,7 +1279,7 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j);
 static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
-    j->job = &m->decode.job;
+    j->job = m->decode.job;
     j->decoded = 1;
     j->failed_invalid = m->decode.prep_failed_invalid;
     j->invalid_reason = m->decode.prep_invalid_reason;
@@ -1292,14 +1300,105 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     return 0;
 }
 
+/* The last pod created for m's job is in the cache (or gone): the cache
+ * follows it from now on. */
+static void created_seen(struct rc_ctx *r, struct ctl_memo *m)
+{
+    if (m->pods.created_attempt &&
+        (max_pod_attempt(r, m) >= m->pods.created_attempt || !strcmp(ctl_str(m->pods.gone_pod), m->pods.created_pod)))
+        m->pods.created_attempt = 0;
+}
+
+static int has_intent(const struct rc_ctx *r, const char *key)
+{
+    return intent_first(r, key) < r->nintents;
+}
+
+/* A finished job stays out of reconciles once nothing of it can change
+ * without an event: Succeeded or Failed in the store, that status accepted
+ * by the API server and not due again, every pod of it terminated and
+ * nothing of it pending or in flight, and untouched by this reconcile. Its
+ * decode, placement and last status text are freed (a woken job decodes
+ * again; its first status is compared with what the object shows, so an
+ * unchanged one is not written again). Called by the report phase. */
+static void job_sleep(struct rc_ctx *r, struct cj *j)
+{
+    struct ctl_memo *m = j->memo;
+    if (j->dormant || !m || !j->row || (j->state != STORE_SUCCEEDED && j->state != STORE_FAILED) ||
+        (j->invalid_reason && !j->failed_invalid) || !m->decode.prepared ||
+        m->dirty_upto > r->c->reconciles || j->admit_pending || has_intent(r, j->key))
+        return;
+    /* the state the API server holds: what it last accepted from us, else
+     * (nothing written since start) what the cached object shows */
+    const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
+    const char *cached = ctl_obj_str(j->obj, "status", "state");
+    const char *known = m->status.status_state[0] ? m->status.status_state : cached;
+    if (!m->status.last_status || !m->status.status_sig || m->status.status_inflight ||
+        m->status.settle_due_ms || !known || strcmp(known, acc) || !cached || strcmp(cached, acc))
+        return; /* (the cached object too: the watch event of the write would wake it) */
+    created_seen(r, m);
+    if (m->pods.rel_any || m->pods.stray_any || m->pods.confirm_inflight || m->pods.cleanup_inflight ||
+        m->pods.created_attempt || m->wait.wait_msg)
+        return;
+    for (int k = 0; k < m->pods.npods; k++)
+        if (!m->pods.pf[k].terminal)
+            return;
+    if (m->decode.job_valid)
+        api_gpujob_release(m->decode.job);
+    free(m->decode.job);
+    m->decode.job = NULL;
+    m->decode.job_valid = 0;
+    free(m->status.last_status);
+    m->status.last_status = NULL;
+    free(m->pl.pl_text);
+    m->pl.pl_text = NULL;
+    ctl_placement_release(&m->pl.pl_cache);
+    ctl_placement_init(&m->pl.pl_cache);
+    ctl_memo_victims_clear(m);
+    (void)ctl_str_set(&m->wait.reserved, NULL, 0);
+    (void)ctl_str_set(&m->wait.unsched_msg, NULL, 0);
+    m->decode.dormant = 1;
+}
+
+/* A dormant job in this reconcile: its store row and state only (no decode;
+ * j->job stays the empty placeholder, j->decoded 0). Returns 0 when it must
+ * wake instead: dirty (an event of it or its pods), a settle timer due, or
+ * its row no longer the finished one it slept with. */
+static int job_dormant_view(struct rc_ctx *r, struct cj *j)
+{
+    struct ctl_memo *m = j->memo;
+    if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key))
+        return 0;
+    struct store_job *row = row_find(r, j->key);
+    if (!row || (row->state != STORE_SUCCEEDED && row->state != STORE_FAILED) || strcmp(row->uid, m->decode.job_uid))
+        return 0;
+    j->row = row;
+    j->state = row->state;
+    j->dormant = 1;
+    j->failed_invalid = m->decode.prep_failed_invalid;
+    j->invalid_reason = m->decode.prep_invalid_reason;
+    if (j->invalid_reason)
+        (void)ctl_str_set(&j->invalid_msg, m->decode.prep_invalid_msg, API_MSG_MAX);
+    return 1;
+}
+
 /* Decode (cached), default, validate; upsert the store row. A job not dirty
- * in a reconcile that is not a full pass reuses its last examination. */
+ * in a reconcile that is not a full pass reuses its last examination; a
+ * dormant one is only looked up (job_dormant_view). */
 static int job_prepare(struct rc_ctx *r, struct cj *j)
 {
     j->memo = ctl_memo_get(&r->c->memo, j->key, 1);
     if (!j->memo)
         return GQ_ENOMEM;
     j->memo->seen_cycle = r->c->reconciles;
+    if (j->memo->decode.dormant) {
+        if (job_dormant_view(r, j))
+            return 0;
+        j->memo->decode.dormant = 0; /* woken: examined in full by this reconcile */
+        r->c->m.jobs_woken++;
+        if (j->memo->dirty_upto < r->c->reconciles)
+            j->memo->dirty_upto = r->c->reconciles;
+    }
     if (!job_dirty(r, j) && j->memo->decode.job_valid && j->memo->decode.job_lookup == r->lookup_sig)
         return job_prepare_clean(r, j);
     int rc = job_prepare_full(r, j);
@@ -1319,7 +1418,7 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
     j->memo->decode.prepared = 0;
     if ((rc = job_decode_cached(r, j, j->memo)))
         return rc;
-    j->job = &j->memo->decode.job;
+    j->job = j->memo->decode.job;
     j->decoded = 1;
     if (j->memo->decode.job_nerr) {
         j->failed_invalid = 1;
@@ -1729,9 +1828,7 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
     if (!m)
         return 0;
     const cJSON **pods = memo_pods(r, m, &np);
-    if (m->pods.created_attempt &&
-        (max_pod_attempt(r, m) >= m->pods.created_attempt || !strcmp(ctl_str(m->pods.gone_pod), m->pods.created_pod)))
-        m->pods.created_attempt = 0; /* seen (the cache follows it from now on), or gone */
+    created_seen(r, m);
     if (m->pods.created_attempt) {
         if (r->now - m->pods.created_ms > CTL_MISSING_GRACE_MS) {
             ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, m->pods.created_pod);
@@ -2598,7 +2695,7 @@ static void waiting_publish(struct rc_ctx *r)
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
         struct ctl_memo *m = j->memo;
-        if (!m || !j->row)
+        if (!m || !j->row || j->dormant)
             continue;
         int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
@@ -2662,9 +2759,9 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
                 m->wait.pub.set && (m->wait.pub.state == STORE_QUEUED || m->wait.pub.state == STORE_PREEMPTED);
             if (!waiting || m->wait.position <= 0 || !m->decode.job_valid || n >= c->memo.n)
                 continue;
-            if (team && team[0] && strcmp(team, m->decode.job.spec.team))
+            if (team && team[0] && strcmp(team, m->decode.job->spec.team))
                 continue;
-            rows[n++] = (struct qrow){m, m->decode.job.spec.team};
+            rows[n++] = (struct qrow){m, m->decode.job->spec.team};
         }
     qsort(rows, n, sizeof(*rows), qrow_cmp);
     for (size_t i = 0; i < n; i++) {
@@ -2675,8 +2772,8 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
             goto out;
         }
         if (!cJSON_AddStringToObject(o, "team", rows[i].team) ||
-            !cJSON_AddStringToObject(o, "namespace", m->decode.job.meta.namespace) ||
-            !cJSON_AddStringToObject(o, "name", m->decode.job.meta.name) ||
+            !cJSON_AddStringToObject(o, "namespace", m->decode.job->meta.namespace) ||
+            !cJSON_AddStringToObject(o, "name", m->decode.job->meta.name) ||
             !cJSON_AddNumberToObject(o, "position", m->wait.position) ||
             !cJSON_AddStringToObject(o, "state", store_state_name(m->wait.pub.state)) ||
             !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->wait.pub.cls)) ||
@@ -2997,18 +3094,24 @@ static int phase_act(struct rc_ctx *r)
 static int phase_report(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    for (int i = 0; i < r->njobs; i++)
+    for (int i = 0; i < r->njobs; i++) {
         if (job_dirty(r, &r->jobs[i]))
             job_status(r, &r->jobs[i]);
+        job_sleep(r, &r->jobs[i]);
+    }
     if (r->full || r->pub_epoch)
         team_pool_status(r);
     else
         team_pool_seen(r);
     ctl_memo_drop_unseen(&c->memo, c->reconciles);
     memset(c->m.jobs_by_state, 0, sizeof(c->m.jobs_by_state));
-    for (int i = 0; i < r->njobs; i++)
+    c->m.jobs_dormant = 0;
+    for (int i = 0; i < r->njobs; i++) {
         if (r->jobs[i].row && r->jobs[i].state >= 0 && r->jobs[i].state < STORE_NSTATES)
             c->m.jobs_by_state[r->jobs[i].state]++;
+        if (r->jobs[i].memo && r->jobs[i].memo->decode.dormant)
+            c->m.jobs_dormant++;
+    }
     return 0;
 }
 

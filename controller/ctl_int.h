@@ -72,10 +72,11 @@ struct ctl_memo_decode {
      * (job_uid, job_rv = generation or resourceVersion key, ctl_cycle.c
      * job_cache_key) under the Teams/PriorityClasses signature job_lookup;
      * job_nerr/job_err are its decode/validate errors.
-     * Owned (api_gpujob_release when job_valid). job.template is kept only
-     * while job_refusal is set (job_refused formats the Team rules' message
-     * again); otherwise NULL: pods are built from the object. */
-    struct api_gpujob job;
+     * job is owned (heap, NULL when none; released and freed by memo_free
+     * and by job_sleep); job_valid says it holds a decode. job->template is
+     * kept only while job_refusal is set (job_refused formats the Team
+     * rules' message again); otherwise NULL: pods are built from the object. */
+    struct api_gpujob *job;
     int job_valid;
     int job_nerr;
     uint64_t job_lookup;
@@ -88,6 +89,14 @@ struct ctl_memo_decode {
     int prep_failed_invalid;
     const char *prep_invalid_reason; /* static text or NULL */
     char *prep_invalid_msg;       /* (str) */
+    /* The job is finished and settled (ctl_cycle.c job_sleep): Succeeded or
+     * Failed in the store, its status written, every pod of it terminated,
+     * nothing of it pending. Reconciles, full passes included, skip it (no
+     * decode, no rules, no status) until an event of the job or its pods
+     * marks the memo dirty; its decode, placement and last status text are
+     * freed meanwhile (a finished job costs its cached object and a small
+     * memo, not a decoded spec). */
+    int dormant;
 };
 
 /* Why the job waits and what its status shows of the wait. wait_msg,
@@ -243,6 +252,8 @@ struct ctl_metrics_counters {
     uint64_t informer_events;
     double last_cycle_ms;
     int64_t jobs_by_state[STORE_NSTATES];
+    int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_cycle.c job_sleep) */
+    uint64_t jobs_woken;          /* dormant jobs an event made examine again */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */
@@ -255,6 +266,7 @@ struct ctl_mh {
     struct gq_metric *draining;
     struct gq_metric *phase_dur[CTL_NPHASES]; /* gangq_reconcile_phase_duration_seconds{phase} */
     struct gq_metric *jobs[STORE_NSTATES];
+    struct gq_metric *jobs_dormant, *jobs_woken;
     struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT];
     struct gq_metric *inf_relists[INF_COUNT]; /* gangq_informer_relists_total{resource,reason} */
     /* creation -> first admission, by class (index enum api_class) */

@@ -382,6 +382,8 @@ static void metrics_refresh(struct gq_ctl *c)
     gq_metrics_set(c->mh.leader, c->leading ? 1 : 0);
     for (int s = 0; s < STORE_NSTATES; s++)
         gq_metrics_set(c->mh.jobs[s], (double)c->m.jobs_by_state[s]);
+    gq_metrics_set(c->mh.jobs_dormant, (double)c->m.jobs_dormant);
+    counter_to(c->mh.jobs_woken, (double)c->m.jobs_woken);
     for (int i = 0; i < INF_COUNT; i++) {
         struct kube_informer_stats st;
         kube_informer_get_stats(c->inf[i], &st);
@@ -509,6 +511,13 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         if ((rc = gq_metrics_gauge(m, "gangq_jobs", "GPUJobs by state",
                                    (const char *[]){"state", store_state_name(s), NULL}, &h->jobs[s], err, errlen)))
             return rc;
+    if ((rc = gq_metrics_gauge(m, "gangq_jobs_dormant",
+                               "Finished GPUJobs reconciles skip until an event of the job or its pods",
+                               NULL, &h->jobs_dormant, err, errlen)) ||
+        (rc = gq_metrics_counter(m, "gangq_jobs_woken_total",
+                                 "Dormant GPUJobs examined again (an event of the job or its pods)", NULL,
+                                 &h->jobs_woken, err, errlen)))
+        return rc;
     for (int i = 0; i < INF_COUNT; i++) {
         const char *lb[] = {"informer", inf_names[i], NULL};
         if ((rc = gq_metrics_counter(m, "gangq_informer_events_total", "Watch events applied", lb,

@@ -33,7 +33,8 @@ static void memo_free(struct ctl_memo *m)
     if (!m)
         return;
     if (m->decode.job_valid)
-        api_gpujob_release(&m->decode.job);
+        api_gpujob_release(m->decode.job);
+    free(m->decode.job);
     free(m->key);
     free(m->status.last_status);
     free(m->pl.pl_text);
