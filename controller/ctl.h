@@ -276,10 +276,25 @@ int ctl_pod_terminal(const cJSON *pod);
  * kube_prune_common drops, and a status object kept as {"state": ...,
  * "attempt": ..., CTL_STATUS_RAW: "<the whole status, compact JSON>"}: the
  * two fields read without decoding stay, the rest is one string instead of a
- * tree of some 40 nodes (~3 KB less per cached job). Left as it is when the
- * status is not an object or out of memory. Member names interned. */
+ * tree of some 40 nodes (~3 KB less per cached job); the spec likewise as
+ * {CTL_SPEC_RAW: "<the whole spec, compact JSON>"} (read only when the job
+ * changed or its pods are built: ctl_job_spec, ctl_job_expand). Each left as
+ * it is when not an object or out of memory. Member names interned. */
 #define CTL_STATUS_RAW "gangqRawStatus"
+#define CTL_SPEC_RAW "gangqRawSpec"
 void ctl_prune_gpujob(cJSON *obj);
+/* The spec of a GPUJob object, pruned or not: its spec member, or (pruned)
+ * the spec parsed into *tmp, which the caller frees (cJSON_Delete; NULL when
+ * nothing was parsed). NULL when there is none, it does not parse or out of
+ * memory. */
+const cJSON *ctl_job_spec(const cJSON *job, cJSON **tmp);
+/* A pruned GPUJob object whole again, for api_gpujob_decode: a new object
+ * whose members are references to job's (never freed through it) but for a
+ * parsed spec. Caller frees (cJSON_Delete). NULL when job's spec is not
+ * condensed (decode job itself), or *enomem set when out of memory; a raw
+ * spec that does not parse becomes the string itself (the decoder names
+ * spec as not an object). */
+cJSON *ctl_job_expand(const cJSON *job, int *enomem);
 /* api_gpujob_status_decode of a GPUJob object, pruned (ctl_prune_gpujob) or
  * not. A raw status that does not parse decodes as no status (an error in
  * errs); GQ_ENOMEM when the copy could not be made. */

@@ -428,11 +428,12 @@ int ctl_rdv_dns_ok(const char *job, int replicas, char *why, size_t whylen)
 
 int ctl_rdv_port(const cJSON *job)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
-                                                      "masterPort");
-    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65535)
-        return (int)v->valuedouble;
-    return CTL_RDV_PORT_DEFAULT;
+    cJSON *tmp;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctl_job_spec(job, &tmp), "masterPort");
+    int port = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65535 ? (int)v->valuedouble
+                                                                                : CTL_RDV_PORT_DEFAULT;
+    cJSON_Delete(tmp);
+    return port;
 }
 
 /* Append {name, value} to env unless an entry already has that name. */
@@ -505,11 +506,11 @@ int ctl_rdv_apply(cJSON *pspec, const char *ns, const char *job, int replica, in
 /* spec.replicas of a GPUJob object (1 when absent or not a number). */
 static int job_replicas(const cJSON *job)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
-                                                      "replicas");
-    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= API_REPLICAS_MAX)
-        return (int)v->valuedouble;
-    return 1;
+    cJSON *tmp;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctl_job_spec(job, &tmp), "replicas");
+    int n = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= API_REPLICAS_MAX ? (int)v->valuedouble : 1;
+    cJSON_Delete(tmp);
+    return n;
 }
 
 /* An ownerReferences array naming the GPUJob as controller. Caller owns. */
@@ -564,7 +565,10 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
     const char *ns = ctl_obj_str(job, "metadata", "namespace");
     const char *name = ctl_obj_str(job, "metadata", "name");
     const char *uid = ctl_obj_str(job, "metadata", "uid");
-    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
+    cJSON *spec_tmp;
+    const cJSON *spec = ctl_job_spec(job, &spec_tmp);
+    if (!spec && cJSON_GetObjectItemCaseSensitive(job, "spec"))
+        return NULL; /* the kept spec did not parse (out of memory): not a pod without it */
     const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(spec, "template");
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(spec, "gpu");
     int count = 0, shares = 0;
@@ -639,6 +643,7 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
             ok = 0;
     }
     cJSON_Delete(t);
+    cJSON_Delete(spec_tmp);
     if (!ok) {
         cJSON_Delete(pod);
         return NULL;

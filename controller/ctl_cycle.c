@@ -1152,10 +1152,14 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     struct api_errors e;
     api_gpujob_init(&nj);
     api_errors_init(&e);
-    if (api_gpujob_decode(j->obj, &nj, &e) == GQ_ENOMEM) {
+    int enomem = 0;
+    cJSON *whole = ctl_job_expand(j->obj, &enomem); /* the cached spec is one string */
+    if (enomem || api_gpujob_decode(whole ? whole : j->obj, &nj, &e) == GQ_ENOMEM) {
+        cJSON_Delete(whole);
         api_gpujob_release(&nj);
         return GQ_ENOMEM;
     }
+    cJSON_Delete(whole);
     struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
     api_gpujob_default(&nj, &lk);
     if (!e.n)

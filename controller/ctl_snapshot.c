@@ -240,12 +240,71 @@ static void status_condense(cJSON *obj, const cJSON *st)
         cJSON_Delete(small);
 }
 
+/* obj's spec sp becomes {CTL_SPEC_RAW}; unchanged when out of memory. Done
+ * after kube_prune_common's pass over the whole object, so the template's
+ * last-applied annotation (never on a spec) is not a concern here. */
+static void spec_condense(cJSON *obj, const cJSON *sp)
+{
+    char *raw = cJSON_PrintUnformatted(sp);
+    cJSON *small = raw ? cJSON_CreateObject() : NULL;
+    int ok = small && cJSON_AddStringToObject(small, CTL_SPEC_RAW, raw);
+    free(raw);
+    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, "spec", small))
+        cJSON_Delete(small);
+}
+
 void ctl_prune_gpujob(cJSON *obj)
 {
     cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
     if (cJSON_IsObject(st) && !cJSON_GetObjectItemCaseSensitive(st, CTL_STATUS_RAW))
         status_condense(obj, st);
-    kube_prune_common(obj); /* interns the member names, the condensed status's too */
+    cJSON *sp = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    if (cJSON_IsObject(sp) && !cJSON_GetObjectItemCaseSensitive(sp, CTL_SPEC_RAW))
+        spec_condense(obj, sp);
+    kube_prune_common(obj); /* interns the member names, the condensed parts' too */
+}
+
+const cJSON *ctl_job_spec(const cJSON *job, cJSON **tmp)
+{
+    *tmp = NULL;
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(job, "spec");
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(sp, CTL_SPEC_RAW);
+    if (!cJSON_IsString(raw))
+        return sp;
+    *tmp = cJSON_Parse(raw->valuestring);
+    return *tmp;
+}
+
+cJSON *ctl_job_expand(const cJSON *job, int *enomem)
+{
+    *enomem = 0;
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(job, "spec");
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(sp, CTL_SPEC_RAW);
+    if (!cJSON_IsString(raw))
+        return NULL;
+    cJSON *out = cJSON_CreateObject(), *c;
+    int ok = out != NULL;
+    cJSON_ArrayForEach(c, job)
+    {
+        if (!ok || !c->string)
+            break;
+        if (strcmp(c->string, "spec")) {
+            ok = cJSON_AddItemReferenceToObject(out, c->string, c);
+            continue;
+        }
+        cJSON *parsed = cJSON_Parse(raw->valuestring);
+        if (!parsed) /* not JSON (or no memory): the decoder reports spec */
+            parsed = cJSON_CreateString(raw->valuestring);
+        ok = parsed && cJSON_AddItemToObject(out, "spec", parsed);
+        if (!ok)
+            cJSON_Delete(parsed);
+    }
+    if (!ok) {
+        cJSON_Delete(out);
+        *enomem = 1;
+        return NULL;
+    }
+    return out;
 }
 
 int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struct api_errors *errs)

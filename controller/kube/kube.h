@@ -554,8 +554,9 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
  *   common: metadata.managedFields and the kubectl last-applied-configuration
  *           annotation (not for Teams: quota edits read managedFields).
  *   pod:    only what the controller reads: metadata keeps name, namespace,
- *           uid, resourceVersion, creation/deletion timestamps,
- *           ownerReferences, and the gangq.io/ labels and annotations; spec
+ *           uid, resourceVersion, deletionTimestamp and its grace period,
+ *           each ownerReference's uid only, and the gangq.io/ labels and
+ *           annotations; spec
  *           keeps nodeName, overhead and containers / initContainers with only
  *           name and resources; status keeps phase and reason; top level
  *           keeps apiVersion, kind, metadata, spec, status. A terminated pod

@@ -723,9 +723,10 @@ static void keep_prefix(cJSON *o, const char *prefix)
 void kube_prune_pod(cJSON *obj)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
-    static const char *const meta[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                                       "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-                                       "annotations", "ownerReferences", NULL};
+    static const char *const meta[] = {"name", "namespace", "uid", "resourceVersion", "deletionTimestamp",
+                                       "deletionGracePeriodSeconds", "labels", "annotations",
+                                       "ownerReferences", NULL};
+    static const char *const ref[] = {"uid", NULL};
     static const char *const spec[] = {"nodeName", "overhead", "containers", "initContainers",
                                        NULL};
     static const char *const ctr[] = {"name", "resources", NULL};
@@ -738,6 +739,8 @@ void kube_prune_pod(cJSON *obj)
     keep_only(md, meta);
     keep_prefix(cJSON_GetObjectItemCaseSensitive(md, "labels"), "gangq.io/");
     keep_prefix(cJSON_GetObjectItemCaseSensitive(md, "annotations"), "gangq.io/");
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(md, "ownerReferences"))
+        keep_only(c, ref); /* an owner is matched by uid */
     sp = cJSON_GetObjectItemCaseSensitive(obj, "spec");
     keep_only(sp, spec);
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(sp, "containers"))

@@ -1052,8 +1052,44 @@ static void test_prune_gpujob(void **state)
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "attempt")->valueint, 3);
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "conditions"));
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "managedFields"));
-    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "template"));
-    assert_true(tree_nodes(p) < tree_nodes(a) - 15); /* 21 status nodes become 4 */
+    /* the spec is one string, read through ctl_job_spec / ctl_job_expand */
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "template"));
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), CTL_SPEC_RAW)));
+    assert_true(tree_nodes(p) < tree_nodes(a) - 20); /* 21 status nodes become 4, 8 spec nodes 2 */
+    cJSON *tmp = NULL;
+    const cJSON *spa = ctl_job_spec(a, &tmp);
+    assert_null(tmp);
+    assert_ptr_equal(spa, cJSON_GetObjectItem(a, "spec"));
+    const cJSON *spp = ctl_job_spec(p, &tmp);
+    assert_non_null(tmp);
+    assert_ptr_equal(spp, tmp);
+    char *sa_txt = cJSON_PrintUnformatted(spa), *sp_txt = cJSON_PrintUnformatted(spp);
+    assert_string_equal(sp_txt, sa_txt);
+    free(sa_txt);
+    free(sp_txt);
+    cJSON_Delete(tmp);
+    int enomem = 1;
+    assert_null(ctl_job_expand(a, &enomem)); /* not pruned: decoded as it is */
+    assert_int_equal(enomem, 0);
+    cJSON *whole = ctl_job_expand(p, &enomem);
+    assert_non_null(whole);
+    struct api_gpujob ja, jp;
+    struct api_errors ea_err, ep_err;
+    api_gpujob_init(&ja);
+    api_gpujob_init(&jp);
+    api_errors_init(&ea_err);
+    api_errors_init(&ep_err);
+    assert_int_equal(api_gpujob_decode(a, &ja, &ea_err), api_gpujob_decode(whole, &jp, &ep_err));
+    assert_int_equal(ep_err.n, ea_err.n);
+    assert_string_equal(jp.meta.uid, "u1");
+    assert_int_equal(jp.meta.generation, 2);
+    assert_int_equal(jp.spec.class, ja.spec.class);
+    assert_int_equal(jp.spec.gpu.count, 1);
+    assert_non_null(jp.template);
+    api_gpujob_release(&ja);
+    api_gpujob_release(&jp);
+    cJSON_Delete(whole);
+    assert_string_equal(ctl_obj_str(p, "metadata", "uid"), "u1"); /* the references freed nothing */
     struct api_gpujob_status sa, sp;
     struct api_errors e;
     api_errors_init(&e);
@@ -1082,6 +1118,23 @@ static void test_prune_gpujob(void **state)
     assert_int_not_equal(ctl_job_status_decode(bad, &sp, &e), 0);
     assert_true(e.n > 0);
     assert_int_equal(sp.nconditions, 0);
+    /* a raw spec that does not parse: the decoder says spec is not an object */
+    cJSON *badspec = cJSON_Parse("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\","
+                                 "\"metadata\":{\"name\":\"k\",\"namespace\":\"n\"},"
+                                 "\"spec\":{\"" CTL_SPEC_RAW "\":\"{nope\"}}");
+    cJSON *bw = ctl_job_expand(badspec, &enomem);
+    assert_non_null(bw);
+    assert_null(ctl_job_spec(badspec, &tmp));
+    assert_null(tmp);
+    struct api_gpujob jb;
+    api_gpujob_init(&jb);
+    api_errors_init(&e);
+    api_gpujob_decode(bw, &jb, &e);
+    assert_true(e.n > 0);
+    assert_string_equal(e.e[0].path, "spec");
+    api_gpujob_release(&jb);
+    cJSON_Delete(bw);
+    cJSON_Delete(badspec);
     free(ta);
     free(tp);
     free(once);

@@ -2028,7 +2028,7 @@ static void test_prune_pod(void **st)
 {
     static const char pod[] =
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-1-0\",\"namespace\":\"ns\",\"uid\":\"u1\","
-        "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\","
+        "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"creationTimestamp\":\"2025-12-31T00:00:00Z\","
         "\"labels\":{\"app\":\"x\",\"gangq.io/job\":\"j\",\"gangq.io/replica\":\"0\",\"gangq.io/attempt\":\"1\"},"
         "\"annotations\":{\"gangq.io/gpu-milli\":\"250\",\"gangq.io/gpu-devices\":\"1,3\","
         "\"kubectl.kubernetes.io/last-applied-configuration\":\"{...}\"},"
@@ -2060,6 +2060,9 @@ static void test_prune_pod(void **st)
     assert_string_equal(ctl_obj_str(p, "metadata", "uid"), "u1");
     assert_string_equal(ctl_obj_str(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"),
                                                                             "ownerReferences"), 0), "uid", NULL), "uj");
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"),
+                                                                            "ownerReferences"), 0), "kind"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "creationTimestamp"));
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "managedFields"));
     assert_null(ctl_obj_annotation(p, "kubectl.kubernetes.io/last-applied-configuration"));
     assert_null(ctl_obj_label(p, "app"));
