@@ -1309,8 +1309,11 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
 static void created_seen(struct rc_ctx *r, struct ctl_memo *m)
 {
     if (m->pods.created_attempt &&
-        (max_pod_attempt(r, m) >= m->pods.created_attempt || !strcmp(ctl_str(m->pods.gone_pod), m->pods.created_pod)))
+        (max_pod_attempt(r, m) >= m->pods.created_attempt ||
+         (m->pods.created_pod && !strcmp(ctl_str(m->pods.gone_pod), m->pods.created_pod)))) {
         m->pods.created_attempt = 0;
+        (void)ctl_str_set(&m->pods.created_pod, NULL, 0);
+    }
 }
 
 static int has_intent(const struct rc_ctx *r, const char *key)
@@ -1834,7 +1837,7 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
     const cJSON **pods = memo_pods(r, m, &np);
     created_seen(r, m);
     if (m->pods.created_attempt) {
-        if (r->now - m->pods.created_ms > CTL_MISSING_GRACE_MS) {
+        if (r->now - m->pods.created_ms > CTL_MISSING_GRACE_MS && m->pods.created_pod) {
             ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, m->pods.created_pod);
             m->pods.created_ms = r->now; /* asked again after another grace period */
         }

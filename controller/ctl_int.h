@@ -140,10 +140,12 @@ struct ctl_memo_pods {
      * hook_pod_create_sent): until the cache shows a pod of that attempt or
      * newer, or the API server says it is gone, the pod may run unseen, so
      * the job is not placed again while it holds nothing (ctl_cycle.c
-     * earlier_attempt_runs). 0 = none pending. */
+     * earlier_attempt_runs). 0 = none pending. created_pod is (str), NULL
+     * when none or out of memory: the job then waits for the cache alone
+     * (never placed again sooner). */
     int created_attempt;
     int64_t created_ms;
-    char created_pod[API_NAME_MAX + 32];
+    char *created_pod;
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
     int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
                                    * asked again at once: CTL_STRAY_RETRY_MS) */
@@ -267,6 +269,7 @@ struct ctl_mh {
     struct gq_metric *phase_dur[CTL_NPHASES]; /* gangq_reconcile_phase_duration_seconds{phase} */
     struct gq_metric *jobs[STORE_NSTATES];
     struct gq_metric *jobs_dormant, *jobs_woken;
+    struct gq_metric *heap_inuse, *heap_free; /* gangq_heap_bytes{state} (mallinfo2) */
     struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT];
     struct gq_metric *inf_relists[INF_COUNT]; /* gangq_informer_relists_total{resource,reason} */
     /* creation -> first admission, by class (index enum api_class) */

@@ -44,6 +44,7 @@ static void memo_free(struct ctl_memo *m)
     free(m->decode.job_err);
     free(m->decode.prep_invalid_msg);
     free(m->pods.gone_pod);
+    free(m->pods.created_pod);
     ctl_waitpub_release(&m->wait.pub);
     free(m->pods.create_err);
     ctl_placement_release(&m->pl.pl_cache);
@@ -260,7 +261,7 @@ static void memo_pod_del(struct ctl_memo *m, const cJSON *o)
 static int memo_pod_add(struct ctl_memo *m, const cJSON *o)
 {
     if (m->pods.npods == m->pods.podcap) {
-        int nc = m->pods.podcap ? m->pods.podcap * 2 : 4;
+        int nc = m->pods.podcap ? m->pods.podcap * 2 : 1; /* most jobs have one pod */
         const cJSON **p = realloc(m->pods.pods, (size_t)nc * sizeof(*p));
         if (!p)
             return GQ_ENOMEM;

@@ -48,7 +48,7 @@ static void hook_pod_create_sent(void *ctx, const char *key, int attempt, const 
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m) {
         m->pods.created_attempt = attempt;
-        gq_strlcpy(m->pods.created_pod, pod, sizeof(m->pods.created_pod));
+        (void)ctl_str_set(&m->pods.created_pod, pod, API_NAME_MAX + 32);
         m->pods.created_ms = ctl_now_ms();
     }
 }

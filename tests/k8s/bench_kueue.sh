@@ -94,7 +94,9 @@ writes=$(tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
 nw=$(awk '{s += $1} END {print s + 0}' <<<"$writes")
 pass "controller API writes: $nw for $adm admissions ($(awk -v w="$nw" -v a="$adm" 'BEGIN { printf "%.2f", (a ? w / a : 0) }') per admission): $(tr -s ' \n' ' ' <<<"$writes")"
 cpu_ms=$(( (c1 - c0) * 1000 / hz ))
-pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB"
+heap=$(awk '/^gangq_heap_bytes\{state="inuse"\}/ { u = $2 } /^gangq_heap_bytes\{state="free"\}/ { f = $2 }
+  END { printf "heap in use %d MiB, free in the heap %d MiB", u / 1048576, f / 1048576 }' "$GQ_TEST_TMP/metrics.txt")
+pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB ($heap)"
 pass "preempted pods: $(j .preempted_pods)"
 pass "API requests waiting in the controller (max per lane, sampled each second): $(awk '{ for (i = 1; i <= 3; i++) if ($i > m[i]) m[i] = $i } END { printf "critical %d, normal %d, low %d", m[1], m[2], m[3] }' "$GQ_TEST_TMP/queued.txt")"
 pass "API requests by lane: $(awk '/^gangq_kube_requests_(started|dropped)_total\{/ { split($1, a, "\""); n = $1; sub(/\{.*/, "", n); sub(/gangq_kube_requests_/, "", n); sub(/_total/, "", n); printf "%s %s %d, ", a[2], n, $2 } /^gangq_kube_requests_coalesced_total / { printf "coalesced %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
