@@ -1322,12 +1322,13 @@ static int has_intent(const struct rc_ctx *r, const char *key)
 }
 
 /* A finished job stays out of reconciles once nothing of it can change
- * without an event: Succeeded or Failed in the store, that status accepted
+ * without an event (called last in the report phase: nothing after it in
+ * the reconcile reads the job's decode): Succeeded or Failed in the store, that status accepted
  * by the API server and not due again, every pod of it terminated and
  * nothing of it pending or in flight, and untouched by this reconcile. Its
  * decode, placement and last status text are freed (a woken job decodes
  * again; its first status is compared with what the object shows, so an
- * unchanged one is not written again). Called by the report phase. */
+ * unchanged one is not written again). */
 static void job_sleep(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
@@ -1365,6 +1366,9 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
     (void)ctl_str_set(&m->wait.reserved, NULL, 0);
     (void)ctl_str_set(&m->wait.unsched_msg, NULL, 0);
     m->decode.dormant = 1;
+    j->job = &ctl_empty_job; /* what it pointed to is gone */
+    j->decoded = 0;
+    j->dormant = 1;
 }
 
 /* A dormant job in this reconcile: its store row and state only (no decode;
@@ -3101,16 +3105,17 @@ static int phase_act(struct rc_ctx *r)
 static int phase_report(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    for (int i = 0; i < r->njobs; i++) {
+    for (int i = 0; i < r->njobs; i++)
         if (job_dirty(r, &r->jobs[i]))
             job_status(r, &r->jobs[i]);
-        job_sleep(r, &r->jobs[i]);
-    }
     if (r->full || r->pub_epoch)
         team_pool_status(r);
     else
         team_pool_seen(r);
     ctl_memo_drop_unseen(&c->memo, c->reconciles);
+    /* last: a job put to sleep no longer has the decode the steps above read */
+    for (int i = 0; i < r->njobs; i++)
+        job_sleep(r, &r->jobs[i]);
     memset(c->m.jobs_by_state, 0, sizeof(c->m.jobs_by_state));
     c->m.jobs_dormant = 0;
     for (int i = 0; i < r->njobs; i++) {
