@@ -426,12 +426,19 @@ int ctl_rdv_dns_ok(const char *job, int replicas, char *why, size_t whylen)
     return 1;
 }
 
+/* spec.masterPort of a GPUJob spec (CTL_RDV_PORT_DEFAULT when absent or out of range). */
+static int spec_port(const cJSON *spec)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, "masterPort");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65535)
+        return (int)v->valuedouble;
+    return CTL_RDV_PORT_DEFAULT;
+}
+
 int ctl_rdv_port(const cJSON *job)
 {
     cJSON *tmp;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctl_job_spec(job, &tmp), "masterPort");
-    int port = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65535 ? (int)v->valuedouble
-                                                                                : CTL_RDV_PORT_DEFAULT;
+    int port = spec_port(ctl_job_spec(job, &tmp));
     cJSON_Delete(tmp);
     return port;
 }
@@ -503,12 +510,20 @@ int ctl_rdv_apply(cJSON *pspec, const char *ns, const char *job, int replica, in
     return rc;
 }
 
-/* spec.replicas of a GPUJob object (1 when absent or not a number). */
+/* spec.replicas of a GPUJob spec (1 when absent or not a number). */
+static int spec_replicas(const cJSON *spec)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= API_REPLICAS_MAX)
+        return (int)v->valuedouble;
+    return 1;
+}
+
+/* spec.replicas of a GPUJob object, pruned or not. */
 static int job_replicas(const cJSON *job)
 {
     cJSON *tmp;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctl_job_spec(job, &tmp), "replicas");
-    int n = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= API_REPLICAS_MAX ? (int)v->valuedouble : 1;
+    int n = spec_replicas(ctl_job_spec(job, &tmp));
     cJSON_Delete(tmp);
     return n;
 }
@@ -626,7 +641,7 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
     }
     if (ok) {
         ok = !set_str(pspec, "nodeName", p->node) &&
-             !ctl_rdv_apply(pspec, ns, name, p->replica, job_replicas(job), ctl_rdv_port(job));
+             !ctl_rdv_apply(pspec, ns, name, p->replica, spec_replicas(spec), spec_port(spec));
         cJSON *cs = cJSON_GetObjectItemCaseSensitive(pspec, "containers");
         cJSON *c0 = cJSON_GetArrayItem(cs, 0);
         if (ok && c0 && count > 0) {
@@ -721,7 +736,8 @@ static int svc_wanted(struct svc_op *o, char *uid, size_t uidlen)
     const cJSON *job = kube_cache_get(o->a->jobs, o->ns, o->name);
     const char *u = ctl_obj_str(job, "metadata", "uid");
     uid[0] = 0;
-    if (!job || !u || job_replicas(job) < 2 || !ctl_rdv_dns_ok(o->name, job_replicas(job), NULL, 0))
+    int n = job ? job_replicas(job) : 0;
+    if (!u || n < 2 || !ctl_rdv_dns_ok(o->name, n, NULL, 0))
         return 0;
     gq_strlcpy(uid, u, uidlen);
     return 1;

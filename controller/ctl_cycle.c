@@ -1278,6 +1278,20 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
 /* Decode (cached), default, validate; upsert the store row. */
 static int job_prepare_full(struct rc_ctx *r, struct cj *j);
 
+/* What the job's last full examination found (job_prepare) into j. */
+static void prep_found(struct cj *j, const struct ctl_memo *m)
+{
+    j->failed_invalid = m->decode.prep_failed_invalid;
+    j->invalid_reason = m->decode.prep_invalid_reason;
+    if (j->invalid_reason)
+        (void)ctl_str_set(&j->invalid_msg, m->decode.prep_invalid_msg, API_MSG_MAX);
+}
+
+static int finished(int state)
+{
+    return state == STORE_SUCCEEDED || state == STORE_FAILED;
+}
+
 /* A job not dirty: what its last full examination found, and its current
  * store row and placement (the scheduling core sees every job). */
 static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
@@ -1285,10 +1299,7 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     struct ctl_memo *m = j->memo;
     j->job = m->decode.job;
     j->decoded = 1;
-    j->failed_invalid = m->decode.prep_failed_invalid;
-    j->invalid_reason = m->decode.prep_invalid_reason;
-    if (j->invalid_reason)
-        (void)ctl_str_set(&j->invalid_msg, m->decode.prep_invalid_msg, API_MSG_MAX);
+    prep_found(j, m);
     j->row = row_find(r, j->key);
     if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
         return job_prepare_full(r, j); /* the store moved on: look again */
@@ -1332,18 +1343,18 @@ static int has_intent(const struct rc_ctx *r, const char *key)
 static void job_sleep(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
-    if (j->dormant || !m || !j->row || (j->state != STORE_SUCCEEDED && j->state != STORE_FAILED) ||
-        (j->invalid_reason && !j->failed_invalid) || !m->decode.prepared ||
-        m->dirty_upto > r->c->reconciles || j->admit_pending || has_intent(r, j->key))
+    if (j->dormant || !m || !j->row || !finished(j->state) || (j->invalid_reason && !j->failed_invalid) ||
+        !m->decode.prepared || m->dirty_upto > r->c->reconciles || j->admit_pending || has_intent(r, j->key))
         return;
-    /* the state the API server holds: what it last accepted from us, else
-     * (nothing written since start) what the cached object shows */
+    /* the API server holds the state: what it last accepted from us (if we
+     * wrote since start) and what the cached object shows (else the watch
+     * event of our write would wake the job) */
     const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
     const char *cached = ctl_obj_str(j->obj, "status", "state");
-    const char *known = m->status.status_state[0] ? m->status.status_state : cached;
     if (!m->status.last_status || !m->status.status_sig || m->status.status_inflight ||
-        m->status.settle_due_ms || !known || strcmp(known, acc) || !cached || strcmp(cached, acc))
-        return; /* (the cached object too: the watch event of the write would wake it) */
+        m->status.settle_due_ms || (m->status.status_state[0] && strcmp(m->status.status_state, acc)) ||
+        !cached || strcmp(cached, acc))
+        return;
     created_seen(r, m);
     if (m->pods.rel_any || m->pods.stray_any || m->pods.confirm_inflight || m->pods.cleanup_inflight ||
         m->pods.created_attempt || m->wait.wait_msg)
@@ -1351,21 +1362,7 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
     for (int k = 0; k < m->pods.npods; k++)
         if (!m->pods.pf[k].terminal)
             return;
-    if (m->decode.job_valid)
-        api_gpujob_release(m->decode.job);
-    free(m->decode.job);
-    m->decode.job = NULL;
-    m->decode.job_valid = 0;
-    free(m->status.last_status);
-    m->status.last_status = NULL;
-    free(m->pl.pl_text);
-    m->pl.pl_text = NULL;
-    ctl_placement_release(&m->pl.pl_cache);
-    ctl_placement_init(&m->pl.pl_cache);
-    ctl_memo_victims_clear(m);
-    (void)ctl_str_set(&m->wait.reserved, NULL, 0);
-    (void)ctl_str_set(&m->wait.unsched_msg, NULL, 0);
-    m->decode.dormant = 1;
+    ctl_memo_sleep(m);
     j->job = &ctl_empty_job; /* what it pointed to is gone */
     j->decoded = 0;
     j->dormant = 1;
@@ -1381,15 +1378,12 @@ static int job_dormant_view(struct rc_ctx *r, struct cj *j)
     if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key))
         return 0;
     struct store_job *row = row_find(r, j->key);
-    if (!row || (row->state != STORE_SUCCEEDED && row->state != STORE_FAILED) || strcmp(row->uid, m->decode.job_uid))
+    if (!row || !finished(row->state) || strcmp(row->uid, m->decode.job_uid))
         return 0;
     j->row = row;
     j->state = row->state;
     j->dormant = 1;
-    j->failed_invalid = m->decode.prep_failed_invalid;
-    j->invalid_reason = m->decode.prep_invalid_reason;
-    if (j->invalid_reason)
-        (void)ctl_str_set(&j->invalid_msg, m->decode.prep_invalid_msg, API_MSG_MAX);
+    prep_found(j, m);
     return 1;
 }
 

@@ -72,8 +72,8 @@ struct ctl_memo_decode {
      * (job_uid, job_rv = generation or resourceVersion key, ctl_cycle.c
      * job_cache_key) under the Teams/PriorityClasses signature job_lookup;
      * job_nerr/job_err are its decode/validate errors.
-     * job is owned (heap, NULL when none; released and freed by memo_free
-     * and by job_sleep); job_valid says it holds a decode. job->template is
+     * job is owned (heap, NULL when none; released and freed by ctl_memo.c
+     * memo_decode_drop); job_valid says it holds a decode. job->template is
      * kept only while job_refusal is set (job_refused formats the Team
      * rules' message again); otherwise NULL: pods are built from the object. */
     struct api_gpujob *job;
@@ -377,6 +377,9 @@ int64_t ctl_now_ms(void);
 /* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O.
  * (ctl_str_set and ctl_str: ctl.h) */
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
+/* m's job is dormant (ctl_cycle.c job_sleep): its decode, last status text,
+ * placement cache, victims and wait texts are freed, decode.dormant set. */
+void ctl_memo_sleep(struct ctl_memo *m);
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
 /* Record that key was preempted for m's job (once); GQ_ENOMEM. */
 int ctl_memo_victim_add(struct ctl_memo *m, const char *key);

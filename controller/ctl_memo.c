@@ -28,13 +28,35 @@ int ctl_str_set(char **dst, const char *src, size_t max)
     return GQ_OK;
 }
 
+/* The decode cache emptied (the job decodes again when next examined). */
+static void memo_decode_drop(struct ctl_memo *m)
+{
+    if (m->decode.job_valid)
+        api_gpujob_release(m->decode.job);
+    free(m->decode.job);
+    m->decode.job = NULL;
+    m->decode.job_valid = 0;
+}
+
+void ctl_memo_sleep(struct ctl_memo *m)
+{
+    memo_decode_drop(m);
+    free(m->status.last_status);
+    m->status.last_status = NULL;
+    free(m->pl.pl_text);
+    m->pl.pl_text = NULL;
+    ctl_placement_release(&m->pl.pl_cache);
+    ctl_memo_victims_clear(m);
+    (void)ctl_str_set(&m->wait.reserved, NULL, 0);
+    (void)ctl_str_set(&m->wait.unsched_msg, NULL, 0);
+    m->decode.dormant = 1;
+}
+
 static void memo_free(struct ctl_memo *m)
 {
     if (!m)
         return;
-    if (m->decode.job_valid)
-        api_gpujob_release(m->decode.job);
-    free(m->decode.job);
+    memo_decode_drop(m);
     free(m->key);
     free(m->status.last_status);
     free(m->pl.pl_text);

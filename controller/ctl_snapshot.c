@@ -224,63 +224,57 @@ int ctl_node_info(const cJSON *node, struct ctl_nodeinfo *out)
     return 0;
 }
 
-/* obj's status st becomes {state, attempt, CTL_STATUS_RAW}; unchanged when
- * out of memory. */
-static void status_condense(cJSON *obj, const cJSON *st)
+/* obj's member name, an object, becomes {raw_key: "<it, compact JSON>"} and
+ * copies of its members named in keep (NULL-terminated). Left as it is when
+ * not an object, already condensed, or out of memory. */
+static void condense(cJSON *obj, const char *name, const char *raw_key, const char *const *keep)
 {
-    char *raw = cJSON_PrintUnformatted(st);
+    const cJSON *part = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsObject(part) || cJSON_GetObjectItemCaseSensitive(part, raw_key))
+        return;
+    char *raw = cJSON_PrintUnformatted(part);
     cJSON *small = raw ? cJSON_CreateObject() : NULL;
-    const cJSON *state = cJSON_GetObjectItemCaseSensitive(st, "state");
-    const cJSON *attempt = cJSON_GetObjectItemCaseSensitive(st, "attempt");
-    int ok = small && cJSON_AddStringToObject(small, CTL_STATUS_RAW, raw) &&
-             (!cJSON_IsString(state) || cJSON_AddStringToObject(small, "state", state->valuestring)) &&
-             (!cJSON_IsNumber(attempt) || cJSON_AddNumberToObject(small, "attempt", attempt->valuedouble));
+    int ok = small && cJSON_AddStringToObject(small, raw_key, raw);
     free(raw);
-    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, "status", small))
-        cJSON_Delete(small);
-}
-
-/* obj's spec sp becomes {CTL_SPEC_RAW}; unchanged when out of memory. Done
- * after kube_prune_common's pass over the whole object, so the template's
- * last-applied annotation (never on a spec) is not a concern here. */
-static void spec_condense(cJSON *obj, const cJSON *sp)
-{
-    char *raw = cJSON_PrintUnformatted(sp);
-    cJSON *small = raw ? cJSON_CreateObject() : NULL;
-    int ok = small && cJSON_AddStringToObject(small, CTL_SPEC_RAW, raw);
-    free(raw);
-    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, "spec", small))
+    for (int k = 0; ok && keep[k]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(part, keep[k]);
+        cJSON *dup = v ? cJSON_Duplicate(v, 1) : NULL;
+        if (v && (!dup || !cJSON_AddItemToObject(small, keep[k], dup))) {
+            cJSON_Delete(dup);
+            ok = 0;
+        }
+    }
+    if (!ok || !cJSON_ReplaceItemInObjectCaseSensitive(obj, name, small))
         cJSON_Delete(small);
 }
 
 void ctl_prune_gpujob(cJSON *obj)
 {
-    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-    if (cJSON_IsObject(st) && !cJSON_GetObjectItemCaseSensitive(st, CTL_STATUS_RAW))
-        status_condense(obj, st);
-    cJSON *sp = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-    if (cJSON_IsObject(sp) && !cJSON_GetObjectItemCaseSensitive(sp, CTL_SPEC_RAW))
-        spec_condense(obj, sp);
+    static const char *const status_keep[] = {"state", "attempt", NULL}, *const none[] = {NULL};
+    condense(obj, "status", CTL_STATUS_RAW, status_keep);
+    condense(obj, "spec", CTL_SPEC_RAW, none);
     kube_prune_common(obj); /* interns the member names, the condensed parts' too */
+}
+
+/* The raw text condense left of obj's member name, or NULL (not condensed). */
+static const cJSON *raw_of(const cJSON *obj, const char *name, const char *raw_key)
+{
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, name), raw_key);
+    return cJSON_IsString(raw) ? raw : NULL;
 }
 
 const cJSON *ctl_job_spec(const cJSON *job, cJSON **tmp)
 {
-    *tmp = NULL;
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(job, "spec");
-    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(sp, CTL_SPEC_RAW);
-    if (!cJSON_IsString(raw))
-        return sp;
-    *tmp = cJSON_Parse(raw->valuestring);
-    return *tmp;
+    const cJSON *raw = raw_of(job, "spec", CTL_SPEC_RAW);
+    *tmp = raw ? cJSON_Parse(raw->valuestring) : NULL;
+    return raw ? *tmp : cJSON_GetObjectItemCaseSensitive(job, "spec");
 }
 
 cJSON *ctl_job_expand(const cJSON *job, int *enomem)
 {
     *enomem = 0;
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(job, "spec");
-    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(sp, CTL_SPEC_RAW);
-    if (!cJSON_IsString(raw))
+    const cJSON *raw = raw_of(job, "spec", CTL_SPEC_RAW);
+    if (!raw)
         return NULL;
     cJSON *out = cJSON_CreateObject(), *c;
     int ok = out != NULL;
@@ -309,9 +303,8 @@ cJSON *ctl_job_expand(const cJSON *job, int *enomem)
 
 int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struct api_errors *errs)
 {
-    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "status"),
-                                                        CTL_STATUS_RAW);
-    if (!cJSON_IsString(raw))
+    const cJSON *raw = raw_of(job, "status", CTL_STATUS_RAW);
+    if (!raw)
         return api_gpujob_status_decode(job, out, errs);
     cJSON *st = cJSON_Parse(raw->valuestring);
     if (!st) {
