@@ -188,3 +188,28 @@ size_t gq_strlcpy(char *dst, const char *src, size_t dstlen)
     }
     return n;
 }
+
+void gq_rate_init(struct gq_rate *b, double rate, double burst)
+{
+    b->rate = rate;
+    b->burst = burst < 1 ? 1 : burst;
+    b->tokens = b->burst;
+    b->last_ms = 0;
+}
+
+int gq_rate_take(struct gq_rate *b, int64_t now_ms)
+{
+    if (b->rate <= 0)
+        return 1;
+    if (b->last_ms && now_ms > b->last_ms) {
+        b->tokens += (double)(now_ms - b->last_ms) * b->rate / 1000.0;
+        if (b->tokens > b->burst)
+            b->tokens = b->burst;
+    }
+    if (!b->last_ms || now_ms > b->last_ms)
+        b->last_ms = now_ms;
+    if (b->tokens < 1)
+        return 0;
+    b->tokens -= 1;
+    return 1;
+}

@@ -57,6 +57,18 @@ int gq_parse_duration(const char *s, double *seconds);
  * command-line input); strict is what the Kubernetes API writes. 0 or GQ_EINVAL. */
 int gq_parse_rfc3339(const char *s, int lenient, double *wall);
 
+/* A token bucket (the events budget: kubelet's --event-qps/--event-burst rule):
+ * up to burst tokens, refilled at rate per second of the caller's clock.
+ * rate <= 0: unlimited. Embedded, no allocation; the clock is the caller's. */
+struct gq_rate {
+    double rate, burst, tokens;
+    int64_t last_ms; /* clock of the last refill; 0: full, not started */
+};
+void gq_rate_init(struct gq_rate *b, double rate, double burst);
+/* Take one token at now_ms: 1 when one was there (or no limit), 0 when the
+ * bucket is empty. A clock going backwards refills nothing. */
+int gq_rate_take(struct gq_rate *b, int64_t now_ms);
+
 /* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the
  * length of src (so truncation is detectable as ret >= dstlen). */
 size_t gq_strlcpy(char *dst, const char *src, size_t dstlen);

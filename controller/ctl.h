@@ -116,6 +116,13 @@ struct ctl_config {
      * instead of written. Succeeded, Failed and an invalid spec are written at
      * once. 0 = every change at once. Default 2. */
     double status_settle_s;
+    /* Events narrate; the status is the record. Normal Events (Admitted,
+     * Waiting, Succeeded, ...) share a token bucket of event_burst refilled
+     * at event_qps per second (kubelet's --event-qps/--event-burst); past it
+     * they are not sent (counted). Warning Events (a failure, a preemption, a
+     * refused spec) are not limited. event_qps 0 = no limit. Defaults 10, 100. */
+    int event_qps;
+    int event_burst;
 };
 
 /* Seconds until a reconcile asked for at now may start (ctl_main.c):

@@ -95,6 +95,11 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
     gq_strlcpy(a->identity, identity ? identity : "", sizeof(a->identity));
 }
 
+void ctl_act_event_budget(struct ctl_act *a, int qps, int burst)
+{
+    gq_rate_init(&a->events, qps, burst);
+}
+
 void ctl_act_release(struct ctl_act *a)
 {
     free(a->inflight);
@@ -1146,6 +1151,16 @@ void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const 
                               ctl_obj_str(obj, "metadata", "resourceVersion")};
     if (!ref.name)
         return;
-    if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL))
+    /* a Normal Event past the budget is not sent: what it would say is in
+     * the object's status; a Warning always goes */
+    if (strcmp(type, "Warning") && !gq_rate_take(&a->events, wall_ms())) {
+        a->events_throttled++;
+        return;
+    }
+    if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL)) {
+        a->events_failed++;
         LOGA(a, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
+        return;
+    }
+    a->events_sent++;
 }

@@ -118,8 +118,11 @@ struct ctl_act {
     int log_level;
     double max_grace_s;       /* delete grace cap (< 0 or huge: none) */
     char identity[128];       /* Events' reporting instance */
+    /* the Normal Events' budget (ctl_act_event) */
+    struct gq_rate events;
     /* counters, read by the controller's metrics */
     uint64_t store_errors;
+    uint64_t events_sent, events_throttled, events_failed;
     /* intents being acted on (sorted) and those acted on, not yet marked done
      * in the store (also in flight) */
     int64_t *inflight;
@@ -133,6 +136,8 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
                   const struct kube_cache *jobs, const struct kube_cache *pods,
                   const struct ctl_act_hooks *hooks, int log_level, double max_grace_s,
                   const char *identity);
+/* Normal Events: at most burst at once, then qps per second (0: no limit). */
+void ctl_act_event_budget(struct ctl_act *a, int qps, int burst);
 /* Free the sets (requests in flight must have ended). */
 void ctl_act_release(struct ctl_act *a);
 

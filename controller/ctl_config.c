@@ -58,6 +58,12 @@ const struct ctl_option ctl_options[] = {
      "a job's status is written at most this often (first: this long\n"
      "after creation); a state left sooner is never written; finished\n"
      "and invalid jobs at once"},
+    {"event-qps", CTL_OPT_INT, F(event_qps), "10", 0, 0, 100000, NULL, " N",
+     "Normal Events (Admitted, Waiting, Succeeded...) sent per second\n"
+     "at most, after a burst of --event-burst; Warning Events are not\n"
+     "limited; the status is the record (0 = no limit)"},
+    {"event-burst", CTL_OPT_INT, F(event_burst), "100", 0, 1, 1000000, NULL, " N",
+     "Normal Events sent at once before --event-qps applies"},
     {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, NULL, " DUR",
      "cap on the termination grace of gangq's pods"},
     {"db-max-pages", CTL_OPT_INT, F(db_max_pages), NULL, 0, 0, INT64_MAX, "a page count", " N",

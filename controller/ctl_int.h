@@ -147,8 +147,9 @@ struct ctl_memo_pods {
     int64_t created_ms;
     char *created_pod;
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
-    int64_t cleanup_done_ms;      /* the last stray pod deletes ended (a stale cache is not
-                                   * asked again at once: CTL_STRAY_RETRY_MS) */
+    int64_t cleanup_done_ms;      /* the last stray pod deletes, or the last intent's, ended
+                                   * (a stale cache is not asked again at once:
+                                   * CTL_STRAY_RETRY_MS) */
     /* A pod of this job the API server said is gone: a delete event
      * (ctl_pod_deleted) or a GET answering 404 (ctl_pod_confirm). A
      * placed pod absent from the cache is lost only when named here; a

@@ -438,6 +438,17 @@ static void metrics_lanes(struct gq_ctl *c)
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_coalesced_total",
                             "Status writes replaced unsent by a newer one for the same object", NULL, &h, NULL, 0))
         counter_to(h, (double)ks.coalesced);
+    const uint64_t ev[] = {c->act.events_sent, c->act.events_throttled, c->act.events_failed};
+    const char *const evr[] = {"sent", "throttled", "failed"};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(ev); i++) {
+        const char *lb[] = {"result", evr[i], NULL};
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_events_total",
+                                "Events: sent (queued to the API server), throttled (a Normal Event past "
+                                "--event-qps/--event-burst, not sent), failed (not queued)",
+                                lb, &h, NULL, 0))
+            counter_to(h, (double)ev[i]);
+    }
     h = NULL;
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_refused_total",
                             "Low-priority status writes refused while that queue was full (written later)", NULL,

@@ -31,11 +31,18 @@ static void mark_key(struct gq_ctl *c, const char *key)
 static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
 {
     struct gq_ctl *c = ctx;
-    (void)ok; /* a failed intent stays pending: the next reconcile acts again */
+    /* a failed intent stays pending: the next reconcile acts again */
     if (!intent_id && key[0]) { /* ctl_pod_delete's deletes ended */
         struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
         if (m && m->pods.cleanup_inflight > 0)
             m->pods.cleanup_inflight--;
+        if (m)
+            m->pods.cleanup_done_ms = ctl_now_ms();
+    } else if (ok && key[0]) {
+        /* an intent's deletes were accepted: until the pod watch shows them
+         * (a lagging watch still shows the pods as they were), the stray
+         * cleanup does not send them again */
+        struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
         if (m)
             m->pods.cleanup_done_ms = ctl_now_ms();
     }
@@ -133,6 +140,7 @@ void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c))
                  kube_informer_cache(c->inf[INF_PODS]), &hooks, c->cfg.log_level, c->cfg.max_grace_period_s,
                  c->identity);
     c->act.st = c->st;
+    ctl_act_event_budget(&c->act, c->cfg.event_qps, c->cfg.event_burst);
 }
 
 void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key)

@@ -16,6 +16,7 @@
 #   gq_fakelet_loop [ARGS...]         start `fakelet.sh loop ARGS` in the background
 #   gq_ctl_start [ARGS...]            start `gangq controller --kubeconfig --db` in the background
 #                                     (db: $GQ_TEST_TMP/gangq.db, log: $GQ_TEST_TMP/controller.log)
+#   gq_ctl_port                       the port of its --listen 127.0.0.1:0 (latest start)
 #   gq_ctl_stop                       SIGTERM, wait up to 15 s (then SIGKILL and fail)
 #   gq_ctl_kill                       SIGKILL (a crash)
 #   gq_ctl_alive                      is the controller still running
@@ -99,6 +100,14 @@ gq_ctl_start() {
   GQ_CTL_PID=$!
 }
 
+# The port of the controller's --listen 127.0.0.1:0, from its latest start in the log (waits
+# up to 20 s for it).
+gq_ctl_port() {
+  local n
+  n=$(grep -c -- '^--- start' "$GQ_TEST_TMP/controller.log")
+  wait_for 20 "http server" bash -c "[ \$(grep -c 'http server listening' '$GQ_TEST_TMP/controller.log') -ge $n ]"
+  grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$'
+}
 gq_ctl_alive() { [ -n "$GQ_CTL_PID" ] && kill -0 "$GQ_CTL_PID" 2>/dev/null; }
 
 gq_ctl_stop() {

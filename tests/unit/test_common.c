@@ -87,6 +87,32 @@ static void test_parse_rfc3339(void **st)
     assert_int_equal(gq_parse_rfc3339("1970-01-01T00:00:00", 1, &w), GQ_EINVAL);
 }
 
+/* The events budget: burst at once, then rate per second; never above burst. */
+static void test_rate(void **state)
+{
+    (void)state;
+    struct gq_rate b;
+    gq_rate_init(&b, 2, 3); /* 2 per second, burst 3 */
+    int64_t t = 1000000;
+    int n = 0;
+    for (int i = 0; i < 10; i++)
+        n += gq_rate_take(&b, t);
+    assert_int_equal(n, 3);
+    assert_int_equal(gq_rate_take(&b, t + 400), 0); /* 0.8 token */
+    assert_int_equal(gq_rate_take(&b, t + 500), 1); /* 1.0 */
+    assert_int_equal(gq_rate_take(&b, t + 500), 0);
+    n = 0;
+    for (int i = 0; i < 10; i++)
+        n += gq_rate_take(&b, t + 60000); /* a minute idle refills to burst only */
+    assert_int_equal(n, 3);
+    assert_int_equal(gq_rate_take(&b, t), 0); /* the clock going back refills nothing */
+    assert_int_equal(gq_rate_take(&b, t + 60400), 0);
+    assert_int_equal(gq_rate_take(&b, t + 60500), 1); /* counted from the latest time seen */
+    gq_rate_init(&b, 0, 0); /* no limit */
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(gq_rate_take(&b, t), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -95,6 +121,7 @@ int main(void)
         cmocka_unit_test(test_buf_json),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_rfc3339),
+        cmocka_unit_test(test_rate),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

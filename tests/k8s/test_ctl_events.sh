@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Events narrate, the status is the record: Normal Events (Admitted, Waiting, Succeeded) share
+# a budget of --event-burst at once and --event-qps per second; past it they are not sent
+# (gangq_events_total{result="throttled"}) while every job's status is still written. Warning
+# Events (here a refused spec) go out even with the budget spent. An idle budget refills.
+. "$(dirname "$0")/lib.sh"
+
+ns=ev
+for n in 1 2 3 4; do fakelet add-node "e$n" --gpus 8 >/dev/null; done
+k create namespace "$ns" >/dev/null
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: Team
+metadata: {name: ev}
+spec: {namespaces: [$ns]}
+YAML
+gq_fakelet_loop --interval 0.3 --auto-run
+gq_ctl_start --leader-elect=false --min-runtime 0s --event-qps 1 --event-burst 4 --listen 127.0.0.1:0
+port=$(gq_ctl_port)
+[ -n "$port" ] || fail "no metrics port"
+metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
+job() { # NAME [TOPOLOGY_REQUIRED]
+  local topo=""
+  [ -z "${2:-}" ] || topo="topology: {required: $2}"
+  printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  gpu: {count: 1}\n  %s\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' \
+    "$1" "$ns" "$topo"
+}
+events() { # TYPE [REASON]: gangq's Events of that type on GPUJobs of the namespace
+  k -n "$ns" get events -o json | jq --arg t "$1" --arg r "${2:-}" \
+    '[.items[] | select(.involvedObject.kind == "GPUJob" and .type == $t and ($r == "" or .reason == $r))] | length'
+}
+running() { kubectl -n "$ns" get gpujobs -o jsonpath='{range .items[*]}{.status.state}{"\n"}{end}' | grep -c '^Running$'; }
+
+# One apply: 8 refused specs (a Warning each) and 30 jobs that fit (an Admitted Event each,
+# 30 Normal Events against a burst of 4 and 1 per second)
+jobs="$GQ_TEST_TMP/jobs.yaml"
+: >"$jobs"
+for i in $(seq 1 8); do job "bad$i" planet >>"$jobs"; done
+for i in $(seq -w 1 30); do job "j$i" >>"$jobs"; done
+t0=$(date +%s%N)
+k apply -f "$jobs" >/dev/null
+wait_for 60 "30 jobs Running" bash -c "[ \$(kubectl -n $ns get gpujobs -o jsonpath='{range .items[*]}{.status.state}{\"\\n\"}{end}' | grep -c '^Running$') -eq 30 ]"
+wait_for 20 "8 Warning Events" bash -c "[ \$(kubectl -n $ns get events --field-selector type=Warning -o name | wc -l) -ge 8 ]"
+sleep 1 # Events queued at the last admission reach the API server
+el=$(( ($(date +%s%N) - t0) / 1000000000 + 1 ))
+normal=$(events Normal)
+thr=$(metric 'gangq_events_total{result="throttled"}')
+sent=$(metric 'gangq_events_total{result="sent"}')
+[ "$normal" -le $(( 4 + el )) ] || fail "$normal Normal Events in ${el}s, budget 4 + 1/s"
+[ "${thr:-0}" -ge 1 ] || fail "no Normal Event throttled (gangq_events_total{result=\"throttled\"} ${thr:-missing})"
+[ "$sent" -ge $(( normal + 8 )) ] || fail "gangq_events_total{result=\"sent\"} $sent < $normal Normal + 8 Warning Events seen"
+for i in $(seq 1 8); do
+  assert_eq 1 "$(k -n "$ns" get events --field-selector "involvedObject.name=bad$i,type=Warning" -o name | wc -l)" \
+    "bad$i: one Warning Event"
+done
+for i in $(seq -w 1 30); do
+  assert_ne "" "$(k -n "$ns" get gpujob "j$i" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].lastTransitionTime}')" \
+    "j$i status shows its admission"
+done
+pass "30 jobs admitted, every status written; $normal Normal Events in ${el}s (budget 4 + 1/s), $thr throttled; 8 Warning Events, none throttled"
+
+# idle, the budget refills: a new job gets its Admitted Event
+sleep 5
+job late | k apply -f - >/dev/null
+wait_for 30 "an Admitted Event for late" bash -c \
+  "kubectl -n $ns get events --field-selector involvedObject.name=late,reason=Admitted -o name | grep -q ."
+pass "after 5 s idle the budget refilled: late's Admitted Event sent"
