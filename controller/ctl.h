@@ -90,7 +90,11 @@ struct ctl_config {
     double node_lost_grace_s;      /* default 40 */
     int max_retries;               /* default 3 */
     double usage_half_life_s;      /* default 86400 */
-    double cycle_interval_s;       /* periodic resync; default 2 */
+    double cycle_interval_s;       /* periodic resync of the jobs time alone can change
+                                    * (holding GPUs, pods stopping); default 2 */
+    double full_resync_interval_s; /* every job examined again at least this often; default 30
+                                    * (waiting jobs change only by events: theirs, their Team's,
+                                    * pools', classes', nodes') */
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     int max_reconcile_share;       /* percent of the time reconciles may take while events
                                     * stream in (adaptive batching); default 50 */

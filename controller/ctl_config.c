@@ -41,7 +41,13 @@ const struct ctl_option ctl_options[] = {
     {"max-retries", CTL_OPT_INT, F(max_retries), "3", 0, 0, 1000, NULL, " N", "failed-gang requeues before Failed"},
     {"usage-half-life", CTL_OPT_DURATION, F(usage_half_life_s), "24h", 0, 0, 0, NULL, " DUR",
      "fair-share usage decay"},
-    {"cycle-interval", CTL_OPT_DURATION, F(cycle_interval_s), "2s", 0.05, 0, 0, NULL, " DUR", "periodic resync"},
+    {"cycle-interval", CTL_OPT_DURATION, F(cycle_interval_s), "2s", 0.05, 0, 0, NULL, " DUR",
+     "periodic resync: jobs whose state can change with time alone\n"
+     "(holding GPUs, pods stopping) are examined again"},
+    {"full-resync-interval", CTL_OPT_DURATION, F(full_resync_interval_s), "30s", 0.05, 0, 0, NULL, " DUR",
+     "every job, waiting ones too, examined again at least this often\n"
+     "(anything an event did not say); a Team, GPUPool, PriorityClass\n"
+     "or node change does so at once"},
     {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "50", 0, 1, 100, NULL, " PCT",
      "while events stream in, reconciles take at most this share of\n"
      "the time: after one that took T, the next starts no sooner than\n"

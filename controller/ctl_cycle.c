@@ -373,6 +373,15 @@ static void job_touch(struct rc_ctx *r, struct cj *j)
         j->memo->dirty_upto = r->c->reconciles + 1;
 }
 
+/* What j's status shows may have changed in this reconcile (the core's
+ * explanation, what is published of its wait): its status is computed again
+ * by this reconcile's report, nothing else of it examined again. */
+static void job_touch_status(struct rc_ctx *r, struct cj *j)
+{
+    if (j->memo && j->memo->status_upto < r->c->reconciles)
+        j->memo->status_upto = r->c->reconciles;
+}
+
 /* Examined in full by this reconcile: a full pass, or the job is dirty; a
  * dormant job never (job_sleep). */
 static int job_dirty(const struct rc_ctx *r, const struct cj *j)
@@ -1405,7 +1414,11 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
             j->memo->dirty_upto = r->c->reconciles;
     }
     if (!job_dirty(r, j) && j->memo->decode.job_valid && j->memo->decode.job_lookup == r->lookup_sig)
+    {
+        r->c->m.jobs_reused++;
         return job_prepare_clean(r, j);
+    }
+    r->c->m.jobs_full++;
     int rc = job_prepare_full(r, j);
     if (!rc) {
         struct ctl_memo *m = j->memo;
@@ -2005,7 +2018,7 @@ static int run_sched(struct rc_ctx *r)
             const char *msg = d->message ? d->message : "";
             if (j->memo->wait.wait_gen != 2 && strcmp(ctl_str(j->memo->wait.wait_msg), msg)) {
                 (void)ctl_str_set(&j->memo->wait.wait_msg, msg, SCHED_MSG_MAX);
-                job_touch(r, j);
+                job_touch_status(r, j);
             }
             j->memo->wait.wait_gen = 2;
             j->memo->wait.position = d->position;
@@ -2014,7 +2027,7 @@ static int run_sched(struct rc_ctx *r)
             const char *unsched = d->unschedulable && d->unschedulable_msg ? d->unschedulable_msg : "";
             if (strcmp(ctl_str(j->memo->wait.unsched_msg), unsched)) {
                 (void)ctl_str_set(&j->memo->wait.unsched_msg, unsched, SCHED_MSG_MAX);
-                job_touch(r, j);
+                job_touch_status(r, j);
             }
         }
         if (rc)
@@ -2024,13 +2037,13 @@ static int run_sched(struct rc_ctx *r)
         struct cj *j = &r->jobs[s.job_in[k]];
         if (j->memo->wait.wait_gen == 1) { /* no WAIT this time: no explanation */
             (void)ctl_str_set(&j->memo->wait.wait_msg, NULL, 0);
-            job_touch(r, j);
+            job_touch_status(r, j);
         }
         if (j->memo->wait.wait_gen != 2)
             (void)ctl_str_set(&j->memo->wait.reserved, NULL, 0);
         if (j->memo->wait.wait_gen != 2 && j->memo->wait.unsched_msg) {
             (void)ctl_str_set(&j->memo->wait.unsched_msg, NULL, 0);
-            job_touch(r, j);
+            job_touch_status(r, j);
         }
         j->memo->wait.wait_gen = 0;
     }
@@ -2730,11 +2743,11 @@ static void waiting_publish(struct rc_ctx *r)
             m->wait.pub.position = inv ? 0 : ctl_position_shown(m->wait.position, c->cfg.position_head);
         if (!waiting && !holds(j->state) && m->wait.wait_msg) {
             (void)ctl_str_set(&m->wait.wait_msg, NULL, 0);
-            job_touch(r, j);
+            job_touch_status(r, j);
         }
         if (was.set != m->wait.pub.set || was.state != m->wait.pub.state || was.cls != m->wait.pub.cls ||
             was.msg_ms != m->wait.pub.msg_ms || was.position != m->wait.pub.position)
-            job_touch(r, j); /* what its status shows changed: written in this reconcile */
+            job_touch_status(r, j); /* what its status shows changed: written in this reconcile */
     }
 }
 
@@ -2977,14 +2990,29 @@ static int phase_gather(struct rc_ctx *r)
     ctl_act_flush_done(&c->act); /* before reading the pending intents */
     r->now = ctl_now_ms();
     c->reconciles++;
-    /* a full pass: asked for (resync timer, a Team, pool, class or node
-     * changed), the first one, or none for a resync interval */
+    /* a full pass: asked for (a Team, pool, class or node changed, an
+     * index rebuilt), the first one, or none for --full-resync-interval */
+    int64_t fiv = (int64_t)(c->cfg.full_resync_interval_s * 1000.0);
     int64_t iv = (int64_t)(c->cfg.cycle_interval_s * 1000.0);
-    r->full = c->full_next || !c->restart_done || !c->last_full_ms || r->now - c->last_full_ms >= iv ||
+    r->full = c->full_next || !c->restart_done || !c->last_full_ms || r->now - c->last_full_ms >= fiv ||
               r->now < c->last_full_ms;
     if (r->full) {
         c->full_next = 0;
-        c->last_full_ms = r->now;
+        c->last_full_ms = c->last_resync_ms = r->now;
+        c->m.reconciles_full++;
+    } else if (r->now - c->last_resync_ms >= iv - iv / 10 || r->now < c->last_resync_ms) {
+        /* the periodic resync: a job that waits changes only by events (its
+         * own, its Team's, pools', classes', nodes': those make a full pass)
+         * and the scheduling core sees it every reconcile; what time alone
+         * changes (a missing pod's or a lost node's grace, a stopping pod's
+         * deadline, a pod create to ask about again) belongs to jobs past
+         * waiting, examined again here */
+        c->last_resync_ms = r->now;
+        for (int i = 0; i < c->nrows; i++) {
+            int st = c->rows[i]->state;
+            if (st != STORE_QUEUED && st != STORE_SUSPENDED && st != STORE_SUCCEEDED && st != STORE_FAILED)
+                ctl_memo_mark(&c->memo, c->rows[i]->key, c->reconciles);
+        }
     }
     return gather(r);
 }
@@ -3099,9 +3127,11 @@ static int phase_act(struct rc_ctx *r)
 static int phase_report(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    for (int i = 0; i < r->njobs; i++)
-        if (job_dirty(r, &r->jobs[i]))
-            job_status(r, &r->jobs[i]);
+    for (int i = 0; i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        if (job_dirty(r, j) || (!j->dormant && j->memo && j->memo->status_upto >= c->reconciles))
+            job_status(r, j);
+    }
     if (r->full || r->pub_epoch)
         team_pool_status(r);
     else

@@ -219,6 +219,10 @@ struct ctl_memo {
      * found (decode.prepared). Set by informer events of the job or its pods,
      * by acts that finish, and by the reconcile's own writes. */
     int64_t dirty_upto;
+    /* its status is computed again (not the rest of a full examination) by
+     * the reconcile numbered status_upto: what the scheduling core says of it
+     * or what is published of its wait changed (job_touch_status) */
+    int64_t status_upto;
     int64_t seen_cycle;           /* last reconcile that saw the object or row (memo aging) */
     /* Team memo: generation whose invalid edit was last reported (Event, audit) */
     int64_t invalid_reported_gen;
@@ -257,6 +261,8 @@ struct ctl_metrics_counters {
     int64_t jobs_by_state[STORE_NSTATES];
     int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_cycle.c job_sleep) */
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
+    uint64_t reconciles_full;     /* reconciles that examined every job (resync, Team/node/pool change) */
+    uint64_t jobs_full, jobs_reused; /* jobs examined in full / whose last examination was reused */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */
@@ -326,6 +332,7 @@ struct gq_ctl {
      * class or node changed, a set ran out of memory, the first one) */
     int full_next;
     int64_t last_full_ms;      /* the last full reconcile began */
+    int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
     int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
     /* The store's job rows as the last committed reconcile left them (owned,
      * sorted by key; row_copy blocks): the controller is the store's only

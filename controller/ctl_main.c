@@ -164,8 +164,52 @@ static void resync_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct gq_ctl *c = w->data;
     log_relists(c);
-    c->full_next = 1; /* timers (grace periods, message refresh) and anything missed */
+    /* the reconcile decides what is due: the periodic resync of jobs time
+     * alone changes, or a full pass (ctl_cycle.c phase_gather) */
     maybe_reconcile(c);
+}
+
+/* Objects o and n agree on every member but status (and skip): count and
+ * compare the members of n other than those. */
+static int same_but(const cJSON *o, const cJSON *n, const char *const *skip, size_t nskip)
+{
+    const cJSON *e;
+    int no = 0, nn = 0;
+    cJSON_ArrayForEach(e, o)
+    {
+        size_t s = 0;
+        while (s < nskip && (!e->string || strcmp(e->string, skip[s])))
+            s++;
+        no += s == nskip;
+    }
+    cJSON_ArrayForEach(e, n)
+    {
+        size_t s = 0;
+        while (s < nskip && (!e->string || strcmp(e->string, skip[s])))
+            s++;
+        if (s < nskip)
+            continue;
+        nn++;
+        const cJSON *oe = e->string ? cJSON_GetObjectItemCaseSensitive(o, e->string) : NULL;
+        if (!oe)
+            return 0;
+        if (!strcmp(e->string, "metadata")) {
+            static const char *const meta_skip[] = {"resourceVersion", "managedFields"};
+            if (!cJSON_IsObject(oe) || !cJSON_IsObject(e) || !same_but(oe, e, meta_skip, GQ_ARRAY_LEN(meta_skip)))
+                return 0;
+        } else if (!cJSON_Compare(oe, e, 1)) {
+            return 0;
+        }
+    }
+    return no == nn;
+}
+
+/* A Team or GPUPool whose update changed its status only (gangq's own
+ * status write coming back): no job is concerned. */
+static int status_only(const cJSON *o, const cJSON *n)
+{
+    static const char *const skip[] = {"status"};
+    return o && n && cJSON_IsObject(o) && cJSON_IsObject(n) && same_but(o, n, skip, GQ_ARRAY_LEN(skip));
 }
 
 static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj, void *ud)
@@ -185,7 +229,8 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
         rc = ctl_index_pod(&c->memo, &c->foreign_set, old_obj, now_obj, c->reconciles + 1);
     else if (u->idx == INF_JOBS)
         rc = ctl_index_job(&c->memo, &c->jobs_set, old_obj, now_obj, c->reconciles + 1);
-    else
+    else if (!((u->idx == INF_TEAMS || u->idx == INF_POOLS) && type == KUBE_EV_MODIFIED &&
+               status_only(old_obj, new_obj)))
         c->full_next = 1; /* Teams, pools, priority classes, nodes: every job may be concerned */
     if (rc) {
         /* a set is incomplete: start over from a relist of that resource */
@@ -438,6 +483,23 @@ static void metrics_lanes(struct gq_ctl *c)
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_coalesced_total",
                             "Status writes replaced unsent by a newer one for the same object", NULL, &h, NULL, 0))
         counter_to(h, (double)ks.coalesced);
+    const uint64_t ex[] = {c->m.jobs_full, c->m.jobs_reused};
+    const char *const exn[] = {"full", "reused"};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(ex); i++) {
+        const char *lb[] = {"how", exn[i], NULL};
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_jobs_examined_total",
+                                "GPUJobs a reconcile examined: in full (dirty, or a full pass), or reusing "
+                                "their last examination",
+                                lb, &h, NULL, 0))
+            counter_to(h, (double)ex[i]);
+    }
+    h = NULL;
+    if (!gq_metrics_counter(c->metrics, "gangq_reconciles_full_total",
+                            "Reconciles that examined every job (the periodic resync; a Team, GPUPool, node or "
+                            "PriorityClass change)",
+                            NULL, &h, NULL, 0))
+        counter_to(h, (double)c->m.reconciles_full);
     const uint64_t ev[] = {c->act.events_sent, c->act.events_throttled, c->act.events_failed};
     const char *const evr[] = {"sent", "throttled", "failed"};
     for (size_t i = 0; i < GQ_ARRAY_LEN(ev); i++) {

@@ -102,6 +102,8 @@ pass "API requests waiting in the controller (max per lane, sampled each second)
 pass "API requests by lane: $(awk '/^gangq_kube_requests_(started|dropped)_total\{/ { split($1, a, "\""); n = $1; sub(/\{.*/, "", n); sub(/gangq_kube_requests_/, "", n); sub(/_total/, "", n); printf "%s %s %d, ", a[2], n, $2 } /^gangq_kube_requests_coalesced_total / { printf "coalesced %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
 pass "reconcile phases (mean ms per reconcile): $(awk '/^gangq_reconcile_phase_duration_seconds_(sum|count)\{/ { split($1, a, "\""); if ($1 ~ /_sum/) s[a[2]] = $2; else n[a[2]] = $2 }
   END { for (p in s) if (n[p] > 0) printf "%s %.1f ", p, 1000 * s[p] / n[p]; printf "(reconciles %d)", n["gather"] }' "$GQ_TEST_TMP/metrics.txt")"
+pass "jobs examined by reconciles: $(awk '/^gangq_jobs_examined_total\{/ { split($1, a, "\""); printf "%s %d, ", a[2], $2 } /^gangq_reconciles_full_total / { printf "full passes %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
+pass "Events: $(awk '/^gangq_events_total\{/ { split($1, a, "\""); printf "%s %d ", a[2], $2 }' "$GQ_TEST_TMP/metrics.txt")"
 # A job left unfinished: what the controller logged about it.
 for key in $(j '.not_exactly_once_examples[]' | cut -d: -f1 | head -3); do
   echo "  unfinished $key: $(j ".not_exactly_once_examples[] | select(startswith(\"$key:\"))")"
