@@ -17,7 +17,8 @@ YAML
 gq_fakelet_loop --interval 0.3 --auto-run
 # full passes every 0.5 s: a dormant job must stay asleep through them
 start_ctl() {
-  gq_ctl_start --leader-elect=false --min-runtime 0s --cycle-interval 0.5s --listen 127.0.0.1:0
+  gq_ctl_start --leader-elect=false --min-runtime 0s --cycle-interval 0.5s --full-resync-interval 0.5s \
+    --listen 127.0.0.1:0
   wait_for 20 "http server" bash -c "[ \$(grep -c 'http server listening' '$GQ_TEST_TMP/controller.log') -ge $1 ]"
   port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
 }
@@ -57,7 +58,10 @@ fakelet succeed dm -l gangq.io/job=a2 >/dev/null
 fakelet succeed dm -l gangq.io/job=a3 >/dev/null
 for n in a1 a2 a3; do wait_jsonpath 30 Succeeded -n dm gpujob "$n" -o jsonpath='{.status.state}'; done
 wait_dormant 4
+f0=$(metric gangq_reconciles_full_total)
 sleep 2 # four full passes
+f1=$(metric gangq_reconciles_full_total)
+[ "$(( f1 - f0 ))" -ge 3 ] || fail "only $(( f1 - f0 )) full passes in 2 s (--full-resync-interval 0.5s)"
 assert_eq 4 "$(metric gangq_jobs_dormant)" "finished jobs stay asleep through full passes"
 assert_eq 3 "$(metric 'gangq_jobs{state="Succeeded"}')" "a sleeping job still counts by state"
 pass "3 Succeeded + 1 Failed (invalid) jobs asleep, through full passes"
