@@ -266,6 +266,9 @@ static size_t sk_ws(const char *p, size_t n, size_t i)
 static size_t sk_string(const char *p, size_t n, size_t i)
 {
     for (i++; i < n; i++) {
+        if ((unsigned char)p[i] < 0x20)
+            return 0; /* a raw control character (a NUL too) is no JSON string
+                       * (RFC 8259 section 7); the API server escapes them */
         if (p[i] == '\\')
             i++;
         else if (p[i] == '"')

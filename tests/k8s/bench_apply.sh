@@ -64,7 +64,7 @@ gq_writes() {
 }
 w0="$GQ_TEST_TMP/writes0"
 gq_writes >"$w0"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 reconciles() {
   curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
     awk '/^gangq_reconcile_phase_duration_seconds_count\{phase="gather"\}/ { print $2 + 0; f = 1 } END { if (!f) print 0 }'

@@ -61,7 +61,7 @@ pass "$N pods created in $(( $(date +%s) - t )) s; the API server lists them in 
 
 gq_ctl_start --listen 127.0.0.1:0
 wait_for 60 "pods listed" grep -q "informer=pods objects=$N " "$GQ_TEST_TMP/controller.log"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 wait_for 60 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
 sleep 3
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$GQ_CTL_PID/status")

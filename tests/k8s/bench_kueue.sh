@@ -54,7 +54,7 @@ EOC
 
 gq_ctl_start --leader-elect=false --min-runtime 0s --listen 127.0.0.1:0 ${BENCH_CTL_ARGS:-}
 wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 # Every second: the API requests waiting per lane (the write queue's depth).
 ( while :; do
     curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |

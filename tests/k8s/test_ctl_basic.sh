@@ -34,7 +34,7 @@ gq_ctl_start --config "$GQ_TEST_TMP/ctl.yaml" --min-runtime 2m --listen 127.0.0.
 wait_for 20 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
 assert_contains "$(grep 'controller started' "$GQ_TEST_TMP/controller.log")" "min_runtime_s=120 levels=3" "config file read (3 levels), flag overrides its min-runtime"
 assert_contains "$(cat "$GQ_TEST_TMP/controller.log")" "level=debug" "log level from the config file"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 wait_for 10 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
 assert_eq ok "$(curl -s "http://127.0.0.1:$port/healthz")" "/healthz"
 pass "controller started with --config (flags win), took the lease, /readyz and /healthz answer on port $port"

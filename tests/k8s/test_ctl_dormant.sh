@@ -19,8 +19,7 @@ gq_fakelet_loop --interval 0.3 --auto-run
 start_ctl() {
   gq_ctl_start --leader-elect=false --min-runtime 0s --cycle-interval 0.5s --full-resync-interval 0.5s \
     --listen 127.0.0.1:0
-  wait_for 20 "http server" bash -c "[ \$(grep -c 'http server listening' '$GQ_TEST_TMP/controller.log') -ge $1 ]"
-  port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
+  port=$(gq_ctl_port)
 }
 metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
 wait_dormant() { # N
@@ -46,7 +45,7 @@ status_patches() { # NAME: PATCHes of its status by the controller so far
     and .objectRef.name == $n and (.userAgent // "" | startswith("gangq")))' "$GQ_ENV_DIR/audit.log" 2>/dev/null | wc -l
 }
 
-start_ctl 1
+start_ctl
 for n in a1 a2 a3; do job "$n"; done
 job bad planet
 for n in a1 a2 a3; do wait_state 30 dm "$n" 'Admitted|Running'; done
@@ -94,7 +93,7 @@ pass "a sleeping job deleted: its row released; a new job admitted"
 # Restart: finished jobs fall asleep again from what their objects show, with no write.
 before1=$(status_patches a1); before3=$(status_patches a3)
 gq_ctl_stop
-start_ctl 2
+start_ctl
 wait_dormant 2
 sleep 1
 assert_eq "$before1 $before3" "$(status_patches a1) $(status_patches a3)" "no status rewritten after the restart"

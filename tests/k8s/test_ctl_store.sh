@@ -31,7 +31,7 @@ assert_eq "" "$(k -n st get gpujobs -o jsonpath='{.items[*].status.state}')" "no
 n=$(grep -c "reconcile failed" "$GQ_TEST_TMP/controller.log")
 [ "$n" -ge 2 ] || fail "the failed reconcile was not retried ($n)"
 gq_ctl_alive || fail "controller died on a full store"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 # Not ready once 3 reconciles in a row failed (the periodic resync retries every 2 s).
 wait_for 30 "/readyz 503 while every reconcile fails" bash -c \
   "[ \"\$(curl -s -o '$GQ_TEST_TMP/readyz' -w '%{http_code}' 'http://127.0.0.1:$port/readyz')\" = 503 ]"
@@ -47,7 +47,7 @@ sleep 2
 assert_eq 200 "$(k -n st get pods -o name | wc -l)" "exactly one pod per job"
 pass "store writable again: 200 jobs admitted, 200 pods"
 
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 ready() { [ "$(curl -s -o "$GQ_TEST_TMP/readyz" -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = "$1" ]; }
 wait_for 10 "/readyz 200" ready 200
 # A second writer takes the database's write lock: every reconcile now fails (busy).

@@ -21,8 +21,7 @@ spec: {namespaces: [$ns]}
 YAML
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0
-wait_for 20 "http server" grep -q "http server listening" "$GQ_TEST_TMP/controller.log"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 
 job() { # NAME
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$ns"
@@ -116,10 +115,8 @@ pass "Waiting Events: $tail $ev, all 30 waiting jobs $total"
 gq_ctl_stop
 before=$(jq -c 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and (.userAgent // "" | startswith("gangq")))' \
   "$GQ_ENV_DIR/audit.log" | wc -l)
-echo "--- restart" >>"$GQ_TEST_TMP/controller.log"
 gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0
-wait_for 20 "http server after the restart" bash -c "sed -n '/^--- restart/,\$p' '$GQ_TEST_TMP/controller.log' | grep -q 'http server listening'"
-port=$(sed -n '/^--- restart/,$p' "$GQ_TEST_TMP/controller.log" | grep -o 'http server listening.*port=[0-9]*' | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 wait_for 20 "/readyz after the restart" curl -sf "http://127.0.0.1:$port/readyz"
 wait_for 20 "the queue scheduled again" bash -c "curl -sf 'http://127.0.0.1:$port/queue' | jq -e '.jobs | length > 0' >/dev/null"
 sleep 4 # a few reconciles (2 s resync)

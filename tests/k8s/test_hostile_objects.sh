@@ -83,9 +83,7 @@ metadata: {name: gangq-controller, namespace: default}
 spec: {holderIdentity: other-replica, leaseDurationSeconds: 8, acquireTime: "$now", renewTime: "$now"}
 YAML
 gq_ctl_start --listen 127.0.0.1:0 --lease-namespace default
-port=""
-wait_for 20 "http port" grep -q 'http server listening.*port=' "$GQ_TEST_TMP/controller.log"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 wait_for 30 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
 pass "every informer synced past the hostile objects: /readyz 200"
 if ! grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"; then

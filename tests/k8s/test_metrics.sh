@@ -28,8 +28,7 @@ spec: {namespaces: [tb], cohort: lab, quota: [{gpuType: NVIDIA-H100, gpus: 8}, {
 YAML
 gq_fakelet_loop --interval 0.5 --auto-run
 gq_ctl_start --leader-elect=false --min-runtime 0s --position-interval 1s --listen 127.0.0.1:0
-wait_for 20 "http server" grep -q "http server listening" "$GQ_TEST_TMP/controller.log"
-port=$(grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | grep -o '[0-9]*$')
+port=$(gq_ctl_port)
 scrape() { curl -sf "http://127.0.0.1:$port/metrics"; }
 metric() { # SERIES (name{labels} exactly as rendered): its value, or "absent"
   local v

@@ -1761,6 +1761,21 @@ static void test_list_page_hostile(void **st)
             assert_null(md);
         }
     }
+    /* a raw control character in a string, a NUL in a key among them, is no
+     * JSON (found by fuzz_listpage: cJSON read the key up to its NUL as
+     * "items" while the splitter saw another key) */
+    {
+        static const char nul_key[] = "{\"metadata\":{},\"items\0x\":[{\"metadata\":{\"name\":\"a\"}}]}";
+        static const char ctl_val[] = "{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"a\x01\"}}]}";
+        assert_int_equal(kube_list_page_parse(nul_key, sizeof nul_key - 1, 0, &items, &md, NULL, NULL, err, sizeof err),
+                         GQ_EPARSE);
+        assert_null(items);
+        assert_null(md);
+        assert_int_equal(kube_list_page_parse(ctl_val, sizeof ctl_val - 1, 0, &items, &md, NULL, NULL, err, sizeof err),
+                         GQ_EPARSE);
+        assert_null(items);
+        assert_null(md);
+    }
     gq_buf_release(&b);
     free(deep);
     free(big);
