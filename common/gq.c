@@ -197,7 +197,7 @@ void gq_rate_init(struct gq_rate *b, double rate, double burst)
     b->last_ms = 0;
 }
 
-int gq_rate_take(struct gq_rate *b, int64_t now_ms)
+int gq_rate_ready(struct gq_rate *b, int64_t now_ms)
 {
     if (b->rate <= 0)
         return 1;
@@ -208,8 +208,14 @@ int gq_rate_take(struct gq_rate *b, int64_t now_ms)
     }
     if (!b->last_ms || now_ms > b->last_ms)
         b->last_ms = now_ms;
-    if (b->tokens < 1)
+    return b->tokens >= 1;
+}
+
+int gq_rate_take(struct gq_rate *b, int64_t now_ms)
+{
+    if (!gq_rate_ready(b, now_ms))
         return 0;
-    b->tokens -= 1;
+    if (b->rate > 0)
+        b->tokens -= 1;
     return 1;
 }

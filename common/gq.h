@@ -65,8 +65,11 @@ struct gq_rate {
     int64_t last_ms; /* clock of the last refill; 0: full, not started */
 };
 void gq_rate_init(struct gq_rate *b, double rate, double burst);
+/* Refill to now_ms; 1 when a token is there (or no limit). A clock going
+ * backwards refills nothing. */
+int gq_rate_ready(struct gq_rate *b, int64_t now_ms);
 /* Take one token at now_ms: 1 when one was there (or no limit), 0 when the
- * bucket is empty. A clock going backwards refills nothing. */
+ * bucket is empty. */
 int gq_rate_take(struct gq_rate *b, int64_t now_ms);
 
 /* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the

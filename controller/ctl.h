@@ -123,8 +123,10 @@ struct ctl_config {
     /* Events narrate; the status is the record. Normal Events (Admitted,
      * Waiting, Succeeded, ...) share a token bucket of event_burst refilled
      * at event_qps per second (kubelet's --event-qps/--event-burst); past it
-     * they are not sent (counted). Warning Events (a failure, a preemption, a
-     * refused spec) are not limited. event_qps 0 = no limit. Defaults 10, 100. */
+     * they are not sent (counted); one namespace's Normal Events take at most
+     * a quarter of both, so a tenant's flood leaves the others most of it.
+     * Warning Events (a failure, a preemption, a refused spec) are not
+     * limited. event_qps 0 = no limit. Defaults 10, 100. */
     int event_qps;
     int event_burst;
 };

@@ -98,12 +98,62 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
 void ctl_act_event_budget(struct ctl_act *a, int qps, int burst)
 {
     gq_rate_init(&a->events, qps, burst);
+    a->ns_qps = qps / 4.0;
+    a->ns_burst = burst / 4.0; /* gq_rate_init makes it at least 1 */
+}
+
+#define CTL_EVNS_MAX 65536 /* namespaces with a budget of their own; more share the total */
+
+/* The budget of namespace ns, created on first use; NULL when there is none
+ * (no limit, cluster-scoped, out of memory, or the table full). */
+static struct gq_rate *ns_budget(struct ctl_act *a, const char *ns)
+{
+    if (a->events.rate <= 0 || !ns || !ns[0])
+        return NULL;
+    if ((a->nevns + 1) * 2 > a->capevns) {
+        size_t cap = a->capevns ? a->capevns * 2 : 64;
+        if (cap > CTL_EVNS_MAX * 2)
+            goto find; /* full enough: known namespaces only */
+        struct ctl_ev_ns *t = calloc(cap, sizeof(*t));
+        if (!t)
+            goto find;
+        for (size_t i = 0; i < a->capevns; i++) {
+            if (!a->evns[i].ns)
+                continue;
+            size_t h = (size_t)gq_hash_str(a->evns[i].ns) & (cap - 1);
+            while (t[h].ns)
+                h = (h + 1) & (cap - 1);
+            t[h] = a->evns[i];
+        }
+        free(a->evns);
+        a->evns = t;
+        a->capevns = cap;
+    }
+find:
+    if (!a->capevns)
+        return NULL;
+    size_t h = (size_t)gq_hash_str(ns) & (a->capevns - 1);
+    while (a->evns[h].ns) {
+        if (!strcmp(a->evns[h].ns, ns))
+            return &a->evns[h].b;
+        h = (h + 1) & (a->capevns - 1);
+    }
+    if ((a->nevns + 1) * 2 > a->capevns || !(a->evns[h].ns = strdup(ns)))
+        return NULL;
+    gq_rate_init(&a->evns[h].b, a->ns_qps, a->ns_burst);
+    a->nevns++;
+    return &a->evns[h].b;
 }
 
 void ctl_act_release(struct ctl_act *a)
 {
     free(a->inflight);
     free(a->done);
+    for (size_t i = 0; i < a->capevns; i++)
+        free(a->evns[i].ns);
+    free(a->evns);
+    a->evns = NULL;
+    a->nevns = a->capevns = 0;
     a->inflight = a->done = NULL;
     a->ninflight = a->capinflight = a->ndone = a->capdone = 0;
 }
@@ -1151,11 +1201,18 @@ void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const 
                               ctl_obj_str(obj, "metadata", "resourceVersion")};
     if (!ref.name)
         return;
-    /* a Normal Event past the budget is not sent: what it would say is in
-     * the object's status; a Warning always goes */
-    if (strcmp(type, "Warning") && !gq_rate_take(&a->events, wall_ms())) {
-        a->events_throttled++;
-        return;
+    /* a Normal Event past the budget, the total's or its namespace's, is not
+     * sent: what it would say is in the object's status; a Warning always goes */
+    if (strcmp(type, "Warning")) {
+        int64_t now = wall_ms();
+        struct gq_rate *nb = ns_budget(a, ref.namespace_);
+        if (!gq_rate_ready(&a->events, now) || (nb && !gq_rate_ready(nb, now))) {
+            a->events_throttled++;
+            return;
+        }
+        (void)gq_rate_take(&a->events, now);
+        if (nb)
+            (void)gq_rate_take(nb, now);
     }
     if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL)) {
         a->events_failed++;

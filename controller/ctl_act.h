@@ -118,8 +118,16 @@ struct ctl_act {
     int log_level;
     double max_grace_s;       /* delete grace cap (< 0 or huge: none) */
     char identity[128];       /* Events' reporting instance */
-    /* the Normal Events' budget (ctl_act_event) */
+    /* the Normal Events' budget (ctl_act_event): all of them, and each
+     * namespace's at most a quarter of it (an open-addressed table by
+     * namespace, strings owned; NULL until the first Event) */
     struct gq_rate events;
+    double ns_qps, ns_burst;
+    struct ctl_ev_ns {
+        char *ns;
+        struct gq_rate b;
+    } *evns;
+    size_t nevns, capevns;
     /* counters, read by the controller's metrics */
     uint64_t store_errors;
     uint64_t events_sent, events_throttled, events_failed;
@@ -136,7 +144,9 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
                   const struct kube_cache *jobs, const struct kube_cache *pods,
                   const struct ctl_act_hooks *hooks, int log_level, double max_grace_s,
                   const char *identity);
-/* Normal Events: at most burst at once, then qps per second (0: no limit). */
+/* Normal Events: at most burst at once, then qps per second (0: no limit);
+ * one namespace's at most a quarter of both (so a tenant's flood of jobs
+ * leaves the other namespaces most of the budget). */
 void ctl_act_event_budget(struct ctl_act *a, int qps, int burst);
 /* Free the sets (requests in flight must have ended). */
 void ctl_act_release(struct ctl_act *a);

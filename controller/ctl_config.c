@@ -66,8 +66,9 @@ const struct ctl_option ctl_options[] = {
      "and invalid jobs at once"},
     {"event-qps", CTL_OPT_INT, F(event_qps), "10", 0, 0, 100000, NULL, " N",
      "Normal Events (Admitted, Waiting, Succeeded...) sent per second\n"
-     "at most, after a burst of --event-burst; Warning Events are not\n"
-     "limited; the status is the record (0 = no limit)"},
+     "at most, after a burst of --event-burst, one namespace's at most\n"
+     "a quarter of both; Warning Events are not limited; the status is\n"
+     "the record (0 = no limit)"},
     {"event-burst", CTL_OPT_INT, F(event_burst), "100", 0, 1, 1000000, NULL, " N",
      "Normal Events sent at once before --event-qps applies"},
     {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, NULL, " DUR",

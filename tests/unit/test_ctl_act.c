@@ -701,6 +701,40 @@ static void test_event_and_stop(void **state)
     assert_int_equal(f->m.drop_prio, KUBE_PRIO_LOW);
 }
 
+/* The Normal Events' budget: the total, and each namespace at most a quarter
+ * of it; Warning Events are not limited. */
+static void test_event_budget(void **state)
+{
+    struct fx *f = *state;
+    cJSON *ml = cJSON_Parse(JOB_TRAIN); /* namespace ml */
+    cJSON *o1 = cJSON_Parse("{\"kind\":\"GPUJob\",\"metadata\":{\"namespace\":\"o1\",\"name\":\"x\"}}");
+    cJSON *o2 = cJSON_Parse("{\"kind\":\"GPUJob\",\"metadata\":{\"namespace\":\"o2\",\"name\":\"y\"}}");
+    assert_non_null(ml);
+    assert_non_null(o1);
+    assert_non_null(o2);
+    ctl_act_event_budget(&f->a, 1, 8); /* total: 8 at once; a namespace: 2 at once */
+    for (int i = 0; i < 5; i++)
+        ctl_act_event(&f->a, ml, "Normal", "Admitted", "admitted");
+    assert_int_equal(f->m.n, 2); /* ml's quarter */
+    ctl_act_event(&f->a, ml, "Warning", "Preempted", "preempted");
+    assert_int_equal(f->m.n, 3); /* a Warning goes */
+    for (int i = 0; i < 5; i++) {
+        ctl_act_event(&f->a, o1, "Normal", "Admitted", "admitted");
+        ctl_act_event(&f->a, o2, "Normal", "Admitted", "admitted");
+    }
+    assert_int_equal(f->m.n, 7); /* the other namespaces still had theirs */
+    assert_string_equal(f->m.r[3].path, "event:o1/x");
+    assert_string_equal(f->m.r[4].path, "event:o2/y");
+    assert_int_equal(f->a.events_sent, 7);
+    assert_int_equal(f->a.events_throttled, 9);
+    ctl_act_event_budget(&f->a, 0, 1); /* no limit */
+    ctl_act_event(&f->a, ml, "Normal", "Admitted", "admitted");
+    assert_int_equal(f->m.n, 8);
+    cJSON_Delete(ml);
+    cJSON_Delete(o1);
+    cJSON_Delete(o2);
+}
+
 /* Without a store nothing is read or marked; the sets stay empty. */
 static void test_no_store(void **state)
 {
@@ -726,6 +760,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_confirm_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_patch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_and_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_store, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
