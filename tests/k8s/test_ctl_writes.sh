@@ -8,6 +8,8 @@
 # Team's status.pendingHead. Each job gets at most one Waiting Event per reason. A restarted
 # controller does not rewrite (or event again) a wait the object already shows.
 . "$(dirname "$0")/lib.sh"
+# --event-qps 0: the Events here are counted per job and reason; their budget is
+# test_ctl_events' (31 jobs in one namespace pass its quarter of the default budget)
 
 ns=wr
 HEAD=5
@@ -20,7 +22,8 @@ metadata: {name: wr}
 spec: {namespaces: [$ns]}
 YAML
 gq_fakelet_loop --interval 0.3 --auto-run
-gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0
+gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0 \
+  --event-qps 0
 port=$(gq_ctl_port)
 
 job() { # NAME
@@ -115,7 +118,8 @@ pass "Waiting Events: $tail $ev, all 30 waiting jobs $total"
 gq_ctl_stop
 before=$(jq -c 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and (.userAgent // "" | startswith("gangq")))' \
   "$GQ_ENV_DIR/audit.log" | wc -l)
-gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0
+gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0 \
+  --event-qps 0
 port=$(gq_ctl_port)
 wait_for 20 "/readyz after the restart" curl -sf "http://127.0.0.1:$port/readyz"
 wait_for 20 "the queue scheduled again" bash -c "curl -sf 'http://127.0.0.1:$port/queue' | jq -e '.jobs | length > 0' >/dev/null"
