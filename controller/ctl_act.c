@@ -104,32 +104,38 @@ void ctl_act_event_budget(struct ctl_act *a, int qps, int burst)
 
 #define CTL_EVNS_MAX 65536 /* namespaces with a budget of their own; more share the total */
 
+/* Double the namespace table (rehashing); nothing when it is at its cap or
+ * out of memory (known namespaces keep their budgets, new ones share the total). */
+static void evns_grow(struct ctl_act *a)
+{
+    size_t cap = a->capevns ? a->capevns * 2 : 64;
+    struct ctl_ev_ns *t = cap <= CTL_EVNS_MAX * 2 ? calloc(cap, sizeof(*t)) : NULL;
+    if (!t)
+        return;
+    for (size_t i = 0; i < a->capevns; i++) {
+        if (!a->evns[i].ns)
+            continue;
+        size_t h = (size_t)gq_hash_str(a->evns[i].ns) & (cap - 1);
+        while (t[h].ns)
+            h = (h + 1) & (cap - 1);
+        t[h] = a->evns[i];
+    }
+    free(a->evns);
+    a->evns = t;
+    a->capevns = cap;
+}
+
 /* The budget of namespace ns, created on first use; NULL when there is none
  * (no limit, cluster-scoped, out of memory, or the table full). */
 static struct gq_rate *ns_budget(struct ctl_act *a, const char *ns)
 {
     if (a->events.rate <= 0 || !ns || !ns[0])
         return NULL;
-    if ((a->nevns + 1) * 2 > a->capevns) {
-        size_t cap = a->capevns ? a->capevns * 2 : 64;
-        if (cap > CTL_EVNS_MAX * 2)
-            goto find; /* full enough: known namespaces only */
-        struct ctl_ev_ns *t = calloc(cap, sizeof(*t));
-        if (!t)
-            goto find;
-        for (size_t i = 0; i < a->capevns; i++) {
-            if (!a->evns[i].ns)
-                continue;
-            size_t h = (size_t)gq_hash_str(a->evns[i].ns) & (cap - 1);
-            while (t[h].ns)
-                h = (h + 1) & (cap - 1);
-            t[h] = a->evns[i];
-        }
-        free(a->evns);
-        a->evns = t;
-        a->capevns = cap;
+    int full = (a->nevns + 1) * 2 > a->capevns;
+    if (full) {
+        evns_grow(a);
+        full = (a->nevns + 1) * 2 > a->capevns;
     }
-find:
     if (!a->capevns)
         return NULL;
     size_t h = (size_t)gq_hash_str(ns) & (a->capevns - 1);
@@ -138,7 +144,7 @@ find:
             return &a->evns[h].b;
         h = (h + 1) & (a->capevns - 1);
     }
-    if ((a->nevns + 1) * 2 > a->capevns || !(a->evns[h].ns = strdup(ns)))
+    if (full || !(a->evns[h].ns = strdup(ns)))
         return NULL;
     gq_rate_init(&a->evns[h].b, a->ns_qps, a->ns_burst);
     a->nevns++;

@@ -1413,8 +1413,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         if (j->memo->dirty_upto < r->c->reconciles)
             j->memo->dirty_upto = r->c->reconciles;
     }
-    if (!job_dirty(r, j) && j->memo->decode.job_valid && j->memo->decode.job_lookup == r->lookup_sig)
-    {
+    if (!job_dirty(r, j) && j->memo->decode.job_valid && j->memo->decode.job_lookup == r->lookup_sig) {
         r->c->m.jobs_reused++;
         return job_prepare_clean(r, j);
     }
@@ -3010,7 +3009,7 @@ static int phase_gather(struct rc_ctx *r)
         c->last_resync_ms = r->now;
         for (int i = 0; i < c->nrows; i++) {
             int st = c->rows[i]->state;
-            if (st != STORE_QUEUED && st != STORE_SUSPENDED && st != STORE_SUCCEEDED && st != STORE_FAILED)
+            if (st != STORE_QUEUED && st != STORE_SUSPENDED && !finished(st))
                 ctl_memo_mark(&c->memo, c->rows[i]->key, c->reconciles);
         }
     }

@@ -261,7 +261,8 @@ struct ctl_metrics_counters {
     int64_t jobs_by_state[STORE_NSTATES];
     int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_cycle.c job_sleep) */
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
-    uint64_t reconciles_full;     /* reconciles that examined every job (resync, Team/node/pool change) */
+    uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
+                                   * a Team/GPUPool/class/node change) */
     uint64_t jobs_full, jobs_reused; /* jobs examined in full / whose last examination was reused */
 };
 

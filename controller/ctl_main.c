@@ -169,25 +169,28 @@ static void resync_cb(struct ev_loop *loop, ev_timer *w, int revents)
     maybe_reconcile(c);
 }
 
-/* Objects o and n agree on every member but status (and skip): count and
- * compare the members of n other than those. */
+/* Member e is one of skip[0..nskip). */
+static int skipped(const cJSON *e, const char *const *skip, size_t nskip)
+{
+    for (size_t s = 0; e->string && s < nskip; s++)
+        if (!strcmp(e->string, skip[s]))
+            return 1;
+    return 0;
+}
+
+/* Objects o and n agree on every member but those in skip (in metadata: but
+ * resourceVersion and managedFields): count and compare the others. */
 static int same_but(const cJSON *o, const cJSON *n, const char *const *skip, size_t nskip)
 {
     const cJSON *e;
     int no = 0, nn = 0;
     cJSON_ArrayForEach(e, o)
     {
-        size_t s = 0;
-        while (s < nskip && (!e->string || strcmp(e->string, skip[s])))
-            s++;
-        no += s == nskip;
+        no += !skipped(e, skip, nskip);
     }
     cJSON_ArrayForEach(e, n)
     {
-        size_t s = 0;
-        while (s < nskip && (!e->string || strcmp(e->string, skip[s])))
-            s++;
-        if (s < nskip)
+        if (skipped(e, skip, nskip))
             continue;
         nn++;
         const cJSON *oe = e->string ? cJSON_GetObjectItemCaseSensitive(o, e->string) : NULL;
@@ -483,39 +486,46 @@ static void metrics_lanes(struct gq_ctl *c)
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_coalesced_total",
                             "Status writes replaced unsent by a newer one for the same object", NULL, &h, NULL, 0))
         counter_to(h, (double)ks.coalesced);
-    const uint64_t ex[] = {c->m.jobs_full, c->m.jobs_reused};
-    const char *const exn[] = {"full", "reused"};
-    for (size_t i = 0; i < GQ_ARRAY_LEN(ex); i++) {
-        const char *lb[] = {"how", exn[i], NULL};
-        h = NULL;
-        if (!gq_metrics_counter(c->metrics, "gangq_jobs_examined_total",
-                                "GPUJobs a reconcile examined: in full (dirty, or a full pass), or reusing "
-                                "their last examination",
-                                lb, &h, NULL, 0))
-            counter_to(h, (double)ex[i]);
-    }
-    h = NULL;
-    if (!gq_metrics_counter(c->metrics, "gangq_reconciles_full_total",
-                            "Reconciles that examined every job (the periodic resync; a Team, GPUPool, node or "
-                            "PriorityClass change)",
-                            NULL, &h, NULL, 0))
-        counter_to(h, (double)c->m.reconciles_full);
-    const uint64_t ev[] = {c->act.events_sent, c->act.events_throttled, c->act.events_failed};
-    const char *const evr[] = {"sent", "throttled", "failed"};
-    for (size_t i = 0; i < GQ_ARRAY_LEN(ev); i++) {
-        const char *lb[] = {"result", evr[i], NULL};
-        h = NULL;
-        if (!gq_metrics_counter(c->metrics, "gangq_events_total",
-                                "Events: sent (queued to the API server), throttled (a Normal Event past "
-                                "--event-qps/--event-burst, not sent), failed (not queued)",
-                                lb, &h, NULL, 0))
-            counter_to(h, (double)ev[i]);
-    }
     h = NULL;
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_refused_total",
                             "Low-priority status writes refused while that queue was full (written later)", NULL,
                             &h, NULL, 0))
         counter_to(h, (double)ks.refused);
+}
+
+/* Counter series name{label=values[i]} brought up to v[i] (label NULL: one
+ * series, n 1). Registering again returns the same series. */
+static void counters_to(struct gq_ctl *c, const char *name, const char *help, const char *label,
+                        const char *const *values, const uint64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *lb[] = {label, label ? values[i] : NULL, NULL};
+        struct gq_metric *h = NULL;
+        if (!gq_metrics_counter(c->metrics, name, help, label ? lb : NULL, &h, NULL, 0))
+            counter_to(h, (double)v[i]);
+    }
+}
+
+/* What reconciles examined, and the Events budget's outcome. */
+static void metrics_work(struct gq_ctl *c)
+{
+    if (!c->metrics)
+        return;
+    const uint64_t ex[] = {c->m.jobs_full, c->m.jobs_reused};
+    const char *const exn[] = {"full", "reused"};
+    counters_to(c, "gangq_jobs_examined_total",
+                "GPUJobs a reconcile examined: in full (dirty, or a full pass), or reusing their last examination",
+                "how", exn, ex, GQ_ARRAY_LEN(ex));
+    counters_to(c, "gangq_reconciles_full_total",
+                "Reconciles that examined every job (every --full-resync-interval; a Team, GPUPool, node or "
+                "PriorityClass change)",
+                NULL, NULL, &c->m.reconciles_full, 1);
+    const uint64_t ev[] = {c->act.events_sent, c->act.events_throttled, c->act.events_failed};
+    const char *const evr[] = {"sent", "throttled", "failed"};
+    counters_to(c, "gangq_events_total",
+                "Events: sent (queued to the API server), throttled (a Normal Event past "
+                "--event-qps/--event-burst, not sent), failed (not queued)",
+                "result", evr, ev, GQ_ARRAY_LEN(ev));
 }
 
 static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp, void *ud)
@@ -524,6 +534,7 @@ static int h_metrics(const struct gq_httpd_req *req, struct gq_httpd_resp *resp,
     struct gq_ctl *c = ud;
     metrics_refresh(c);
     metrics_lanes(c);
+    metrics_work(c);
     gq_strlcpy(resp->content_type, GQ_METRICS_CONTENT_TYPE, sizeof(resp->content_type));
     return gq_metrics_render(c->metrics, resp->body);
 }

@@ -31,20 +31,15 @@ static void mark_key(struct gq_ctl *c, const char *key)
 static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
 {
     struct gq_ctl *c = ctx;
-    /* a failed intent stays pending: the next reconcile acts again */
-    if (!intent_id && key[0]) { /* ctl_pod_delete's deletes ended */
-        struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
-        if (m && m->pods.cleanup_inflight > 0)
+    /* ctl_pod_delete's deletes ended, or an intent was acted on (a failed
+     * one stays pending: the next reconcile acts again): until the pod watch
+     * shows what they did (a lagging watch still shows the pods as they
+     * were), the stray cleanup does not delete those pods again */
+    struct ctl_memo *m = key[0] && (!intent_id || ok) ? ctl_memo_get(&c->memo, key, 0) : NULL;
+    if (m) {
+        if (!intent_id && m->pods.cleanup_inflight > 0)
             m->pods.cleanup_inflight--;
-        if (m)
-            m->pods.cleanup_done_ms = ctl_now_ms();
-    } else if (ok && key[0]) {
-        /* an intent's deletes were accepted: until the pod watch shows them
-         * (a lagging watch still shows the pods as they were), the stray
-         * cleanup does not send them again */
-        struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
-        if (m)
-            m->pods.cleanup_done_ms = ctl_now_ms();
+        m->pods.cleanup_done_ms = ctl_now_ms();
     }
     mark_key(c, key);
 }
