@@ -2993,7 +2993,9 @@ static int phase_gather(struct rc_ctx *r)
      * index rebuilt), the first one, or none for --full-resync-interval */
     int64_t fiv = (int64_t)(c->cfg.full_resync_interval_s * 1000.0);
     int64_t iv = (int64_t)(c->cfg.cycle_interval_s * 1000.0);
-    r->full = c->full_next || !c->restart_done || !c->last_full_ms || r->now - c->last_full_ms >= fiv ||
+    /* both intervals allow a tenth of slack: the resync timer firing a
+     * little early must not put off what is due by a whole interval */
+    r->full = c->full_next || !c->restart_done || !c->last_full_ms || r->now - c->last_full_ms >= fiv - fiv / 10 ||
               r->now < c->last_full_ms;
     if (r->full) {
         c->full_next = 0;
