@@ -109,6 +109,7 @@ struct rc_ctx {
     int njobs;
     struct store_job **rows;
     int nrows, caprows;
+    int row_hint;                 /* index of the row row_find found last */
     struct store_intent *intents; /* strings owned (strdup'd job_key) */
     int nintents, capintents;
     struct ikey *iidx;            /* intents sorted by job_key (nintents entries) */
@@ -254,8 +255,17 @@ static struct store_job *row_find(struct rc_ctx *r, const char *key)
     struct store_job k = {0}, *kp = &k;
     if (!r->nrows)
         return NULL;
+    /* jobs are looked up in key order (the reconcile walks them sorted, as
+     * rows are): the row after the last one found is the likely one */
+    for (int h = r->row_hint; h < r->nrows && h <= r->row_hint + 1; h++)
+        if (!strcmp(r->rows[h]->key, key)) {
+            r->row_hint = h;
+            return r->rows[h];
+        }
     k.key = key;
     struct store_job **f = bsearch(&kp, r->rows, (size_t)r->nrows, sizeof(*r->rows), row_cmp);
+    if (f)
+        r->row_hint = (int)(f - r->rows);
     return f ? *f : NULL;
 }
 
