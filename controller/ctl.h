@@ -129,6 +129,14 @@ struct ctl_config {
      * limited. event_qps 0 = no limit. Defaults 10, 100. */
     int event_qps;
     int event_burst;
+    /* A GPUJob status rewrite that changes nothing but the queue position or
+     * the text of the wait message (state, wait reason, conditions' reasons,
+     * placement as last written) is a refresh: refreshes share a token bucket
+     * of refresh_burst refilled at refresh_qps per second; one past it is
+     * offered again in a later reconcile. State and reason changes are never
+     * held. refresh_qps 0 = no limit. Defaults 10, 100. */
+    int refresh_qps;
+    int refresh_burst;
 };
 
 /* Seconds until a reconcile asked for at now may start (ctl_main.c):

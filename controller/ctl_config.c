@@ -48,7 +48,7 @@ const struct ctl_option ctl_options[] = {
      "every job, waiting ones too, examined again at least this often\n"
      "(anything an event did not say); a Team, GPUPool, PriorityClass\n"
      "or node change does so at once"},
-    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "50", 0, 1, 100, NULL, " PCT",
+    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "10", 0, 1, 100, NULL, " PCT",
      "while events stream in, reconciles take at most this share of\n"
      "the time: after one that took T, the next starts no sooner than\n"
      "T*(100-PCT)/PCT later (events meanwhile are batched into it)"},
@@ -71,6 +71,13 @@ const struct ctl_option ctl_options[] = {
      "the record (0 = no limit)"},
     {"event-burst", CTL_OPT_INT, F(event_burst), "100", 0, 1, 1000000, NULL, " N",
      "Normal Events sent at once before --event-qps applies"},
+    {"status-refresh-qps", CTL_OPT_INT, F(refresh_qps), "10", 0, 0, 100000, NULL, " N",
+     "GPUJob status rewrites that change only the queue position or\n"
+     "the wait message's text written per second at most, after a\n"
+     "burst of --status-refresh-burst; one past it is written later\n"
+     "(state and wait-reason changes are never held; 0 = no limit)"},
+    {"status-refresh-burst", CTL_OPT_INT, F(refresh_burst), "100", 0, 1, 1000000, NULL, " N",
+     "status refreshes written at once before --status-refresh-qps applies"},
     {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, NULL, " DUR",
      "cap on the termination grace of gangq's pods"},
     {"db-max-pages", CTL_OPT_INT, F(db_max_pages), NULL, 0, 0, INT64_MAX, "a page count", " N",

@@ -122,7 +122,8 @@ struct rc_ctx {
     int committed;                /* the cycle's store transaction committed */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
     int full;                     /* every job is examined in full (else only dirty ones) */
-    int64_t settle_next;          /* earliest status write held back by --status-settle (0 = none) */
+    int64_t settle_next;          /* earliest status write held back by --status-settle or
+                                   * --status-refresh-qps (0 = none) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -2084,17 +2085,18 @@ static uint64_t sig_str(uint64_t h, const char *s)
     return gq_hash_bytes(sig_int(h, (int64_t)n), s, n);
 }
 
-/* The signature of j's status inputs v (never 0). */
-static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v)
+/* The signature of j's status inputs v (never 0); urgent: without the
+ * position and the message text (what a refresh may change alone). */
+static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v, int urgent)
 {
     uint64_t h = GQ_HASH_SEED;
-    const int64_t n[] = {v->state, v->position, v->preemptions, v->preempted_ms, v->admitted_ms,
+    const int64_t n[] = {v->state, urgent ? 0 : v->position, v->preemptions, v->preempted_ms, v->admitted_ms,
                          j->job->spec.effective_priority, api_gpujob_gpus(j->job), v->attempts,
                          v->retries, v->enqueue_ms, v->arrival, j->job->meta.generation, j->pl.n};
     for (size_t i = 0; i < GQ_ARRAY_LEN(n); i++)
         h = sig_int(h, n[i]);
-    const char *t[] = {j->job->spec.team, v->invalid_reason, v->wait_reason, j->pl.domain, v->message,
-                       v->preempted_by, v->preempt_reason, v->unschedulable};
+    const char *t[] = {j->job->spec.team, v->invalid_reason, v->wait_reason, j->pl.domain,
+                       urgent ? "" : v->message, v->preempted_by, v->preempt_reason, v->unschedulable};
     for (size_t i = 0; i < GQ_ARRAY_LEN(t); i++)
         h = sig_str(h, t[i]);
     for (int i = 0; i < j->pl.n; i++)
@@ -2159,7 +2161,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
                             waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL};
-    uint64_t sig = status_sig(j, &v);
+    uint64_t sig = status_sig(j, &v, 0);
     if (j->memo->status.last_status && j->memo->status.status_sig == sig) {
         j->memo->status.settle_due_ms = 0; /* what is written is still right */
         return;
@@ -2170,6 +2172,21 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         return;
     }
     j->memo->status.settle_due_ms = 0;
+    /* a refresh (only the position or the message text changed since the
+     * status last written): within --status-refresh-qps, else offered again
+     * by the next reconcile */
+    uint64_t usig = status_sig(j, &v, 1);
+    int refresh = j->memo->status.last_status && j->memo->status.urgent_sig == usig;
+    if (refresh && !gq_rate_ready(&r->c->refresh, r->now)) {
+        r->c->m.refresh_held++;
+        if (j->memo->status_upto <= r->c->reconciles)
+            j->memo->status_upto = r->c->reconciles + 1; /* its status only, not a full look */
+        /* and a reconcile when the next token is there (the settle timer) */
+        int64_t next = r->now + (r->c->cfg.refresh_qps > 0 ? 1000 / r->c->cfg.refresh_qps : 0) + 1;
+        if (!r->settle_next || next < r->settle_next)
+            r->settle_next = next;
+        return;
+    }
     struct api_gpujob_status prev, out;
     struct api_errors e;
     api_errors_init(&e);
@@ -2218,6 +2235,11 @@ static void job_status(struct rc_ctx *r, struct cj *j)
      * computed again); not taken (a full low lane): computed and offered
      * again later */
     j->memo->status.status_sig = taken && j->memo->status.last_status ? sig : 0;
+    j->memo->status.urgent_sig = taken && j->memo->status.last_status ? usig : 0;
+    if (taken && refresh && j->memo->status.last_status != before) {
+        (void)gq_rate_take(&r->c->refresh, r->now);
+        r->c->m.refresh_sent++;
+    }
 }
 
 /* The Team's Valid condition: False with the latest edit's problem and what

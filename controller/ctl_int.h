@@ -178,6 +178,8 @@ struct ctl_memo_status {
      * in ctl_cycle.c; Teams and pools: what must be written at once): equal
      * inputs give the same status, so it is not written again. 0 = none */
     uint64_t status_sig;
+    uint64_t urgent_sig;          /* jobs: status_sig without position and message text, of
+                                   * the status last taken for writing (ctl_cycle.c job_status) */
     int status_inflight;          /* state transitions queued or on the wire */
     int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest
@@ -264,6 +266,7 @@ struct ctl_metrics_counters {
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
                                    * a Team/GPUPool/class/node change) */
     uint64_t jobs_full, jobs_reused; /* jobs examined in full / whose last examination was reused */
+    uint64_t refresh_sent, refresh_held; /* status refreshes written / put off (--status-refresh-qps) */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */
@@ -357,6 +360,7 @@ struct gq_ctl {
      * marks the done ones at the start of the next reconcile); its kube
      * client, caches and store are c's (borrowed), its hooks ctl_wire.c's */
     struct ctl_act act;
+    struct gq_rate refresh; /* status refreshes' budget (--status-refresh-qps/-burst) */
     /* the loop's wake-up (ctl_main.c's ctl_mark_dirty, given to ctl_act_wire):
      * how the actuator's hooks (ctl_wire.c) ask for a reconcile without
      * calling into ctl_main.c */

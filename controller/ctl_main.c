@@ -520,6 +520,13 @@ static void metrics_work(struct gq_ctl *c)
                 "Reconciles that examined every job (every --full-resync-interval; a Team, GPUPool, node or "
                 "PriorityClass change)",
                 NULL, NULL, &c->m.reconciles_full, 1);
+    const uint64_t rf[] = {c->m.refresh_sent, c->m.refresh_held};
+    const char *const rfr[] = {"sent", "held"};
+    counters_to(c, "gangq_status_refresh_total",
+                "GPUJob status rewrites that change only the position or the wait message's text: sent, "
+                "or held past --status-refresh-qps/--status-refresh-burst (offered again by a later reconcile; each "
+                "reconcile that holds one counts)",
+                "result", rfr, rf, GQ_ARRAY_LEN(rf));
     const uint64_t ev[] = {c->act.events_sent, c->act.events_throttled, c->act.events_failed};
     const char *const evr[] = {"sent", "throttled", "failed"};
     counters_to(c, "gangq_events_total",

@@ -136,6 +136,7 @@ void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c))
                  c->identity);
     c->act.st = c->st;
     ctl_act_event_budget(&c->act, c->cfg.event_qps, c->cfg.event_burst);
+    gq_rate_init(&c->refresh, c->cfg.refresh_qps, c->cfg.refresh_burst);
 }
 
 void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key)
