@@ -211,6 +211,15 @@ int gq_rate_ready(struct gq_rate *b, int64_t now_ms)
     return b->tokens >= 1;
 }
 
+int64_t gq_rate_wait_ms(struct gq_rate *b, int64_t now_ms)
+{
+    if (gq_rate_ready(b, now_ms))
+        return 0;
+    double ms = (1.0 - b->tokens) * 1000.0 / b->rate;
+    int64_t w = (int64_t)ms;
+    return w < ms || w < 1 ? w + 1 : w; /* rounded up, at least 1 */
+}
+
 int gq_rate_take(struct gq_rate *b, int64_t now_ms)
 {
     if (!gq_rate_ready(b, now_ms))

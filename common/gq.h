@@ -71,6 +71,9 @@ int gq_rate_ready(struct gq_rate *b, int64_t now_ms);
 /* Take one token at now_ms: 1 when one was there (or no limit), 0 when the
  * bucket is empty. */
 int gq_rate_take(struct gq_rate *b, int64_t now_ms);
+/* Milliseconds from now_ms until a token is there (refilling to now_ms):
+ * 0 when one is (or no limit). */
+int64_t gq_rate_wait_ms(struct gq_rate *b, int64_t now_ms);
 
 /* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the
  * length of src (so truncation is detectable as ret >= dstlen). */

@@ -2177,14 +2177,14 @@ static void job_status(struct rc_ctx *r, struct cj *j)
      * by the next reconcile */
     uint64_t usig = status_sig(j, &v, 1);
     int refresh = j->memo->status.last_status && j->memo->status.urgent_sig == usig;
-    if (refresh && !gq_rate_ready(&r->c->refresh, r->now)) {
+    int64_t wait = refresh ? gq_rate_wait_ms(&r->c->refresh, r->now) : 0;
+    if (wait) {
         r->c->m.refresh_held++;
         if (j->memo->status_upto <= r->c->reconciles)
             j->memo->status_upto = r->c->reconciles + 1; /* its status only, not a full look */
         /* and a reconcile when the next token is there (the settle timer) */
-        int64_t next = r->now + (r->c->cfg.refresh_qps > 0 ? 1000 / r->c->cfg.refresh_qps : 0) + 1;
-        if (!r->settle_next || next < r->settle_next)
-            r->settle_next = next;
+        if (!r->settle_next || r->now + wait < r->settle_next)
+            r->settle_next = r->now + wait;
         return;
     }
     struct api_gpujob_status prev, out;

@@ -108,6 +108,22 @@ gq_ctl_port() {
   wait_for 20 "http server" bash -c "[ \$(grep -c 'http server listening' '$GQ_TEST_TMP/controller.log') -ge $n ]"
   grep -o 'http server listening.*port=[0-9]*' "$GQ_TEST_TMP/controller.log" | tail -1 | grep -o '[0-9]*$'
 }
+# The value of one series (name{labels} exactly as rendered) on the controller's /metrics at
+# 127.0.0.1:PORT; empty when absent.
+gq_metric() { # PORT SERIES
+  curl -sf "http://127.0.0.1:$1/metrics" | awk -v s="$2" 'index($0, s " ") == 1 { print $2 }'
+}
+# A Team NAME owning the namespaces NS... (created here).
+gq_team() { # NAME NS...
+  local name="$1" n list=""
+  shift
+  for n in "$@"; do
+    k create namespace "$n" >/dev/null
+    list="${list:+$list, }$n"
+  done
+  printf 'apiVersion: gangq.io/v1alpha1\nkind: Team\nmetadata: {name: %s}\nspec: {namespaces: [%s]}\n' "$name" "$list" |
+    k apply -f - >/dev/null
+}
 gq_ctl_alive() { [ -n "$GQ_CTL_PID" ] && kill -0 "$GQ_CTL_PID" 2>/dev/null; }
 
 gq_ctl_stop() {

@@ -7,13 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 fakelet add-node d1 --gpus 4 >/dev/null
-k create namespace dm >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: Team
-metadata: {name: dm}
-spec: {namespaces: [dm]}
-YAML
+gq_team dm dm
 gq_fakelet_loop --interval 0.3 --auto-run
 # full passes every 0.5 s: a dormant job must stay asleep through them
 start_ctl() {
@@ -21,7 +15,6 @@ start_ctl() {
     --listen 127.0.0.1:0
   port=$(gq_ctl_port)
 }
-metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
 wait_dormant() { # N
   wait_for 20 "gangq_jobs_dormant $1" bash -c \
     "curl -sf http://127.0.0.1:$port/metrics | grep -qx 'gangq_jobs_dormant $1'"
@@ -51,22 +44,22 @@ job bad planet
 for n in a1 a2 a3; do wait_state 30 dm "$n" 'Admitted|Running'; done
 wait_jsonpath 30 Failed -n dm gpujob bad -o jsonpath='{.status.state}'
 wait_dormant 1
-assert_eq 0 "$(metric gangq_jobs_woken_total)" "nothing woken yet"
+assert_eq 0 "$(gq_metric "$port" gangq_jobs_woken_total)" "nothing woken yet"
 fakelet succeed dm -l gangq.io/job=a1 >/dev/null
 fakelet succeed dm -l gangq.io/job=a2 >/dev/null
 fakelet succeed dm -l gangq.io/job=a3 >/dev/null
 for n in a1 a2 a3; do wait_jsonpath 30 Succeeded -n dm gpujob "$n" -o jsonpath='{.status.state}'; done
 wait_dormant 4
-f0=$(metric gangq_reconciles_full_total)
+f0=$(gq_metric "$port" gangq_reconciles_full_total)
 sleep 2 # four full passes
-f1=$(metric gangq_reconciles_full_total)
+f1=$(gq_metric "$port" gangq_reconciles_full_total)
 [ "$(( f1 - f0 ))" -ge 3 ] || fail "only $(( f1 - f0 )) full passes in 2 s (--full-resync-interval 0.5s)"
-assert_eq 4 "$(metric gangq_jobs_dormant)" "finished jobs stay asleep through full passes"
-assert_eq 3 "$(metric 'gangq_jobs{state="Succeeded"}')" "a sleeping job still counts by state"
+assert_eq 4 "$(gq_metric "$port" gangq_jobs_dormant)" "finished jobs stay asleep through full passes"
+assert_eq 3 "$(gq_metric "$port" 'gangq_jobs{state="Succeeded"}')" "a sleeping job still counts by state"
 pass "3 Succeeded + 1 Failed (invalid) jobs asleep, through full passes"
 
 # An edit that changes nothing gangq reads: woken, looked at, no status written, asleep again.
-assert_eq 0 "$(metric gangq_jobs_woken_total)" "no job woken by full passes alone"
+assert_eq 0 "$(gq_metric "$port" gangq_jobs_woken_total)" "no job woken by full passes alone"
 before=$(status_patches a1)
 k -n dm label gpujob a1 touched=yes >/dev/null
 wait_for 10 "a1 woken" bash -c "curl -sf http://127.0.0.1:$port/metrics | grep -qx 'gangq_jobs_woken_total 1'"

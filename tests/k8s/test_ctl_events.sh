@@ -9,14 +9,7 @@
 
 ns=ev
 for n in 1 2 3 4 5; do fakelet add-node "e$n" --gpus 8 >/dev/null; done
-k create namespace "$ns" >/dev/null
-k create namespace ev2 >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: Team
-metadata: {name: ev}
-spec: {namespaces: [$ns, ev2]}
-YAML
+gq_team ev "$ns" ev2
 gq_fakelet_loop --interval 0.3 --auto-run
 # no full pass but the first: this test's objects change by events only (no node heartbeats)
 # in all 8 at once and 4 per second; a namespace 2 at once and 1 per second
@@ -24,7 +17,6 @@ gq_ctl_start --leader-elect=false --min-runtime 0s --event-qps 4 --event-burst 8
   --listen 127.0.0.1:0
 port=$(gq_ctl_port)
 [ -n "$port" ] || fail "no metrics port"
-metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
 job() { # NAME [TOPOLOGY_REQUIRED [NAMESPACE]]
   local topo=""
   [ -z "${2:-}" ] || topo="topology: {required: $2}"
@@ -51,8 +43,8 @@ wait_for 20 "8 Warning Events" bash -c "[ \$(kubectl -n $ns get events --field-s
 sleep 1 # Events queued at the last admission reach the API server
 el=$(( ($(date +%s%N) - t0) / 1000000000 + 1 ))
 normal=$(events Normal)
-thr=$(metric 'gangq_events_total{result="throttled"}')
-sent=$(metric 'gangq_events_total{result="sent"}')
+thr=$(gq_metric "$port" 'gangq_events_total{result="throttled"}')
+sent=$(gq_metric "$port" 'gangq_events_total{result="sent"}')
 [ "$normal" -le $(( 2 + el )) ] || fail "$normal Normal Events in ${el}s in $ns, its budget 2 + 1/s"
 o=$(k -n ev2 get events --field-selector reason=Admitted -o name | wc -l)
 assert_eq 2 "$o" "ev2's two jobs have their Admitted Events (the flooding namespace took its quarter only)"
@@ -73,7 +65,7 @@ pass "30 jobs admitted, every status written; $normal Normal Events in ${el}s (i
 tp=$(jq -c 'select(.verb == "patch" and .objectRef.resource == "teams" and .objectRef.subresource == "status")' \
   "$GQ_ENV_DIR/audit.log" | wc -l)
 [ "$tp" -ge 1 ] || fail "no Team status write seen"
-assert_eq 1 "$(metric gangq_reconciles_full_total)" "full passes: only the first ($tp Team status writes came back)"
+assert_eq 1 "$(gq_metric "$port" gangq_reconciles_full_total)" "full passes: only the first ($tp Team status writes came back)"
 pass "$tp Team status writes came back on the watch: no full pass for them"
 
 # idle, the budget refills: a new job gets its Admitted Event

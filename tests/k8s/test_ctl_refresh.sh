@@ -12,19 +12,12 @@
 
 ns=rf
 fakelet add-node r1 --gpus 1 >/dev/null
-k create namespace "$ns" >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: Team
-metadata: {name: rf}
-spec: {namespaces: [$ns]}
-YAML
+gq_team rf "$ns"
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --min-runtime 0s --position-head 10 --position-interval 0.2s \
   --status-refresh-qps 1 --status-refresh-burst 1 --event-qps 0 --listen 127.0.0.1:0
 port=$(gq_ctl_port)
 [ -n "$port" ] || fail "no metrics port"
-metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { print $2 }'; }
 job() { # NAME
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$ns"
 }
@@ -57,8 +50,8 @@ n=$(wc -l <"$times")
 [ "$n" -ge 5 ] || fail "$n status patches of j02..j06 after j01's deletion, want 5 (one refresh each)"
 span=$(awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%.1f", b - a }' "$times")
 awk -v s="$span" 'BEGIN { exit !(s >= 2.5) }' || fail "5 refreshes went out within ${span}s: the budget is 1/s after 1"
-held=$(metric 'gangq_status_refresh_total{result="held"}')
-sent=$(metric 'gangq_status_refresh_total{result="sent"}')
+held=$(gq_metric "$port" 'gangq_status_refresh_total{result="held"}')
+sent=$(gq_metric "$port" 'gangq_status_refresh_total{result="sent"}')
 [ "${held:-0}" -ge 1 ] || fail "no refresh held (gangq_status_refresh_total{result=\"held\"} ${held:-missing})"
 # the new head's rewrite may change more than its position (then it is no refresh)
 [ "${sent:-0}" -ge 4 ] || fail "gangq_status_refresh_total{result=\"sent\"} ${sent:-missing} < 4"

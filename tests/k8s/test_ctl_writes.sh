@@ -14,13 +14,7 @@
 ns=wr
 HEAD=5
 fakelet add-node w1 --gpus 1 >/dev/null
-k create namespace "$ns" >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: Team
-metadata: {name: wr}
-spec: {namespaces: [$ns]}
-YAML
+gq_team wr "$ns"
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --position-interval 1s --listen 127.0.0.1:0 \
   --event-qps 0

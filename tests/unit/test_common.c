@@ -113,6 +113,23 @@ static void test_rate(void **state)
         assert_int_equal(gq_rate_take(&b, t), 1);
 }
 
+/* How long until the next token: 0 when one is there or there is no limit. */
+static void test_rate_wait(void **state)
+{
+    (void)state;
+    struct gq_rate b;
+    gq_rate_init(&b, 4, 1); /* 4 per second, burst 1 */
+    int64_t t = 1000000;
+    assert_int_equal(gq_rate_wait_ms(&b, t), 0);
+    assert_int_equal(gq_rate_take(&b, t), 1);
+    assert_int_equal(gq_rate_wait_ms(&b, t), 250);
+    assert_int_equal(gq_rate_wait_ms(&b, t + 100), 150);
+    assert_int_equal(gq_rate_wait_ms(&b, t + 250), 0);
+    gq_rate_init(&b, 0, 0); /* no limit */
+    assert_int_equal(gq_rate_take(&b, t), 1);
+    assert_int_equal(gq_rate_wait_ms(&b, t), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_rfc3339),
         cmocka_unit_test(test_rate),
+        cmocka_unit_test(test_rate_wait),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
