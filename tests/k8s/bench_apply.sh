@@ -91,6 +91,10 @@ pass "all $N Admitted with pods created ${t_all} ms after the apply started"
 pass "controller CPU ${cpu_ms} ms over the run: ${per_us} us per admission (pod create, status patch, event)"
 nrc=$(( r1 - r0 ))
 pass "reconciles during the run: $nrc ($(awk -v c="$cpu_ms" -v n="$nrc" 'BEGIN { printf "%.2f", (n ? c / n : 0) }') ms of controller CPU per reconcile, all work included)"
+curl -sf "http://127.0.0.1:$port/metrics" >"$GQ_TEST_TMP/metrics.txt" 2>/dev/null || true
+pass "reconcile phases since start (mean ms per reconcile): $(awk '/^gangq_reconcile_phase_duration_seconds_(sum|count)\{/ { split($1, a, "\""); if ($1 ~ /_sum/) s[a[2]] = $2; else n[a[2]] = $2 }
+  END { for (p in s) if (n[p] > 0) printf "%s %.2f ", p, 1000 * s[p] / n[p]; printf "(reconciles %d)", n["gather"] }' "$GQ_TEST_TMP/metrics.txt")"
+pass "jobs examined by reconciles: $(awk '/^gangq_jobs_examined_total\{/ { split($1, a, "\""); printf "%s %d, ", a[2], $2 } /^gangq_reconciles_full_total / { printf "full passes %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
 w1="$GQ_TEST_TMP/writes1"
 gq_writes >"$w1"
 # per "resource verb": writes during the run (after minus before)
