@@ -83,6 +83,26 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     " generation INTEGER NOT NULL DEFAULT 0,"
     " object TEXT NOT NULL DEFAULT '',"
     " updated_ms INTEGER NOT NULL DEFAULT 0);",
+    /* 3 → 4: each Team's allocation totals, kept by triggers on alloc (the
+     * ledger settle read every row of the Team at each admission) */
+    "CREATE TABLE team_alloc("
+    " team TEXT PRIMARY KEY NOT NULL,"
+    " gpus INTEGER NOT NULL DEFAULT 0,"
+    " borrowed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    "INSERT INTO team_alloc(team,gpus,borrowed) SELECT team,SUM(gpus),SUM(borrowed) FROM alloc"
+    " GROUP BY team;"
+    "CREATE TRIGGER team_alloc_ins AFTER INSERT ON alloc BEGIN"
+    " INSERT INTO team_alloc(team,gpus,borrowed) VALUES(NEW.team,NEW.gpus,NEW.borrowed)"
+    " ON CONFLICT(team) DO UPDATE SET gpus=gpus+excluded.gpus,borrowed=borrowed+excluded.borrowed;"
+    " END;"
+    "CREATE TRIGGER team_alloc_del AFTER DELETE ON alloc BEGIN"
+    " UPDATE team_alloc SET gpus=gpus-OLD.gpus,borrowed=borrowed-OLD.borrowed WHERE team=OLD.team;"
+    " END;"
+    "CREATE TRIGGER team_alloc_upd AFTER UPDATE ON alloc BEGIN"
+    " UPDATE team_alloc SET gpus=gpus-OLD.gpus,borrowed=borrowed-OLD.borrowed WHERE team=OLD.team;"
+    " INSERT INTO team_alloc(team,gpus,borrowed) VALUES(NEW.team,NEW.gpus,NEW.borrowed)"
+    " ON CONFLICT(team) DO UPDATE SET gpus=gpus+excluded.gpus,borrowed=borrowed+excluded.borrowed;"
+    " END;",
 };
 
 /* ---- prepared statements ---- */
@@ -143,7 +163,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_INTENTS_PENDING] = "SELECT id,kind,job_key,payload,created_ms FROM intents"
                           " WHERE done_ms IS NULL ORDER BY id",
     [S_INTENTS_PRUNE] = "DELETE FROM intents WHERE done_ms IS NOT NULL AND done_ms<?1",
-    [S_ALLOC_SET] = "INSERT OR REPLACE INTO alloc(job_key,team,gpu_type,gpus,borrowed)"
+    /* after S_ALLOC_CLEAR of the key (a REPLACE would fire no delete trigger) */
+    [S_ALLOC_SET] = "INSERT INTO alloc(job_key,team,gpu_type,gpus,borrowed)"
                     " VALUES(?1,?2,?3,?4,?5)",
     [S_ALLOC_CLEAR] = "DELETE FROM alloc WHERE job_key=?1",
     [S_ALLOCS_EACH] = "SELECT job_key,team,gpu_type,gpus,borrowed FROM alloc"
@@ -151,7 +172,7 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_LEDGER] = "SELECT team,gpu_type,sum(gpus),sum(borrowed),count(*) FROM alloc"
                  " GROUP BY team,gpu_type ORDER BY team,gpu_type",
     [S_ALLOCS_TEAM] = "SELECT job_key,team,gpu_type,gpus,borrowed FROM alloc WHERE team=?1 ORDER BY rowid",
-    [S_ALLOCS_TEAM_SUM] = "SELECT COALESCE(SUM(gpus),0),COALESCE(SUM(borrowed),0) FROM alloc WHERE team=?1",
+    [S_ALLOCS_TEAM_SUM] = "SELECT COALESCE(SUM(gpus),0),COALESCE(SUM(borrowed),0) FROM team_alloc WHERE team=?1",
     [S_ALLOC_BORROWED] = "UPDATE alloc SET borrowed=?2 WHERE job_key=?1",
     [S_USAGE_ADD] = "INSERT INTO usage(team,bucket_ms,width_ms,gpu_s) VALUES(?1,?2,?3,?4)"
                     " ON CONFLICT(team,bucket_ms) DO UPDATE SET gpu_s=gpu_s+excluded.gpu_s",
@@ -960,12 +981,28 @@ int store_alloc_set(struct store *st, const struct store_alloc *a, char *err, si
         ret = check_key(st, a->job_key, err, errlen);
     if (ret)
         return ret;
-    bind_text(s, 1, a->job_key);
-    bind_text(s, 2, a->team);
-    bind_text(s, 3, a->gpu_type);
-    sqlite3_bind_int64(s, 4, a->gpus);
-    sqlite3_bind_int64(s, 5, a->borrowed);
-    return step_write(st, S_ALLOC_SET, "cannot write allocation", err, errlen);
+    /* replaces the key's row (a new rowid, as the ledger's order wants):
+     * delete and insert, one transaction when called outside one */
+    int own = sqlite3_get_autocommit(st->db);
+    if (own && (ret = exec_sql(st, "BEGIN IMMEDIATE", "cannot write allocation", err, errlen)))
+        return ret;
+    bind_text(st->stmt[S_ALLOC_CLEAR], 1, a->job_key);
+    ret = step_write(st, S_ALLOC_CLEAR, "cannot replace the allocation", err, errlen);
+    if (!ret) {
+        bind_text(s, 1, a->job_key);
+        bind_text(s, 2, a->team);
+        bind_text(s, 3, a->gpu_type);
+        sqlite3_bind_int64(s, 4, a->gpus);
+        sqlite3_bind_int64(s, 5, a->borrowed);
+        ret = step_write(st, S_ALLOC_SET, "cannot write allocation", err, errlen);
+    }
+    if (own) {
+        if (ret)
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        else
+            ret = exec_sql(st, "COMMIT", "cannot commit the allocation", err, errlen);
+    }
+    return ret;
 }
 
 int store_alloc_clear(struct store *st, const char *job_key, char *err, size_t errlen)

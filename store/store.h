@@ -56,8 +56,10 @@
  * v2: jobs gain preemption columns (preemptions, preempted_by, preempt_reason,
  *     preempted_ms) and retries; the alloc table (quota ledger) is added.
  * v3: jobs gain arrival (queue order among jobs of one enqueue time); the
- *     teams table (last valid spec of each Team) is added. */
-#define STORE_SCHEMA_VERSION 3
+ *     teams table (last valid spec of each Team) is added.
+ * v4: the team_alloc table (each Team's allocated and borrowed GPUs, kept by
+ *     triggers on alloc) is added. */
+#define STORE_SCHEMA_VERSION 4
 
 struct store;
 

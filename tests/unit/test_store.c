@@ -538,6 +538,16 @@ static int alloc_cb(void *ctx, const struct store_alloc *a)
     return 0;
 }
 
+/* A team's summed allocation as "gpus,borrowed" (store_allocs_team_sum). */
+static const char *team_sum(struct store *st, const char *team, char *out, size_t outlen)
+{
+    int64_t g = -1, b = -1;
+    char err[256];
+    assert_int_equal(store_allocs_team_sum(st, team, &g, &b, err, sizeof err), 0);
+    snprintf(out, outlen, "%lld,%lld", (long long)g, (long long)b);
+    return out;
+}
+
 static void test_delete_and_ledger(void **state)
 {
     struct fx *fx = *state;
@@ -559,6 +569,10 @@ static void test_delete_and_ledger(void **state)
     assert_int_equal(store_alloc_set(st, &a4, err, sizeof err), 0);
     assert_int_equal(store_ledger_each(st, ledger_cb, out, err, sizeof err), 0);
     assert_string_equal(out, "a/A100:1,0,1;a/H100:12,4,2;b/A100:2,1,1;");
+    char sum[64];
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "13,4");
+    assert_string_equal(team_sum(st, "b", sum, sizeof sum), "2,1");
+    assert_string_equal(team_sum(st, "none", sum, sizeof sum), "0,0");
 
     /* Replace is not add. */
     a2.gpus = 6;
@@ -567,12 +581,24 @@ static void test_delete_and_ledger(void **state)
     out[0] = 0;
     assert_int_equal(store_ledger_each(st, ledger_cb, out, err, sizeof err), 0);
     assert_string_equal(out, "a/A100:1,0,1;a/H100:14,2,2;b/A100:2,1,1;");
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "15,2");
+    /* ... also when the allocation moves to another team, and a borrowed
+     * figure set alone counts */
+    struct store_alloc a3b = {"ns/j3", "a", "A100", 2, 1};
+    assert_int_equal(store_alloc_set(st, &a3b, err, sizeof err), 0);
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "17,3");
+    assert_string_equal(team_sum(st, "b", sum, sizeof sum), "0,0");
+    assert_int_equal(store_alloc_set(st, &a3, err, sizeof err), 0);
+    assert_int_equal(store_alloc_set_borrowed(st, "ns/j1", 3, err, sizeof err), 0);
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "15,5");
+    assert_int_equal(store_alloc_set_borrowed(st, "ns/j1", 0, err, sizeof err), 0);
 
     assert_int_equal(store_alloc_clear(st, "ns/j4", err, sizeof err), 0);
     assert_int_equal(store_alloc_clear(st, "ns/j4", err, sizeof err), 0); /* idempotent */
     out[0] = 0;
     assert_int_equal(store_allocs_each(st, alloc_cb, out, err, sizeof err), 0);
     assert_string_equal(out, "ns/j1=8;ns/j2=6;ns/j3=2;");
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "14,2");
 
     /* Deleting a job removes it and its allocation. */
     assert_int_equal(store_job_delete(st, "ns/j2", err, sizeof err), 0);
@@ -580,6 +606,7 @@ static void test_delete_and_ledger(void **state)
     out[0] = 0;
     assert_int_equal(store_ledger_each(st, ledger_cb, out, err, sizeof err), 0);
     assert_string_equal(out, "a/H100:8,0,1;b/A100:2,1,1;");
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "8,0");
     assert_int_equal(store_job_delete(st, "ns/j2", err, sizeof err), GQ_ENOTFOUND);
     assert_non_null(strstr(err, "ns/j2"));
     store_close(st);
@@ -589,6 +616,20 @@ static void test_delete_and_ledger(void **state)
     out[0] = 0;
     assert_int_equal(store_ledger_each(st, ledger_cb, out, err, sizeof err), 0);
     assert_string_equal(out, "a/H100:8,0,1;b/A100:2,1,1;");
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "8,0");
+    store_close(st);
+
+    /* A version 3 file (no team_alloc, as that version left it): the
+     * migration sums the allocations it holds, and the sums follow from there */
+    raw_exec(fx->path, "DROP TRIGGER team_alloc_ins; DROP TRIGGER team_alloc_del;"
+                       " DROP TRIGGER team_alloc_upd; DROP TABLE team_alloc;"
+                       " PRAGMA user_version=3;");
+    st = open_ok(fx->path);
+    assert_int_equal(raw_int(fx->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "8,0");
+    assert_string_equal(team_sum(st, "b", sum, sizeof sum), "2,1");
+    assert_int_equal(store_alloc_clear(st, "ns/j1", err, sizeof err), 0);
+    assert_string_equal(team_sum(st, "a", sum, sizeof sum), "0,0");
     store_close(st);
 }
 
