@@ -249,7 +249,8 @@ void ctl_act_flush_done(struct ctl_act *a)
         if (store_in_cycle(a->st))
             store_rollback_cycle(a->st);
     } else {
-        rc = store_commit_cycle(a->st, err, sizeof(err));
+        /* not synced: a mark lost with the power has its intent done again */
+        rc = store_commit_cycle_lazy(a->st, err, sizeof(err));
     }
     if (rc) {
         a->store_errors++;

@@ -631,6 +631,16 @@ int store_commit_cycle(struct store *st, char *err, size_t errlen)
     return ret;
 }
 
+int store_commit_cycle_lazy(struct store *st, char *err, size_t errlen)
+{
+    int lazy = st->in_cycle && !sqlite3_get_autocommit(st->db) &&
+               sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) == SQLITE_OK;
+    int ret = store_commit_cycle(st, err, errlen);
+    if (lazy && sqlite3_exec(st->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK && !ret)
+        ret = sql_fail(st, sqlite3_errcode(st->db), "cannot set synchronous=FULL again", err, errlen);
+    return ret;
+}
+
 void store_rollback_cycle(struct store *st)
 {
     if (!st)

@@ -111,6 +111,13 @@ int store_set_max_pages(struct store *st, int64_t pages, char *err, size_t errle
 /* ---- cycle transaction ---- */
 int store_begin_cycle(struct store *st, char *err, size_t errlen);
 int store_commit_cycle(struct store *st, char *err, size_t errlen);
+/* store_commit_cycle without waiting for the disk (synchronous=NORMAL for
+ * this one commit, then FULL again): what it wrote survives a crash of the
+ * process, and a power loss once a later commit is synced. Only for records
+ * whose loss is harmless (an intent's done mark: the intent is acted on again,
+ * idempotently). GQ_EIO when FULL could not be set again (the commit itself
+ * may have succeeded). */
+int store_commit_cycle_lazy(struct store *st, char *err, size_t errlen);
 void store_rollback_cycle(struct store *st);
 int store_in_cycle(const struct store *st);
 
