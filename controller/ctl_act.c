@@ -264,6 +264,32 @@ void ctl_act_flush_done(struct ctl_act *a)
     a->ndone = 0;
 }
 
+int ctl_act_write_done(struct ctl_act *a, int64_t now_ms, size_t *n, char *err, size_t errlen)
+{
+    *n = 0;
+    if (!a->st)
+        return GQ_OK;
+    for (size_t i = 0; i < a->ndone; i++) {
+        int rc = store_intent_done(a->st, a->done[i], now_ms, err, errlen);
+        if (rc && rc != GQ_ENOTFOUND) /* not found: no longer pending */
+            return rc;
+    }
+    *n = a->ndone;
+    return GQ_OK;
+}
+
+void ctl_act_done_committed(struct ctl_act *a, size_t n)
+{
+    if (n > a->ndone)
+        n = a->ndone;
+    for (size_t i = 0; i < n; i++)
+        inflight_del(a, a->done[i]);
+    memmove(a->done, a->done + n, (a->ndone - n) * sizeof(*a->done));
+    a->ndone -= n;
+    if (n)
+        LOGA(a, GQ_LOG_DEBUG, "intents done", " n=%zu", n);
+}
+
 /* Called when a request ends or when all were issued. */
 static void op_settle(struct op *o)
 {

@@ -154,8 +154,18 @@ void ctl_act_release(struct ctl_act *a);
 /* Intent id id is being acted on (or was, and is not marked done yet). */
 int ctl_act_inflight(const struct ctl_act *a, int64_t id);
 /* Mark the acted-on intents done in one store transaction (kept for the next
- * call when it fails; nothing while a store transaction is open). */
+ * call when it fails; nothing while a store transaction is open). Used where
+ * no reconcile follows (at stop); a reconcile writes them in its own
+ * transaction with the two calls below. */
 void ctl_act_flush_done(struct ctl_act *a);
+/* Write the done marks of the intents acted on so far inside the store
+ * transaction the caller has open; *n is how many were written. They stay in
+ * the in-flight set (never acted on twice) until ctl_act_done_committed(a, *n)
+ * after that transaction commits; after a rollback they are simply written
+ * again by the next call. Returns a GQ_ error code (err filled). */
+int ctl_act_write_done(struct ctl_act *a, int64_t now_ms, size_t *n, char *err, size_t errlen);
+/* The transaction holding the first n done marks committed: drop them. */
+void ctl_act_done_committed(struct ctl_act *a, size_t n);
 /* Act on every pending intent of the store not already in flight. */
 void ctl_act_intents(struct ctl_act *a);
 /* Shutdown: drop the cosmetic writes still waiting (counted); transitions,

@@ -120,6 +120,7 @@ struct rc_ctx {
     int sched_ran;
     int in_txn;                   /* the cycle's store transaction is open */
     int committed;                /* the cycle's store transaction committed */
+    size_t done_marks;            /* intent done marks written in the transaction */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
     int full;                     /* every job is examined in full (else only dirty ones) */
     int64_t settle_next;          /* earliest status write held back by --status-settle or
@@ -3018,9 +3019,17 @@ static int64_t mono_ns(void)
 static int phase_gather(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
-    ctl_act_flush_done(&c->act); /* before reading the pending intents */
+    int rc;
     r->now = ctl_now_ms();
     c->reconciles++;
+    /* one store transaction from here to the commit phase; the intents acted
+     * on since the last reconcile are marked done in it, before the pending
+     * ones are read */
+    if ((rc = store_begin_cycle(c->st, r->err, sizeof(r->err))))
+        return rc;
+    r->in_txn = 1;
+    if ((rc = ctl_act_write_done(&c->act, r->now, &r->done_marks, r->err, sizeof(r->err))))
+        return rc;
     /* a full pass: asked for (a Team, pool, class or node changed, an
      * index rebuilt), the first one, or none for --full-resync-interval */
     int64_t fiv = (int64_t)(c->cfg.full_resync_interval_s * 1000.0);
@@ -3065,9 +3074,6 @@ static int phase_observe(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     int rc;
-    if ((rc = store_begin_cycle(c->st, r->err, sizeof(r->err))))
-        return rc;
-    r->in_txn = 1;
     if (!c->restart_done) {
         LOGC(c, GQ_LOG_INFO, "first reconcile: finishing intents left by a previous run",
              " pending=%d store_jobs=%d", r->nintents, r->nrows);
@@ -3141,8 +3147,10 @@ static int phase_commit(struct rc_ctx *r)
 {
     r->in_txn = 0;
     int rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
-    if (!rc)
+    if (!rc) {
         r->committed = 1;
+        ctl_act_done_committed(&r->c->act, r->done_marks);
+    }
     return rc;
 }
 

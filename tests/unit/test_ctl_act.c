@@ -531,6 +531,70 @@ static void test_preempt_deletes(void **state)
     assert_int_equal(pending(f), 0);
 }
 
+/* A reconcile marks intents done inside its own store transaction: the marks
+ * written stay in flight until that transaction commits (ctl_act_done_committed);
+ * after a rollback they are pending again and written by the next reconcile;
+ * an intent settled after the marks were written stays for the next one. */
+static void test_done_in_cycle_txn(void **state)
+{
+    struct fx *f = *state;
+    char err[256];
+    size_t n = 99;
+    cache_add(f->jobs, JOB_TRAIN);
+    cache_add(f->pods, "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train-3-0\",\"uid\":\"p0\","
+                       "\"labels\":{\"gangq.io/job\":\"train\"}},\"status\":{\"phase\":\"Running\"}}");
+    cache_add(f->pods, "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train-3-1\",\"uid\":\"p1\","
+                       "\"labels\":{\"gangq.io/job\":\"train\"}},\"status\":{\"phase\":\"Running\"}}");
+    row_add(f, "ml/train", STORE_PREEMPTED, "");
+    int64_t id = intent_add(f, STORE_INTENT_PREEMPT, "ml/train");
+    ctl_act_intents(&f->a);
+    assert_int_equal(f->m.n, 2);
+    answer(&f->m, 0, GQ_OK, 200, "{}", NULL);
+    answer(&f->m, 1, GQ_OK, 200, "{}", NULL);
+    assert_int_equal(f->a.ndone, 1);
+
+    /* written, then rolled back: still pending, still in flight, kept */
+    assert_int_equal(store_begin_cycle(f->st, err, sizeof(err)), 0);
+    assert_int_equal(ctl_act_write_done(&f->a, 4000, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 1);
+    store_rollback_cycle(f->st);
+    assert_int_equal(pending(f), 1);
+    assert_true(ctl_act_inflight(&f->a, id));
+    assert_int_equal(f->a.ndone, 1);
+    ctl_act_intents(&f->a); /* in flight: not acted on again */
+    assert_int_equal(f->m.n, 2);
+
+    /* written again; another intent settles before the commit */
+    assert_int_equal(store_begin_cycle(f->st, err, sizeof(err)), 0);
+    assert_int_equal(ctl_act_write_done(&f->a, 5000, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_commit_cycle(f->st, err, sizeof(err)), 0);
+    int64_t id2 = intent_add(f, STORE_INTENT_PREEMPT, "ml/train");
+    ctl_act_intents(&f->a);
+    int before = f->m.n;
+    assert_true(before > 2);
+    for (int i = 2; i < before; i++)
+        answer(&f->m, i, GQ_ENOTFOUND, 404, "{}", "gone");
+    assert_int_equal(f->a.ndone, 2);
+    ctl_act_done_committed(&f->a, n);
+    assert_int_equal(f->a.ndone, 1);
+    assert_false(ctl_act_inflight(&f->a, id));
+    assert_true(ctl_act_inflight(&f->a, id2));
+    assert_int_equal(pending(f), 1); /* the second: its mark not written yet */
+
+    /* no marks: nothing written, nothing dropped */
+    assert_int_equal(store_begin_cycle(f->st, err, sizeof(err)), 0);
+    assert_int_equal(ctl_act_write_done(&f->a, 6000, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_commit_cycle(f->st, err, sizeof(err)), 0);
+    ctl_act_done_committed(&f->a, n);
+    assert_int_equal(f->a.ndone, 0);
+    assert_false(ctl_act_inflight(&f->a, id2));
+    assert_int_equal(pending(f), 0);
+    ctl_act_done_committed(&f->a, 0);
+    assert_int_equal(f->a.ndone, 0);
+}
+
 /* The controller's index of a job's pods is used when it has one: the pods
  * it names are deleted though the pod cache does not hold them, and no other
  * pod of the cache is looked at. */
@@ -755,6 +819,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admit_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_deletes_indexed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_done_in_cycle_txn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_releases_service, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_pod, setup, teardown),
