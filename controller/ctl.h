@@ -367,6 +367,7 @@ struct ctl_snapin {
     const struct ctl_jobin *jobs; int njobs;
 };
 
+#define CTL_SNAP_NKEEP 14
 struct ctl_snap {
     struct sched_snapshot snap;
     struct sched_node *nodes;
@@ -382,6 +383,14 @@ struct ctl_snap {
     int *job_in;          /* snapshot job index -> ctl_snapin.jobs index */
     int64_t *gangq_milli; /* per node: GPU milli held by running gangq jobs */
     struct ctl_snap_nodeix { const char *name; int i; } *node_ix; /* nodes sorted by name */
+    /* The memory of the arrays above, owned, kept when the snapshot is built
+     * again: a controller builds one per reconcile, and fresh arrays of that
+     * size (megabytes at 15,000 jobs) come from mmap, page-faulted and zeroed
+     * by the kernel each time. */
+    struct ctl_snap_keep {
+        void *p[CTL_SNAP_NKEEP];
+        size_t cap[CTL_SNAP_NKEEP];
+    } keep;
 };
 
 /* Pool of a node: first GPUPool whose nodeSelector all match, or -1.
@@ -389,8 +398,14 @@ struct ctl_snap {
  * (enqueue_ms, arrival, key): creation timestamps have 1 s resolution, so a
  * burst of jobs keeps the order it arrived in instead of falling back to names. */
 int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools);
+/* s is zeroed (or released) before its first build; built again, it reuses
+ * the memory of its arrays (s->keep) for the new snapshot, whose pointers
+ * replace the old ones. */
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen);
+/* Free the arrays and zero s. */
 void ctl_snap_release(struct ctl_snap *s);
+/* Free kept array memory (a struct ctl_snap_keep moved out of a snapshot). */
+void ctl_snap_keep_release(struct ctl_snap_keep *k);
 /* Node index by name in the snapshot, or -1 (O(log nodes)). */
 int ctl_snap_node(const struct ctl_snap *s, const char *name);
 

@@ -1960,6 +1960,8 @@ static int run_sched(struct rc_ctx *r)
     struct ctl_snap s;
     struct sched_result *res = NULL;
     memset(&s, 0, sizeof(s));
+    s.keep = c->snap_keep; /* the last reconcile's arrays, reused */
+    memset(&c->snap_keep, 0, sizeof(c->snap_keep));
     if (!ins || !usage || !ins_job) {
         rc = GQ_ENOMEM;
         goto out;
@@ -2060,7 +2062,7 @@ static int run_sched(struct rc_ctx *r)
     }
 out:
     sched_result_free(res);
-    ctl_snap_release(&s);
+    c->snap_keep = s.keep; /* for the next reconcile (freed at stop) */
     free(ins);
     free(ins_job);
     free(usage);

@@ -214,6 +214,7 @@ struct ctl_memo_victims {
 
 struct ctl_memo {
     char *key;                    /* owned */
+    uint64_t hash;                /* gq_hash_str(key): a chain is walked without reading keys */
     struct ctl_memo *next;        /* hash chain */
     /* Event-driven reconcile: the job is examined in full (decode checks, spec
      * rules, lifecycle, status) by every reconcile numbered <= dirty_upto, and
@@ -337,6 +338,8 @@ struct gq_ctl {
     int full_next;
     int64_t last_full_ms;      /* the last full reconcile began */
     int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
+    struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by
+                                     * the next (ctl_snap_build); owned, freed at stop */
     int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
     /* The store's job rows as the last committed reconcile left them (owned,
      * sorted by key; row_copy blocks): the controller is the store's only

@@ -27,6 +27,9 @@ static void ctl_mark_dirty(struct gq_ctl *c)
         return;
     if (!c->dirty) {
         c->dirty = 1;
+        /* a libev timer counts from the loop's time, which a reconcile run
+         * in this loop iteration left behind by its duration */
+        ev_now_update(c->loop);
         ev_timer_stop(c->loop, &c->debounce);
         ev_timer_set(&c->debounce, ctl_batch_delay(c->cfg.debounce_s, c->cfg.max_reconcile_share, c->rc_cost_s,
                                                    c->rc_end, ev_time()),
@@ -125,6 +128,7 @@ static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms)
         return;
     int64_t now = ctl_now_ms();
     double d = due_ms > now ? (double)(due_ms - now) / 1000.0 : 0.;
+    ev_now_update(c->loop); /* the timer counts from the loop's time (see ctl_mark_dirty) */
     ev_timer_stop(c->loop, &c->settle_timer);
     ev_timer_set(&c->settle_timer, d + 0.001, 0.);
     ev_timer_start(c->loop, &c->settle_timer);
@@ -839,6 +843,7 @@ out:
     if (c->st && store_in_cycle(c->st))
         store_rollback_cycle(c->st);
     ctl_rows_release(c);
+    ctl_snap_keep_release(&c->snap_keep);
     store_close(c->st);
     sched_free(c->sched);
     ctl_memo_table_release(&c->memo);

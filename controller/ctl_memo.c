@@ -114,7 +114,7 @@ static int memo_grow(struct ctl_memo_table *t)
         struct ctl_memo *m = t->b[i], *next;
         for (; m; m = next) {
             next = m->next;
-            size_t h = (size_t)gq_hash_str(m->key) % nb;
+            size_t h = (size_t)(m->hash % nb);
             m->next = b[h];
             b[h] = m;
         }
@@ -127,9 +127,10 @@ static int memo_grow(struct ctl_memo_table *t)
 
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create)
 {
+    uint64_t hash = gq_hash_str(key);
     if (t->nb) {
-        for (struct ctl_memo *m = t->b[(size_t)gq_hash_str(key) % t->nb]; m; m = m->next)
-            if (!strcmp(m->key, key))
+        for (struct ctl_memo *m = t->b[(size_t)(hash % t->nb)]; m; m = m->next)
+            if (m->hash == hash && !strcmp(m->key, key))
                 return m;
     }
     if (!create)
@@ -141,7 +142,8 @@ struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int cre
         free(m);
         return NULL;
     }
-    size_t h = (size_t)gq_hash_str(key) % t->nb;
+    m->hash = hash;
+    size_t h = (size_t)(hash % t->nb);
     m->next = t->b[h];
     t->b[h] = m;
     t->n++;

@@ -517,23 +517,42 @@ int ctl_snap_node(const struct ctl_snap *s, const char *name)
     return lo < s->snap.nnodes && !strcmp(s->node_ix[lo].name, name) ? s->node_ix[lo].i : -1;
 }
 
+/* The kept arrays of a snapshot, one slot each. */
+enum {
+    KEEP_NODES, KEEP_MILLI, KEEP_LABELS, KEEP_TAINTS, KEEP_POOLS, KEEP_TEAMS, KEEP_QUOTAS,
+    KEEP_JOBS, KEEP_JOB_IN, KEEP_REPS, KEEP_TOLS, KEEP_SELS, KEEP_NODE_IX, KEEP_ARRIVAL
+};
+_Static_assert(KEEP_ARRIVAL < CTL_SNAP_NKEEP, "CTL_SNAP_NKEEP too small");
+
+/* n zeroed bytes in slot k of s's kept memory, grown (with a quarter of
+ * slack) when too small; NULL when out of memory (the slot keeps what it had). */
+static void *keep_zalloc(struct ctl_snap *s, int k, size_t n)
+{
+    if (n > s->keep.cap[k]) {
+        size_t cap = n + n / 4;
+        void *p = malloc(cap);
+        if (!p)
+            return NULL;
+        free(s->keep.p[k]);
+        s->keep.p[k] = p;
+        s->keep.cap[k] = cap;
+    }
+    memset(s->keep.p[k], 0, n);
+    return s->keep.p[k];
+}
+
+void ctl_snap_keep_release(struct ctl_snap_keep *k)
+{
+    for (int i = 0; i < CTL_SNAP_NKEEP; i++)
+        free(k->p[i]);
+    memset(k, 0, sizeof(*k));
+}
+
 void ctl_snap_release(struct ctl_snap *s)
 {
     if (!s)
         return;
-    free(s->nodes);
-    free(s->labels);
-    free(s->taints);
-    free(s->pools);
-    free(s->teams);
-    free(s->quotas);
-    free(s->jobs);
-    free(s->reps);
-    free(s->tols);
-    free(s->sels);
-    free(s->job_in);
-    free(s->gangq_milli);
-    free(s->node_ix);
+    ctl_snap_keep_release(&s->keep); /* every array lives there */
     memset(s, 0, sizeof(*s));
 }
 
@@ -591,7 +610,7 @@ static int arrival_cmp(const void *a, const void *b)
 static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj, char *err,
                          size_t errlen)
 {
-    struct arrival_key *v = calloc((size_t)nj + 1, sizeof(*v));
+    struct arrival_key *v = keep_zalloc(s, KEEP_ARRIVAL, ((size_t)nj + 1) * sizeof(*v));
     if (!v) {
         gq_errf(err, errlen, "snapshot: out of memory");
         return GQ_ENOMEM;
@@ -604,14 +623,15 @@ static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj
         qsort(v, (size_t)nj, sizeof(*v), arrival_cmp);
     for (int r = 0; r < nj; r++)
         s->jobs[v[r].k].enqueue_time = r;
-    free(v);
     return 0;
 }
 
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen)
 {
     int rc = 0;
+    struct ctl_snap_keep keep = s->keep;
     memset(s, 0, sizeof(*s));
+    s->keep = keep;
     int nl = 0, nt = 0, nq = 0, nr = 0, ntol = 0, nsel = 0;
     int naff_t = 0, naff_x = 0, naff_v = 0;
     for (int i = 0; i < in->nnodes; i++) {
@@ -632,24 +652,24 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             naff_v += sp->node_affinity->nvalues;
         }
     }
-    s->nodes = calloc((size_t)in->nnodes + 1, sizeof(*s->nodes));
-    s->gangq_milli = calloc((size_t)in->nnodes + 1, sizeof(*s->gangq_milli));
-    s->labels = calloc((size_t)nl + 1, sizeof(*s->labels));
-    s->taints = calloc((size_t)nt + 1, sizeof(*s->taints));
-    s->pools = calloc((size_t)in->npools + 1, sizeof(*s->pools));
-    s->teams = calloc((size_t)in->nteams + 1, sizeof(*s->teams));
-    s->quotas = calloc((size_t)nq + 1, sizeof(*s->quotas));
-    s->jobs = calloc((size_t)in->njobs + 1, sizeof(*s->jobs));
-    s->job_in = calloc((size_t)in->njobs + 1, sizeof(*s->job_in));
-    s->reps = calloc((size_t)nr + 1, sizeof(*s->reps));
-    s->tols = calloc((size_t)ntol + 1, sizeof(*s->tols));
+    s->nodes = keep_zalloc(s, KEEP_NODES, ((size_t)in->nnodes + 1) * sizeof(*s->nodes));
+    s->gangq_milli = keep_zalloc(s, KEEP_MILLI, ((size_t)in->nnodes + 1) * sizeof(*s->gangq_milli));
+    s->labels = keep_zalloc(s, KEEP_LABELS, ((size_t)nl + 1) * sizeof(*s->labels));
+    s->taints = keep_zalloc(s, KEEP_TAINTS, ((size_t)nt + 1) * sizeof(*s->taints));
+    s->pools = keep_zalloc(s, KEEP_POOLS, ((size_t)in->npools + 1) * sizeof(*s->pools));
+    s->teams = keep_zalloc(s, KEEP_TEAMS, ((size_t)in->nteams + 1) * sizeof(*s->teams));
+    s->quotas = keep_zalloc(s, KEEP_QUOTAS, ((size_t)nq + 1) * sizeof(*s->quotas));
+    s->jobs = keep_zalloc(s, KEEP_JOBS, ((size_t)in->njobs + 1) * sizeof(*s->jobs));
+    s->job_in = keep_zalloc(s, KEEP_JOB_IN, ((size_t)in->njobs + 1) * sizeof(*s->job_in));
+    s->reps = keep_zalloc(s, KEEP_REPS, ((size_t)nr + 1) * sizeof(*s->reps));
+    s->tols = keep_zalloc(s, KEEP_TOLS, ((size_t)ntol + 1) * sizeof(*s->tols));
     /* s->sels also holds, after the nsel selector entries, the jobs' node
      * affinity: terms, then expressions, then value pointers (one block, one
      * free; every element is pointer-aligned) */
     size_t aff_off_t = ((size_t)nsel + 1) * sizeof(*s->sels);
     size_t aff_off_x = aff_off_t + (size_t)naff_t * sizeof(struct sched_affinity_term);
     size_t aff_off_v = aff_off_x + (size_t)naff_x * sizeof(struct sched_match_expr);
-    s->sels = calloc(1, aff_off_v + (size_t)naff_v * sizeof(const char *));
+    s->sels = keep_zalloc(s, KEEP_SELS, aff_off_v + (size_t)naff_v * sizeof(const char *));
     struct sched_affinity_term *aff_t = s->sels ? (void *)((char *)s->sels + aff_off_t) : NULL;
     struct sched_match_expr *aff_x = s->sels ? (void *)((char *)s->sels + aff_off_x) : NULL;
     const char **aff_v = s->sels ? (void *)((char *)s->sels + aff_off_v) : NULL;
@@ -716,7 +736,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     }
     s->snap.nodes = s->nodes;
     s->snap.nnodes = in->nnodes;
-    if ((s->node_ix = calloc((size_t)in->nnodes + 1, sizeof(*s->node_ix)))) {
+    if ((s->node_ix = keep_zalloc(s, KEEP_NODE_IX, ((size_t)in->nnodes + 1) * sizeof(*s->node_ix)))) {
         for (int i = 0; i < in->nnodes; i++)
             s->node_ix[i] = (struct ctl_snap_nodeix){s->nodes[i].name, i};
         if (in->nnodes > 1)

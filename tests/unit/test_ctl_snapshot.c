@@ -252,7 +252,7 @@ static void test_snapshot_build(void **state)
     struct sched_config cfg;
     sched_config_default(&cfg);
     struct ctl_snapin in = {&cfg, 1234, nodes, 3, foreign, 4, pools, 2, teams, 2, usage, jobs, 3};
-    struct ctl_snap s;
+    struct ctl_snap s = {0};
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
 
@@ -435,7 +435,7 @@ static void test_snapshot_terminating(void **state)
     sched_config_default(&cfg);
     cfg.min_runtime_s = 0;
     struct ctl_snapin in = {&cfg, 100, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, jobs, 3};
-    struct ctl_snap s;
+    struct ctl_snap s = {0};
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
     assert_int_equal(s.snap.njobs, 3);
@@ -472,13 +472,32 @@ static void test_snapshot_terminating(void **state)
         {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
     };
     struct ctl_snapin in2 = {&cfg, 101, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, later, 2};
-    ctl_snap_release(&s);
+    /* built again without a release: the same memory, nothing of the last snapshot left */
+    const void *jobs_mem = s.snap.jobs;
+    assert_non_null(jobs_mem);
     assert_int_equal(ctl_snap_build(&s, &in2, err, sizeof(err)), 0);
+    assert_ptr_equal(s.snap.jobs, jobs_mem);
+    assert_int_equal(s.snap.njobs, 2);
+    assert_int_equal(s.snap.now, 101);
+    assert_int_equal(s.snap.jobs[0].state, SCHED_JOB_WAITING);
+    assert_int_equal(s.snap.jobs[0].nplaced, 0);
+    assert_false(s.snap.jobs[0].terminating);
+    assert_int_equal(s.snap.jobs[0].replicas, 2);
     assert_int_equal(sched_cycle(NULL, &s.snap, &res, err, sizeof(err)), 0);
     assert_int_equal(res->d[0].kind, SCHED_ADMIT);
     assert_int_equal(res->d[0].job, 1);
     assert_int_equal(res->d[0].rep[0].devs, 0xFFu);
     sched_result_free(res);
+    /* and again with the first input: what the first build gave */
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    assert_int_equal(s.snap.njobs, 3);
+    assert_int_equal(s.snap.now, 100);
+    assert_true(s.snap.jobs[0].terminating);
+    assert_int_equal(s.snap.jobs[0].terminating_for, 1);
+    assert_int_equal(s.snap.jobs[0].nplaced, 1);
+    assert_int_equal(s.snap.jobs[0].placement[0].devs, 0x0Fu);
+    assert_int_equal(s.snap.jobs[1].state, SCHED_JOB_WAITING);
+    assert_int_equal(s.snap.jobs[2].terminating_for, -1);
 
     ctl_snap_release(&s);
     ctl_placement_release(&pv);
@@ -610,7 +629,7 @@ static void test_burst_arrival_order(void **state)
     struct sched_config cfg;
     sched_config_default(&cfg);
     struct ctl_snapin in = {&cfg, 1767225601, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N};
-    struct ctl_snap s;
+    struct ctl_snap s = {0};
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
     assert_int_equal(s.snap.njobs, N);
