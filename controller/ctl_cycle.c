@@ -50,6 +50,8 @@ struct cj {
     int admit_pending;          /* an ADMIT intent is pending */
     int released;               /* gave up its hold in this reconcile (an intent deletes its pods) */
     struct ctl_placement term;  /* Preempted, pods still stopping: the replicas they hold */
+    struct ctl_objent *ent;     /* its entry in c->jobs_set (the memo hint; no event runs
+                                 * during a reconcile) */
     int dormant;                /* finished and settled: skipped by this reconcile (job_sleep) */
 };
 
@@ -107,6 +109,7 @@ struct rc_ctx {
     int nforeign, capforeign;
     struct cj *jobs;
     int njobs;
+    size_t capjobs;               /* entries allocated in jobs */
     struct store_job **rows;
     int nrows, caprows;
     int row_hint;                 /* index of the row row_find found last */
@@ -797,7 +800,19 @@ static int gather(struct rc_ctx *r)
     r->pools = calloc(np + 1, sizeof(*r->pools));
     r->pcs = calloc(npc + 1, sizeof(*r->pcs));
     r->nodes = calloc(nn + 1, sizeof(*r->nodes));
-    r->jobs = calloc(nj + 1, sizeof(*r->jobs));
+    /* the last reconcile's job array (each entry is zeroed below): fresh, it
+     * came from mmap, page-faulted and zeroed by the kernel every reconcile */
+    if (c->jobs_keep_cap < nj + 1) {
+        struct cj *nb = realloc(c->jobs_keep, (nj + 1) * sizeof(*r->jobs));
+        if (!nb)
+            return GQ_ENOMEM;
+        c->jobs_keep = nb;
+        c->jobs_keep_cap = nj + 1;
+    }
+    r->jobs = c->jobs_keep;
+    c->jobs_keep = NULL; /* the reconcile's until rc_release hands it back */
+    r->capjobs = c->jobs_keep_cap;
+    c->jobs_keep_cap = 0;
     if (!r->teams || !r->tinfo || !r->pools || !r->pcs || !r->nodes || !r->jobs)
         return GQ_ENOMEM;
     if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)) ||
@@ -811,20 +826,20 @@ static int gather(struct rc_ctx *r)
         return rc;
     /* GPUJobs and foreign pods from the event-kept sets (sorted by key, as
      * job_find expects); gangq pods are on their jobs' memos */
-    if ((size_t)c->jobs_set.n > nj) {
+    if ((size_t)c->jobs_set.n + 1 > r->capjobs) {
         struct cj *nj2 = realloc(r->jobs, ((size_t)c->jobs_set.n + 1) * sizeof(*r->jobs));
         if (!nj2)
             return GQ_ENOMEM;
         r->jobs = nj2;
+        r->capjobs = (size_t)c->jobs_set.n + 1;
     }
     for (int i = 0; i < c->jobs_set.n; i++) {
         struct cj *j = &r->jobs[r->njobs];
         memset(j, 0, sizeof(*j));
         j->job = &ctl_empty_job;
         j->obj = c->jobs_set.e[i].obj;
-        if (strlen(c->jobs_set.e[i].key) >= CTL_KEY_MAX)
-            continue;
-        j->key = c->jobs_set.e[i].key;
+        j->key = c->jobs_set.e[i].key; /* shorter than CTL_KEY_MAX (ctl_index_job) */
+        j->ent = &c->jobs_set.e[i];
         r->njobs++;
     }
     for (int i = 0; i < c->foreign_set.n; i++)
@@ -1371,10 +1386,12 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
      * wrote since start) and what the cached object shows (else the watch
      * event of our write would wake the job) */
     const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
-    const char *cached = ctl_obj_str(j->obj, "status", "state");
     if (!m->status.last_status || !m->status.status_sig || m->status.status_inflight ||
-        m->status.settle_due_ms || (m->status.status_state[0] && strcmp(m->status.status_state, acc)) ||
-        !cached || strcmp(cached, acc))
+        m->status.settle_due_ms || (m->status.status_state[0] && strcmp(m->status.status_state, acc)))
+        return;
+    /* last, as the dearest: the cached object's state (a member lookup) */
+    const char *cached = ctl_obj_str(j->obj, "status", "state");
+    if (!cached || strcmp(cached, acc))
         return;
     created_seen(r, m);
     if (m->pods.rel_any || m->pods.stray_any || m->pods.confirm_inflight || m->pods.cleanup_inflight ||
@@ -1413,9 +1430,11 @@ static int job_dormant_view(struct rc_ctx *r, struct cj *j)
  * dormant one is only looked up (job_dormant_view). */
 static int job_prepare(struct rc_ctx *r, struct cj *j)
 {
-    j->memo = ctl_memo_get(&r->c->memo, j->key, 1);
+    j->memo = j->ent && j->ent->memo ? j->ent->memo : ctl_memo_get(&r->c->memo, j->key, 1);
     if (!j->memo)
         return GQ_ENOMEM;
+    if (j->ent)
+        j->ent->memo = j->memo;
     j->memo->seen_cycle = r->c->reconciles;
     if (j->memo->decode.dormant) {
         if (job_dormant_view(r, j))
@@ -2956,15 +2975,31 @@ static void account_usage(struct rc_ctx *r)
     if (r->now - c->last_usage_ms < 1000)
         return; /* integrated over a second or more: usage between is what this pass sees */
     double dt = (double)(r->now - c->last_usage_ms) / 1000.0;
-    for (int t = 0; t < r->nteams; t++) {
-        double g = 0;
-        for (int i = 0; i < r->njobs; i++)
-            if (holds(r->jobs[i].state) && !strcmp(r->jobs[i].job->spec.team, r->teams[t].meta.name))
-                g += job_gpus_placed(r, &r->jobs[i]);
-        if (g > 0 && store_usage_add(c->st, r->teams[t].meta.name, r->now, g * dt, r->err,
-                                     sizeof(r->err)))
-            return;
+    double *g = calloc((size_t)r->nteams + 1, sizeof(*g));
+    if (!g)
+        return; /* integrated over a longer span next time */
+    /* one pass over the jobs (a job's Team found among the Teams in force) */
+    const char *last = NULL;
+    int lt = -1;
+    for (int i = 0; i < r->njobs; i++) {
+        const struct cj *j = &r->jobs[i];
+        if (!holds(j->state))
+            continue;
+        if (!last || strcmp(last, j->job->spec.team)) {
+            const struct api_team *tm = team_of(r, j->job->spec.team);
+            last = j->job->spec.team;
+            lt = tm ? (int)(tm - r->teams) : -1;
+        }
+        if (lt >= 0)
+            g[lt] += job_gpus_placed(r, j);
     }
+    for (int t = 0; t < r->nteams; t++)
+        if (g[t] > 0 && store_usage_add(c->st, r->teams[t].meta.name, r->now, g[t] * dt, r->err,
+                                        sizeof(r->err))) {
+            free(g);
+            return;
+        }
+    free(g);
     c->last_usage_ms = r->now;
 }
 
@@ -2983,7 +3018,10 @@ static void rc_release(struct rc_ctx *r)
         free((char *)r->intents[i].job_key);
     free(r->intents);
     free(r->rows);
-    free(r->jobs);
+    /* the job array, for the next reconcile (freed at stop) */
+    free(r->c->jobs_keep);
+    r->c->jobs_keep = r->jobs;
+    r->c->jobs_keep_cap = r->jobs ? r->capjobs : 0;
     free(r->teams);
     free(r->tinfo);
     free(r->pools);
@@ -3179,7 +3217,7 @@ static int phase_report(struct rc_ctx *r)
         team_pool_status(r);
     else
         team_pool_seen(r);
-    ctl_memo_drop_unseen(&c->memo, c->reconciles);
+    ctl_memo_drop_unseen(&c->memo, c->reconciles, &c->jobs_set);
     /* last: a job put to sleep no longer has the decode the steps above read */
     for (int i = 0; i < r->njobs; i++)
         job_sleep(r, &r->jobs[i]);

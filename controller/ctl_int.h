@@ -248,6 +248,9 @@ struct ctl_memo_table {
 struct ctl_objent {
     char *key;
     const cJSON *obj;
+    /* the key's memo, once a reconcile looked it up (NULL: look it up); a
+     * memo is freed only by ctl_memo_drop_unseen, which clears it here */
+    struct ctl_memo *memo;
 };
 struct ctl_objset {
     struct ctl_objent *e;
@@ -338,6 +341,9 @@ struct gq_ctl {
     int full_next;
     int64_t last_full_ms;      /* the last full reconcile began */
     int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
+    struct cj *jobs_keep;         /* the last reconcile's job array (ctl_cycle.c), reused
+                                   * by the next; owned, freed at stop */
+    size_t jobs_keep_cap;
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by
                                      * the next (ctl_snap_build); owned, freed at stop */
     int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
@@ -396,7 +402,9 @@ struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int cre
 /* m's job is dormant (ctl_cycle.c job_sleep): its decode, last status text,
  * placement cache, victims and wait texts are freed, decode.dormant set. */
 void ctl_memo_sleep(struct ctl_memo *m);
-void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle);
+/* Free the memos no reconcile has seen since cycle (and nothing waits on);
+ * a dropped memo is cleared from its entry in hints (may be NULL). */
+void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle, struct ctl_objset *hints);
 /* Record that key was preempted for m's job (once); GQ_ENOMEM. */
 int ctl_memo_victim_add(struct ctl_memo *m, const char *key);
 /* m's job was admitted: the jobs preempted for it no longer wait for it. */

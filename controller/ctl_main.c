@@ -844,6 +844,7 @@ out:
         store_rollback_cycle(c->st);
     ctl_rows_release(c);
     ctl_snap_keep_release(&c->snap_keep);
+    free(c->jobs_keep);
     store_close(c->st);
     sched_free(c->sched);
     ctl_memo_table_release(&c->memo);

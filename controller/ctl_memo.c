@@ -150,14 +150,19 @@ struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int cre
     return m;
 }
 
-void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle)
+static int objset_find(const struct ctl_objset *s, const char *key, int *at);
+
+void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle, struct ctl_objset *hints)
 {
     for (size_t i = 0; i < t->nb; i++) {
         struct ctl_memo **pp = &t->b[i];
         while (*pp) {
             struct ctl_memo *m = *pp;
             if (m->seen_cycle < cycle && !m->status.status_inflight && !m->pods.cleanup_inflight && !m->pods.npods) {
+                int at;
                 *pp = m->next;
+                if (hints && objset_find(hints, m->key, &at) && hints->e[at].memo == m)
+                    hints->e[at].memo = NULL;
                 memo_free(m);
                 t->n--;
             } else {
@@ -222,6 +227,7 @@ int ctl_objset_put(struct ctl_objset *s, const char *key, const cJSON *obj)
     memmove(&s->e[at + 1], &s->e[at], (size_t)(s->n - at) * sizeof(*s->e));
     s->e[at].key = k;
     s->e[at].obj = obj;
+    s->e[at].memo = NULL;
     s->n++;
     return GQ_OK;
 }
@@ -346,7 +352,9 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
     const char *name = o ? ctl_obj_str(o, "metadata", "name") : NULL;
     if (!ns || !name)
         return GQ_OK; /* never gathered (a GPUJob is namespaced) */
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    int kl = snprintf(key, sizeof(key), "%s/%s", ns, name);
+    if (kl < 0 || (size_t)kl >= sizeof(key))
+        return GQ_OK; /* longer than the API allows: never gathered, never truncated */
     ctl_memo_mark(t, key, dirty_cycle);
     if (!new_obj) {
         ctl_objset_del(jobs, key);

@@ -84,6 +84,9 @@ wait_for 10 "pool status" bash -c "[ \"\$(kubectl get gpupool batch -o jsonpath=
 assert_match "$(k get gpupools)" "batch +16 +8 +8 +8 +0" "kubectl get gpupools columns"
 pass "Running (startTime); gpujobs/teams/gpupools columns filled"
 
+# fair share's usage: GPU-seconds integrated per Team while its jobs hold GPUs
+t_run=$(date +%s%N)
+sleep 3
 fakelet succeed research -l gangq.io/job=train-a >/dev/null
 wait_jsonpath 20 Succeeded -n research gpujob train-a -o jsonpath='{.status.state}'
 assert_ne "" "$(k -n research get gpujob train-a -o jsonpath='{.status.completionTime}')" "completionTime set"
@@ -103,6 +106,16 @@ done
 # separate gangq_reconciles_total)
 assert_not_contains "$m" "gangq_reconciles_total" "no duplicate reconciles counter"
 pass "Succeeded (completionTime), quota released, Events Admitted/Succeeded, /metrics figures"
+
+# 8 GPUs held from before t_run until the Succeeded: at least 8 x 2 s of the 3 s
+# slept (the last second may not be integrated yet), at most 8 x the time since
+# the admission; no other Team used any
+held_s=$(( ($(date +%s%N) - t_run) / 1000000000 + 30 ))
+usage=$(sqlite3 -readonly "$GQ_TEST_TMP/gangq.db" "SELECT team || ' ' || CAST(sum(gpu_s) AS INTEGER) FROM usage GROUP BY team")
+assert_match "$usage" "^research [0-9]+$" "usage recorded for the one Team that held GPUs, only for it"
+gs=${usage#research }
+[ "$gs" -ge 16 ] && [ "$gs" -le $(( 8 * held_s )) ] || fail "usage research $gs GPU-s, want 16..$(( 8 * held_s ))"
+pass "fair-share usage: research $gs GPU-seconds for 8 GPUs held, no other Team"
 
 k create namespace orphans >/dev/null
 cat <<YAML | k apply -f - >/dev/null

@@ -175,7 +175,7 @@ static void test_index_pod_events(void **state)
     assert_int_equal(m->pods.npods, 0);
     assert_int_equal(m->dirty_upto, 8);
     /* a memo with pods is not dropped as unseen; one without is */
-    ctl_memo_drop_unseen(&t, 100);
+    ctl_memo_drop_unseen(&t, 100, NULL);
     assert_null(ctl_memo_get(&t, "ns/a", 0));
     assert_non_null(ctl_memo_get(&t, "ns/b", 0));
     cJSON_Delete(a1b);
@@ -211,6 +211,34 @@ static void test_index_job_events(void **state)
     assert_int_equal(jobs.n, 1);
     assert_string_equal(jobs.e[0].key, "a/y");
     assert_int_equal(m->dirty_upto, 10);
+
+    /* the memo hint: a new entry has none; the entry of a dropped memo loses it,
+     * an entry whose memo stays keeps it; a name longer than the API allows is
+     * never indexed (never truncated into another job's key) */
+    assert_null(jobs.e[0].memo);
+    struct ctl_memo *my = ctl_memo_get(&t, "a/y", 1);
+    jobs.e[0].memo = my;
+    assert_int_equal(ctl_index_job(&t, &jobs, NULL, j1, 11), 0); /* b/x again */
+    assert_int_equal(jobs.n, 2);
+    assert_null(jobs.e[1].memo);
+    jobs.e[1].memo = m;
+    my->seen_cycle = 50;
+    m->seen_cycle = 10;
+    ctl_memo_drop_unseen(&t, 50, &jobs); /* b/x unseen since 10: dropped */
+    assert_null(ctl_memo_get(&t, "b/x", 0));
+    assert_null(jobs.e[1].memo);
+    assert_ptr_equal(jobs.e[0].memo, my);
+    assert_ptr_equal(ctl_memo_get(&t, "a/y", 0), my);
+    char longname[CTL_KEY_MAX + 8];
+    memset(longname, 'n', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    cJSON *lj = cJSON_CreateObject();
+    cJSON *lmd = cJSON_AddObjectToObject(lj, "metadata");
+    cJSON_AddStringToObject(lmd, "namespace", "a");
+    cJSON_AddStringToObject(lmd, "name", longname);
+    assert_int_equal(ctl_index_job(&t, &jobs, NULL, lj, 12), 0);
+    assert_int_equal(jobs.n, 2);
+    cJSON_Delete(lj);
     cJSON_Delete(j1);
     cJSON_Delete(j2);
     cJSON_Delete(j1b);
