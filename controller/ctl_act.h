@@ -15,8 +15,10 @@
  * - An intent is in the in-flight set from the moment it is acted on until
  *   its requests end: a failure (or a store error) removes it, so a later
  *   ctl_act_intents acts on it again; success puts it in the done set too
- *   (still in flight: never acted on twice) until ctl_act_flush_done marks it
- *   done in the store. Both sets are bounded by the pending intents.
+ *   (still in flight: never acted on twice) until its done mark commits in
+ *   the store (the next reconcile's transaction: ctl_act_write_done, then
+ *   ctl_act_done_committed; at stop ctl_act_flush_done). Both sets are
+ *   bounded by the pending intents.
  * - Every op ends with exactly one hooks.settled call; every request's
  *   callback runs from the loop, never inside the call that sent it (the
  *   kube client's rule; a test's struct ctl_act_kube must keep it).

@@ -365,8 +365,8 @@ struct gq_ctl {
     int64_t last_usage_ms;
     int64_t last_prune_ms;
     int64_t pos_pub_ms;   /* positions and Teams' pendingHead last published */
-    /* the actuator: its in-flight and done intent sets (ctl_act_flush_done
-     * marks the done ones at the start of the next reconcile); its kube
+    /* the actuator: its in-flight and done intent sets (the next reconcile
+     * marks the done ones in its own transaction); its kube
      * client, caches and store are c's (borrowed), its hooks ctl_wire.c's */
     struct ctl_act act;
     struct gq_rate refresh; /* status refreshes' budget (--status-refresh-qps/-burst) */
