@@ -287,6 +287,8 @@ struct ctl_mh {
     struct gq_metric *heap_inuse, *heap_free; /* gangq_heap_bytes{state} (mallinfo2) */
     struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT];
     struct gq_metric *inf_relists[INF_COUNT]; /* gangq_informer_relists_total{resource,reason} */
+    /* gangq_watch_delay_seconds{informer}: creationTimestamp -> ADDED event (GPUJobs, pods) */
+    struct gq_metric *watch_delay[INF_COUNT];
     /* creation -> first admission, by class (index enum api_class) */
     struct gq_metric *admit_wait[API_CLASS_COUNT];
 };
@@ -383,6 +385,7 @@ struct gq_ctl {
     struct gq_httpd *httpd;
     struct ctl_mh mh;
     uint64_t inf_events[INF_COUNT];
+    unsigned char inf_synced[INF_COUNT]; /* first list done: ADDED events are new objects */
     uint64_t last_relists;
     /* reconciles in a row that failed (rolled back), and the last error:
      * /readyz answers 503 from CTL_READY_MAX_FAILED of them on */

@@ -219,6 +219,20 @@ static int status_only(const cJSON *o, const cJSON *n)
     return o && n && cJSON_IsObject(o) && cJSON_IsObject(n) && same_but(o, n, skip, GQ_ARRAY_LEN(skip));
 }
 
+/* How long the API server took to tell us of a new object: its
+ * creationTimestamp (whole seconds, so up to 1 s early) to its ADDED event.
+ * A lagging watch delays every decision about new work by as much. */
+static void watch_delay(struct gq_ctl *c, int idx, const cJSON *obj)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(meta, "creationTimestamp");
+    double created;
+    if (!cJSON_IsString(ts) || gq_parse_rfc3339(ts->valuestring, 1, &created))
+        return;
+    double d = (double)ctl_now_ms() / 1000.0 - created;
+    gq_metrics_observe(c->mh.watch_delay[idx], d > 0 ? d : 0);
+}
+
 static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj, void *ud)
 {
     struct ctl_infud *u = ud;
@@ -229,6 +243,8 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
         ctl_team_changed(c, old_obj, new_obj);
     if (u->idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
         ctl_pod_deleted(c, old_obj);
+    if (type == KUBE_EV_ADDED && new_obj && c->inf_synced[u->idx] && c->mh.watch_delay[u->idx])
+        watch_delay(c, u->idx, new_obj);
     /* what changed is examined by the next reconcile (c->reconciles + 1) */
     const cJSON *now_obj = type == KUBE_EV_DELETED ? NULL : new_obj;
     int rc = GQ_OK;
@@ -298,6 +314,7 @@ static void inf_synced(void *ud)
 {
     struct ctl_infud *u = ud;
     gq_log(u->c->cfg.log_level, GQ_LOG_INFO, "ctl", "informer synced", " informer=%d", u->idx);
+    u->c->inf_synced[u->idx] = 1;
     ctl_mark_dirty(u->c);
 }
 
@@ -633,6 +650,14 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
                                      "oversized or an undecodable watch event)",
                                      (const char *[]){"resource", inf_names[i], "reason", "watch_error", NULL},
                                      &h->inf_relists[i], err, errlen)))
+            return rc;
+        static const double delay_bounds[] = {0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300};
+        if ((i == INF_JOBS || i == INF_PODS) &&
+            (rc = gq_metrics_histogram(m, "gangq_watch_delay_seconds",
+                                       "A new object's creationTimestamp (whole seconds) to its ADDED watch "
+                                       "event: how far the API server's watch lags",
+                                       lb, delay_bounds, GQ_ARRAY_LEN(delay_bounds), &h->watch_delay[i], err,
+                                       errlen)))
             return rc;
     }
     /* series labelled with object names (Teams, pools, GPU types): bounded per name */

@@ -84,6 +84,7 @@ pass "wall time first create -> last job Succeeded: ${wall} s (Kueue at scale 1:
 for c in small medium large; do
   pass "time to admission $c: mean $(j ".classes.$c.mean_s") s, p95 $(j ".classes.$c.p95_s") s ($(j ".classes.$c.admitted") admitted)"
 done
+pass "GPUJob watch delay (create's 201 -> ADDED on the benchmark's own watch): mean $(j .watch_delay_s.mean) s, p95 $(j .watch_delay_s.p95) s; the controller's (creationTimestamp -> ADDED): $(awk '/^gangq_watch_delay_seconds_(sum|count)\{informer="gpujobs"\}/ { if ($1 ~ /_sum/) s = $2; else n = $2 } END { printf "mean %.1f s over %d", (n ? s / n : 0), n }' "$GQ_TEST_TMP/metrics.txt")"
 pass "Team usage (mean GPUs held over the wall time, nominal 20): min $(j .team_usage_gpus.min), mean $(j .team_usage_gpus.mean)"
 adm=$(j .admissions)
 # The controller's writes during the run, from the API server's audit log.

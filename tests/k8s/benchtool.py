@@ -320,10 +320,13 @@ def cmd_kueue(api, cfg_path):
     total = sum(c["count"] for c in classes) * len(queues)
     all_done = threading.Event()
     n_succeeded = [0]
+    seen = {}  # (ns, name) -> monotonic time this tool's GPUJob watch showed it ADDED
 
     def on_job(typ, obj):
         md, st = obj.get("metadata") or {}, obj.get("status") or {}
         key = (md.get("namespace"), md.get("name"))
+        if typ == "ADDED":
+            seen[key] = time.monotonic()
         if st.get("state") != "Succeeded":
             return
         with jlock:
@@ -384,6 +387,10 @@ def cmd_kueue(api, cfg_path):
            "finished": finished, "stalled": stalled, "wall_s": round(last_done - first_create, 1),
            "create_span_s": round(max(created) - first_create, 1) if created else None,
            "api_client_errors": api.errors, "classes": {}}
+    # How far the API server's GPUJob watch lagged: create's 201 -> ADDED on this tool's watch.
+    lag = [seen[k] - j["created"] for k, j in jl.items() if j["created"] is not None and k in seen]
+    out["watch_delay_s"] = {"mean": round(sum(lag) / len(lag), 1) if lag else None,
+                            "p95": round(pct(lag, 95), 1) if lag else None}
     for c in classes:
         waits = []
         for (ns, name), j in jl.items():

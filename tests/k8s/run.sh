@@ -9,7 +9,8 @@
 # GQ_TEST_TMP exported, stops the environment (always, trap on EXIT). Prints one line per
 # test and `integration: N passed, M failed`; exits non-zero on any failure.
 # GQ_TEST_TIMEOUT (seconds, default 300) bounds each test; GQ_KEEP_ENV=1 keeps the
-# environment directories (logs) instead of removing them.
+# environment directories (logs) instead of removing them; GQ_KEEP_TMP=1 keeps each test's
+# GQ_TEST_TMP (a benchmark's controller log and samples) and prints where.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -36,7 +37,7 @@ RUN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gangq-integration.XXXXXX")
 ENV_DIR=""
 cleanup() {
   if [ -n "$ENV_DIR" ]; then "$HERE/env.sh" down "$ENV_DIR" >/dev/null 2>&1 || true; fi
-  rm -rf "$RUN_TMP"
+  if [ "${GQ_KEEP_TMP:-0}" = 1 ]; then echo "integration: test files kept in $RUN_TMP"; else rm -rf "$RUN_TMP"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
