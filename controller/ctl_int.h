@@ -385,7 +385,6 @@ struct gq_ctl {
     struct gq_httpd *httpd;
     struct ctl_mh mh;
     uint64_t inf_events[INF_COUNT];
-    unsigned char inf_synced[INF_COUNT]; /* first list done: ADDED events are new objects */
     uint64_t last_relists;
     /* reconciles in a row that failed (rolled back), and the last error:
      * /readyz answers 503 from CTL_READY_MAX_FAILED of them on */

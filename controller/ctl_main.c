@@ -243,7 +243,8 @@ static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJS
         ctl_team_changed(c, old_obj, new_obj);
     if (u->idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
         ctl_pod_deleted(c, old_obj);
-    if (type == KUBE_EV_ADDED && new_obj && c->inf_synced[u->idx] && c->mh.watch_delay[u->idx])
+    /* after the first list, an ADDED event is a new object */
+    if (type == KUBE_EV_ADDED && new_obj && c->mh.watch_delay[u->idx] && kube_informer_synced(c->inf[u->idx]))
         watch_delay(c, u->idx, new_obj);
     /* what changed is examined by the next reconcile (c->reconciles + 1) */
     const cJSON *now_obj = type == KUBE_EV_DELETED ? NULL : new_obj;
@@ -314,7 +315,6 @@ static void inf_synced(void *ud)
 {
     struct ctl_infud *u = ud;
     gq_log(u->c->cfg.log_level, GQ_LOG_INFO, "ctl", "informer synced", " informer=%d", u->idx);
-    u->c->inf_synced[u->idx] = 1;
     ctl_mark_dirty(u->c);
 }
 

@@ -892,8 +892,8 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
         mu->c = c;
         if (!(mu->m = curl_multi_init())) {
             gq_errf(err, errlen, "kube client: curl_multi_init failed");
-            if (i)
-                curl_multi_cleanup(c->mu[0].m);
+            while (i--)
+                curl_multi_cleanup(c->mu[i].m);
             kube_config_release(&c->cfg);
             free(c);
             return NULL;
