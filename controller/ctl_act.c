@@ -19,6 +19,7 @@
  * requests through struct ctl_act_kube, lookups in the GPUJob and pod caches,
  * the store's rows and intents, and hooks for what happened.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +68,24 @@ static size_t k_drop_queued(void *k, enum kube_prio prio)
     return kube_client_drop_queued(k, prio);
 }
 
+static int k_set_rank(void *k, int rank)
+{
+    return kube_client_set_rank(k, rank);
+}
+
 const struct ctl_act_kube ctl_act_kube_client = {k_create, k_delete_rv, k_get, k_patch_status, k_event,
-                                                 k_drop_queued};
+                                                 k_drop_queued, k_set_rank};
+
+/* The rank of the requests sent from now on (ctl_act.h); returns the one before. */
+static int act_rank(struct ctl_act *a, int rank)
+{
+    return a->kube->set_rank ? a->kube->set_rank(a->kube_ctx, rank) : 0;
+}
+/* Ranks: deletes free capacity, so they go first; pod creates by their job's
+ * priority (int32); within the normal lane a finished state passes the
+ * others. */
+#define ACT_RANK_DELETE INT_MAX
+#define ACT_RANK_FINISHED 1
 
 /* ------------------------------------------------------------ intents */
 
@@ -385,11 +402,13 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
     o->outstanding++;
     /* only the pod as we saw it: one that finished meanwhile (Succeeded) is kept */
     struct ctl_act *a = o->a;
+    int was = act_rank(a, ACT_RANK_DELETE);
     if (a->kube->delete_rv(a->kube_ctx, KUBE_PRIO_CRITICAL, path, delete_grace(a, pod, grace), uid, rv,
                            delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
     }
+    (void)act_rank(a, was);
 }
 
 void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const char *key)
@@ -1009,6 +1028,9 @@ static void act_admit(struct ctl_act *a, struct op *o, const char *ns, const cha
         o->failed = 1;
         goto out;
     }
+    /* a gang's creates wait in line by its priority: under a loaded API
+     * server what the scheduler admitted first for its priority starts first */
+    int was = act_rank(a, row->priority < INT_MIN ? INT_MIN : row->priority > INT_MAX ? INT_MAX : (int)row->priority);
     svc_admit(a, job, o->key, ns, name); /* before the pods, never holding them back */
     for (int k = 0; k < pl.n; k++) {
         char podname[API_NAME_MAX + 32];
@@ -1032,6 +1054,7 @@ static void act_admit(struct ctl_act *a, struct op *o, const char *ns, const cha
         }
         cJSON_Delete(pod);
     }
+    (void)act_rank(a, was);
 out:
     ctl_placement_release(&pl);
     store_job_free(row);
@@ -1200,13 +1223,16 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
     gq_strlcpy(s->state, state ? state : "", sizeof(s->state));
     s->gen = gen;
     s->transition = transition;
-    /* a finished job (its quota free) is shown with the pod writes; other
-     * state changes in the normal lane; the rest low */
-    enum kube_prio prio = !transition ? KUBE_PRIO_LOW
-                          : !strcmp(s->state, "Succeeded") || !strcmp(s->state, "Failed") ? KUBE_PRIO_CRITICAL
-                                                                                            : KUBE_PRIO_NORMAL;
-    if ((rc = a->kube->patch_status(a->kube_ctx, prio, path, patch,
-                                    status_cb, s))) {
+    /* state changes in the normal lane, a finished one (its quota is free
+     * already) first; the rest low. Pod writes (critical) never wait for
+     * statuses: a Succeeded status written before the next gang's pods would
+     * keep that gang's quota held with no pod running. */
+    enum kube_prio prio = transition ? KUBE_PRIO_NORMAL : KUBE_PRIO_LOW;
+    int fin = transition && (!strcmp(s->state, "Succeeded") || !strcmp(s->state, "Failed"));
+    int was = act_rank(a, fin ? ACT_RANK_FINISHED : 0);
+    rc = a->kube->patch_status(a->kube_ctx, prio, path, patch, status_cb, s);
+    (void)act_rank(a, was);
+    if (rc) {
         free(s);
         return rc;
     }

@@ -45,7 +45,10 @@ struct store;
 
 /* The requests the actuator sends, as kube.h's writers with a priority
  * (kube_create_p, kube_delete_rv_p, kube_get, kube_patch_status_p,
- * kube_event_create_p, kube_client_drop_queued) on the context k. Each
+ * kube_event_create_p, kube_client_drop_queued, kube_client_set_rank) on the
+ * context k. Within a lane the actuator ranks what it sends: pod deletes
+ * first (they free capacity), then a gang's pod creates (and Service) by the
+ * job's priority; a finished state before the other state changes. Each
  * returns 0 when the request was queued (cb then runs exactly once, later),
  * else an error (cb never runs). */
 struct ctl_act_kube {
@@ -60,6 +63,8 @@ struct ctl_act_kube {
                  const char *reason, const char *msg, const char *instance, kube_response_cb cb,
                  void *ud);
     size_t (*drop_queued)(void *k, enum kube_prio prio);
+    /* kube_client_set_rank (NULL: requests keep their lane's arrival order) */
+    int (*set_rank)(void *k, int rank);
 };
 /* kube.h's functions; k is a struct kube_client *. */
 extern const struct ctl_act_kube ctl_act_kube_client;

@@ -592,8 +592,8 @@ void kube_prune_node(cJSON *obj);
 /* -------------------------------------------------------- request priorities */
 
 /*
- * Plain requests wait for an in-flight slot in the FIFO of their priority.
- * Free slots go to the critical lane first; normal and low requests together
+ * Plain requests wait for an in-flight slot in the line of their priority
+ * (a FIFO per rank, higher ranks first: kube_client_set_rank). Free slots go to the critical lane first; normal and low requests together
  * never hold the last reserved_critical slots, and low ones at most
  * max_inflight_low, so no amount of lower-priority work can delay a critical
  * request by more than the requests already ahead of it in its own lane.
@@ -603,7 +603,8 @@ void kube_prune_node(cJSON *obj);
  * serialised with the others of that key: at most one is on the wire and one
  * waits. A newer one replaces the waiting one (which then ends not sent,
  * KUBE_NOT_SENT_SUPERSEDED, and is counted as coalesced), takes its place in
- * line and the higher of the two priorities; it never touches the one already
+ * line (further ahead when its rank is higher) and the higher of the two
+ * priorities and ranks; it never touches the one already
  * in flight. Writes that carry a whole state (a status) coalesce safely; a
  * request whose effect depends on its predecessor must not use a key.
  *
@@ -644,6 +645,16 @@ struct kube_req_opts {
 int kube_request_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
                     const char *path, const char *content_type, const char *body,
                     kube_response_cb cb, void *userdata, struct kube_req **out);
+
+/* Within a lane, requests wait in rank order: a request joins behind every
+ * waiting one of its rank or higher (first come first served among equals),
+ * so a higher rank passes lower ones still waiting, never one in flight.
+ * Every request made after this call takes `rank` (0 at start) until the
+ * next call; a write that replaces its key's waiting one keeps the higher of
+ * both ranks. Returns the rank in force before. (The actuator ranks a gang's
+ * pod creates by the job's priority: what is admitted first under a
+ * loaded API server is what the scheduler ranked first.) */
+int kube_client_set_rank(struct kube_client *c, int rank);
 
 struct kube_client_stats {
     size_t queued[KUBE_NPRIO];     /* waiting now (in line, or behind their key's write) */

@@ -72,6 +72,7 @@ struct kube_req {
     int queued;     /* in its lane's FIFO, waiting for an in-flight slot */
     int counted;    /* holds one of the max_inflight slots */
     int prio;       /* enum kube_prio */
+    int rank;       /* its order within its lane: higher first (kube_client_set_rank) */
     int held;       /* pending behind its key's active request (in no lane) */
     int not_sent;   /* KUBE_NOT_SENT_*: ends from the kick timer, never sent */
     struct kube_ckey *ck; /* its coalesce key (NULL = none) */
@@ -143,6 +144,7 @@ struct kube_client {
      * callbacks (todo), and adds that failed (failed), each in order */
     struct kube_rlist todo, failed;
     struct kube_client_stats st; /* totals; the gauges are filled in by get_stats */
+    int rank;                    /* given to requests made from now on (kube_client_set_rank) */
     int in_curl;
     double token_read_at;
     CURL *idle[KUBE_EASY_IDLE_MAX]; /* reset handles for the next requests (owned) */
@@ -311,18 +313,40 @@ static void ckey_release(struct kube_client *c, struct kube_ckey *k)
     free(k);
 }
 
-static void lane_push(struct kube_client *c, struct kube_req *r)
+/* The last request of r's lane, at or before `after` (NULL: none, r goes
+ * first), that r does not outrank: where r goes. */
+static struct kube_req *rank_place(const struct kube_req *r, struct kube_req *after)
+{
+    while (after && after->rank < r->rank)
+        after = after->qprev;
+    return after;
+}
+
+/* Link r into its lane right after `after` (NULL: at the head). */
+static void lane_link(struct kube_client *c, struct kube_req *r, struct kube_req *after)
 {
     struct kube_lane *l = &c->lanes[r->prio];
-    r->qnext = NULL;
-    r->qprev = l->tail;
-    if (l->tail)
-        l->tail->qnext = r;
+    r->qprev = after;
+    r->qnext = after ? after->qnext : l->head;
+    if (r->qnext)
+        r->qnext->qprev = r;
+    else
+        l->tail = r;
+    if (after)
+        after->qnext = r;
     else
         l->head = r;
-    l->tail = r;
     l->n++;
     r->queued = 1;
+}
+
+/* A new request joins its lane behind every waiting one of its rank or
+ * above: higher ranks first, first come first served among equals. Ranks
+ * take few values and most requests arrive at the lowest one waiting, so the
+ * walk back from the tail is short. */
+static void lane_push(struct kube_client *c, struct kube_req *r)
+{
+    lane_link(c, r, rank_place(r, c->lanes[r->prio].tail));
 }
 
 /* Put r where old is in old's lane (same priority), old out. */
@@ -510,16 +534,23 @@ static void enqueue(struct kube_client *c, struct kube_req *r)
     struct kube_ckey *k = r->ck;
     if (k && k->pending) {
         /* a newer write for the same object replaces the one not yet sent;
-         * it keeps the older one's place and the higher of both priorities */
+         * it keeps the older one's place (or a better one its rank gives)
+         * and the higher of both priorities and ranks */
         struct kube_req *old = k->pending;
         if (old->prio < r->prio)
             r->prio = old->prio;
+        if (old->rank > r->rank)
+            r->rank = old->rank;
         k->pending = r;
         if (old->held) {
             r->held = 1;
             c->lanes[r->prio].held++;
-        } else if (old->queued && old->prio == r->prio) {
+        } else if (old->queued && old->prio == r->prio && old->rank == r->rank) {
             lane_swap(c, old, r);
+        } else if (old->queued && old->prio == r->prio) {
+            struct kube_req *after = rank_place(r, old->qprev); /* moves up */
+            lane_remove(c, old);
+            lane_link(c, r, after);
         } else {
             lane_push(c, r);
         }
@@ -1179,6 +1210,7 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     r->ud = ud;
     r->stream = stream;
     r->prio = stream ? KUBE_PRIO_EXEMPT : prio;
+    r->rank = c->rank;
     r->retry_after = -1;
     gq_strlcpy(r->method, method, sizeof r->method);
     gq_buf_init(&r->resp, stream ? (size_t)1 << 20 : c->opts.max_body);
@@ -1277,6 +1309,13 @@ void kube_req_cancel(struct kube_req *r)
         curl_multi_remove_handle(req_multi(c, r), r->easy);
     req_unlink(r);
     req_destroy(r);
+}
+
+int kube_client_set_rank(struct kube_client *c, int rank)
+{
+    int was = c->rank;
+    c->rank = rank;
+    return was;
 }
 
 size_t kube_client_queued(const struct kube_client *c)

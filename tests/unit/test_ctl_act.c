@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ struct req {
     kube_response_cb cb;
     void *ud;
     int answered;
+    int rank;          /* the rank in force when it was sent (m_set_rank) */
 };
 
 struct mock {
@@ -43,6 +45,7 @@ struct mock {
     size_t dropped;    /* drop_queued's answer */
     int drops;         /* drop_queued calls */
     enum kube_prio drop_prio;
+    int rank;          /* set_rank's */
 };
 
 static struct req *mock_add(struct mock *m, const char *method, enum kube_prio prio, const char *path,
@@ -57,6 +60,7 @@ static struct req *mock_add(struct mock *m, const char *method, enum kube_prio p
     q->cb = cb;
     q->ud = ud;
     q->grace = -2;
+    q->rank = m->rank;
     return q;
 }
 
@@ -119,7 +123,16 @@ static size_t m_drop_queued(void *k, enum kube_prio prio)
     return m->dropped;
 }
 
-static const struct ctl_act_kube mock_kube = {m_create, m_delete_rv, m_get, m_patch_status, m_event, m_drop_queued};
+static int m_set_rank(void *k, int rank)
+{
+    struct mock *m = k;
+    int was = m->rank;
+    m->rank = rank;
+    return was;
+}
+
+static const struct ctl_act_kube mock_kube = {m_create, m_delete_rv, m_get, m_patch_status, m_event, m_drop_queued,
+                                              m_set_rank};
 
 /* Answer request i (its callback runs now, as the loop would run it). */
 static void answer(struct mock *m, int i, int rc, long status, const char *body, const char *errmsg)
@@ -313,6 +326,7 @@ static void row_add(struct fx *f, const char *key, int state, const char *placem
     j.team = "a";
     j.cls = "Training";
     j.gpus = 2;
+    j.priority = 250;
     j.enqueue_ms = 1000;
     j.state = state;
     j.attempts = 3;
@@ -392,6 +406,10 @@ static void test_admit_creates_and_settles(void **state)
     assert_true(svc >= 0 && pod >= 0 && svc < pod); /* the Service first */
     assert_int_equal(f->m.r[svc].prio, KUBE_PRIO_CRITICAL);
     assert_int_equal(f->m.r[pod].prio, KUBE_PRIO_CRITICAL);
+    /* ranked in their lane by the job's priority; the rank is put back after */
+    assert_int_equal(f->m.r[svc].rank, 250);
+    assert_int_equal(f->m.r[pod].rank, 250);
+    assert_int_equal(f->m.rank, 0);
 
     const cJSON *p = f->m.r[pod].body;
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(p, "metadata");
@@ -520,6 +538,8 @@ static void test_preempt_deletes(void **state)
     assert_string_equal(f->m.r[0].method, "DELETE");
     assert_string_equal(f->m.r[0].path, "/api/v1/namespaces/ml/pods/train-3-0");
     assert_int_equal(f->m.r[0].prio, KUBE_PRIO_CRITICAL);
+    assert_int_equal(f->m.r[0].rank, INT_MAX); /* deletes free capacity: first */
+    assert_int_equal(f->m.rank, 0);
     assert_int_equal(f->m.r[0].grace, 45);
     assert_string_equal(f->m.r[0].uid, "p0");
     assert_string_equal(f->m.r[0].rv, "77");
@@ -707,7 +727,7 @@ static void test_confirm_pod(void **state)
 }
 
 /* Status patches: a transition goes normal (pod writes alone are critical),
- * another patch low; the end is
+ * a finished one ranked ahead, another patch low; the end is
  * told with what was sent; a 409 of a known object reads it again (then
  * mark_dirty), of a forgotten one does nothing more. */
 static void test_status_patch(void **state)
@@ -722,7 +742,22 @@ static void test_status_patch(void **state)
     assert_int_equal(f->m.n, 2);
     assert_int_equal(f->m.r[0].prio, KUBE_PRIO_NORMAL);
     assert_int_equal(f->m.r[1].prio, KUBE_PRIO_LOW);
+    assert_int_equal(f->m.r[0].rank, 0);
     assert_string_equal(f->m.r[0].path, path);
+    /* a finished state: normal too, ahead of the other state changes, so
+     * it never waits in the critical lane before the next gangs' pods */
+    {
+        cJSON *fin = cJSON_Parse("{\"status\":{\"state\":\"Succeeded\"}}");
+        assert_int_equal(ctl_act_patch_status(&f->a, "ml/other", "/x/other/status", fin, 1, "Succeeded", 1), 0);
+        cJSON_Delete(fin);
+        assert_int_equal(f->m.n, 3);
+        assert_int_equal(f->m.r[2].prio, KUBE_PRIO_NORMAL);
+        assert_int_equal(f->m.r[2].rank, 1);
+        assert_int_equal(f->m.rank, 0);
+        answer(&f->m, 2, GQ_OK, 200, "{}", NULL);
+        f->m.n = 2;
+        f->r.status_ends = 0;
+    }
 
     answer(&f->m, 0, GQ_ECONFLICT, 409, "{}", "conflict");
     assert_int_equal(f->r.status_ends, 1);

@@ -2340,6 +2340,81 @@ static void test_lanes_critical_first(void **st)
     ev_loop_destroy(loop);
 }
 
+/* Ranks within a lane: one request at a time; while the first is on the
+ * wire, creates of ranks 50, 200, 50 and 100 wait. They are sent highest rank
+ * first, first come first served among equals, and never ahead of the one in
+ * flight. A status patch that replaces its key's waiting one with a higher
+ * rank moves up to its rank's place (never back); the rank in force is the
+ * one set last. */
+static void test_lanes_ranked(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    static struct lane_res r[16], sp[4];
+    struct lane_wait w = {r, 16}, ws = {sp, 4};
+    /* sent in this order: rank, and the expected completion position */
+    static const int rank[16] = {50, 50, 50, 50, 200, 200, 50, 100, 50, 50, 50, 50, 50, 50, 50, 50};
+    static const int want[16] = {1, 5, 6, 7, 2, 3, 8, 4, 9, 10, 11, 12, 13, 14, 15, 16};
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
+    (void)st;
+    memset(r, 0, sizeof r);
+    memset(sp, 0, sizeof sp);
+    lane_done_seq = 0;
+    lane_steps_init(30);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 1, 1, 0);
+    assert_int_equal(kube_client_set_rank(c, 7), 0);
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(kube_client_set_rank(c, rank[i]), i ? rank[i - 1] : 7);
+        assert_int_equal(kube_create_p(c, KUBE_PRIO_CRITICAL, "/api/v1/namespaces/ns/pods", pod, lane_cb, &r[i]),
+                         0);
+    }
+    assert_int_equal(kube_client_set_rank(c, 0), 50);
+    run_until(loop, NULL, lane_all_done, &w, 30);
+    for (int i = 0; i < 16; i++) {
+        assert_true(r[i].done);
+        assert_int_equal(r[i].rc, 0);
+        assert_int_equal(r[i].order, want[i]);
+    }
+
+    /* coalescing: x waits at rank 0 behind a and b (rank 0) after the one in
+     * flight; x's newer patch at rank 1 goes ahead of a and b, x's at rank 0
+     * after that keeps rank 1 and the place */
+    lane_done_seq = 0;
+    const char *gj = "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/";
+    char path[128];
+    const char *names[4] = {"f", "a", "b", "x"};
+    static struct lane_res x1;
+    for (int i = 0; i < 4; i++) {
+        cJSON *p = status_patch(i);
+        snprintf(path, sizeof path, "%s%s", gj, names[i]);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_NORMAL, path, p, lane_cb, i == 3 ? &x1 : &sp[i]), 0);
+        cJSON_Delete(p);
+    }
+    snprintf(path, sizeof path, "%sx", gj);
+    cJSON *p = status_patch(9);
+    assert_int_equal(kube_client_set_rank(c, 1), 0);
+    assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_NORMAL, path, p, lane_cb, &sp[3]), 0);
+    assert_int_equal(kube_client_set_rank(c, 0), 1);
+    static struct lane_res x3;
+    assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_NORMAL, path, p, lane_cb, &x3), 0);
+    cJSON_Delete(p);
+    run_until(loop, NULL, lane_all_done, &ws, 30);
+    run_until(loop, NULL, lane_all_done, &(struct lane_wait){&x3, 1}, 30);
+    assert_true(x1.done && x1.not_sent == KUBE_NOT_SENT_SUPERSEDED);
+    assert_true(sp[3].done && sp[3].not_sent == KUBE_NOT_SENT_SUPERSEDED);
+    assert_int_equal(sp[0].order, 3);  /* f: in flight first (the two supersedings end before) */
+    assert_int_equal(x3.order, 4);     /* x: rank 1 kept, ahead of a and b */
+    assert_int_equal(sp[1].order, 5);
+    assert_int_equal(sp[2].order, 6);
+    assert_int_equal(kube_client_pending(c), 0);
+    cJSON_Delete(pod);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 /* 50 status patches of one object: one goes out, the rest replace each other
  * while it is on the wire; the second (last) request carries the latest. The
  * same in the lane: a waiting patch is replaced in its place. */
@@ -2638,6 +2713,7 @@ int main(void)
         cmocka_unit_test(test_prune_pod),
         cmocka_unit_test(test_intern_cap),
         cmocka_unit_test(test_lanes_critical_first),
+        cmocka_unit_test(test_lanes_ranked),
         cmocka_unit_test(test_lanes_coalesce),
         cmocka_unit_test(test_lanes_low_bounded),
         cmocka_unit_test(test_lanes_critical_not_starved),
