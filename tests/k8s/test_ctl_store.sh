@@ -20,6 +20,11 @@ for i in $(seq 1 200); do
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: j%03d, namespace: st}\nspec: {gpu: {count: 1}, template: {spec: {containers: [{name: c, image: busybox}]}}}\n' "$i"
 done >"$GQ_TEST_TMP/jobs.yaml"
 k apply -f "$GQ_TEST_TMP/jobs.yaml" >/dev/null
+# Before any controller: a new job reads as Queued (the CRD's status default), nothing written.
+assert_eq "Queued" "$(k -n st get gpujob j001 -o jsonpath='{.status.state}')" "a new job's state (CRD default)"
+assert_eq "" "$(k -n st get gpujob j001 -o jsonpath='{.status.conditions}')" "a new job has no conditions"
+assert_contains "$(k -n st get gpujob j001 --no-headers)" "Queued" "kubectl get shows a new job Queued"
+pass "a new GPUJob reads as Queued before any controller wrote its status"
 
 # The database may not grow: the first cycle (200 new jobs) cannot commit.
 gq_ctl_start --leader-elect=false --db-max-pages 1 --listen 127.0.0.1:0
@@ -27,7 +32,8 @@ wait_for 20 "a failed reconcile" grep -q "reconcile failed: nothing acted on" "$
 sleep 3
 assert_contains "$(grep 'reconcile failed' "$GQ_TEST_TMP/controller.log" | tail -1)" "full" "the store reports a full database"
 assert_eq 0 "$(k -n st get pods -o name | wc -l)" "no pod created"
-assert_eq "" "$(k -n st get gpujobs -o jsonpath='{.items[*].status.state}')" "no status written"
+# (an unwritten status reads as state Queued, the CRD's default: no conditions)
+assert_eq "" "$(k -n st get gpujobs -o jsonpath='{.items[*].status.conditions}')" "no status written"
 n=$(grep -c "reconcile failed" "$GQ_TEST_TMP/controller.log")
 [ "$n" -ge 2 ] || fail "the failed reconcile was not retried ($n)"
 gq_ctl_alive || fail "controller died on a full store"

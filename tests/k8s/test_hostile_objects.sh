@@ -87,7 +87,7 @@ port=$(gq_ctl_port)
 wait_for 30 "/readyz 200" curl -sf "http://127.0.0.1:$port/readyz"
 pass "every informer synced past the hostile objects: /readyz 200"
 if ! grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"; then
-  assert_eq "" "$(k -n research get gj deep-job -o jsonpath='{.status.state}')" "a standby writes no status"
+  assert_eq "" "$(k -n research get gj deep-job -o jsonpath='{.status.conditions}')" "a standby writes no status (no conditions)"
   pass "standing by (lease held by another replica): skipped jobs logged, nothing written"
 fi
 wait_for 30 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
