@@ -1177,13 +1177,16 @@ void ctl_act_intents(struct ctl_act *a)
 
 /* ------------------------------------------------------------ status, events */
 
+/* One per status patch waiting or in flight (thousands wait under load):
+ * key and path live in buf, sized to them. */
 struct status_op {
     struct ctl_act *a;
-    char key[CTL_KEY_MAX + 8];
-    char path[CTL_PATH_MAX];
+    const char *key;   /* in buf */
+    const char *path;  /* in buf */
     uint64_t gen;      /* the caller's number */
-    int transition;    /* changes status.state: critical */
-    char state[32];    /* the patch's status.state ("" = none) */
+    int transition;    /* changes status.state */
+    char state[16];    /* the patch's status.state ("" = none; the longest is "Succeeded") */
+    char buf[];        /* key NUL path NUL */
 };
 
 static void reread_cb(const struct kube_response *resp, void *ud)
@@ -1213,13 +1216,18 @@ static void status_cb(const struct kube_response *resp, void *ud)
 int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
                          int transition, const char *state, uint64_t gen)
 {
-    struct status_op *s = calloc(1, sizeof(*s));
+    size_t kl = strlen(key), pl = strlen(path);
+    if (kl > CTL_KEY_MAX || pl >= CTL_PATH_MAX)
+        return GQ_EINVAL;
+    struct status_op *s = calloc(1, sizeof(*s) + kl + pl + 2);
     int rc;
     if (!s)
         return GQ_ENOMEM;
     s->a = a;
-    gq_strlcpy(s->key, key, sizeof(s->key));
-    gq_strlcpy(s->path, path, sizeof(s->path));
+    memcpy(s->buf, key, kl + 1);
+    memcpy(s->buf + kl + 1, path, pl + 1);
+    s->key = s->buf;
+    s->path = s->buf + kl + 1;
     gq_strlcpy(s->state, state ? state : "", sizeof(s->state));
     s->gen = gen;
     s->transition = transition;

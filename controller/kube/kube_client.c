@@ -88,7 +88,8 @@ struct kube_req {
     /* path and content type (owned) until the curl handle is made: a request
      * waiting in a lane holds no curl handle (ensure_easy, at its slot) */
     char *path, *ctype;
-    char errbuf[CURL_ERROR_SIZE];
+    char *errbuf;   /* CURL_ERROR_SIZE bytes, owned, made with its curl handle
+                     * (thousands of requests may wait in the lanes without one) */
     struct kube_req *prev, *next;
 };
 
@@ -631,8 +632,9 @@ static void req_destroy(struct kube_req *r)
 {
     if (!r)
         return;
-    easy_release(r->c, r->easy);
+    easy_release(r->c, r->easy); /* reset first: it no longer points at errbuf */
     curl_slist_free_all(r->headers);
+    free(r->errbuf);
     free(r->body);
     free(r->path);
     free(r->ctype);
@@ -694,7 +696,7 @@ static void finish(struct kube_req *r, CURLcode res)
     } else if (res != CURLE_OK) {
         resp.rc = res == CURLE_OPERATION_TIMEDOUT ? GQ_ETIMEOUT : GQ_EIO;
         snprintf(msg, sizeof msg, "%s %s: %s", r->method, path ? path : "",
-                 r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+                 r->errbuf && r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
     } else {
         resp.rc = status_rc(r->status, r->retry_after);
         if (resp.rc) {
@@ -1064,6 +1066,8 @@ static int setup_easy(struct kube_client *c, struct kube_req *r, const char *pat
     CURL *e;
     gq_buf_init(&url, KUBE_URL_MAX);
     gq_buf_init(&hdr, KUBE_URL_MAX);
+    if (!r->errbuf && !(r->errbuf = calloc(1, CURL_ERROR_SIZE)))
+        goto out;
     r->easy = e = c->nidle ? c->idle[--c->nidle] : curl_easy_init();
     if (!e)
         goto out;
