@@ -147,7 +147,7 @@ struct kube_client_opts {
     size_t max_inflight_low;    /* KUBE_PRIO_LOW requests in flight at once;
                                    0 = max_inflight / 4 (at least 1) */
     size_t max_queued_low;      /* KUBE_PRIO_LOW requests waiting; beyond, the oldest
-                                   is dropped; 0 = 4096 */
+                                   is dropped; 0 = 1024 */
 };
 
 struct kube_client;

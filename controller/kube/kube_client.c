@@ -904,7 +904,7 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
     if (c->opts.max_inflight_low == 0)
         c->opts.max_inflight_low = c->opts.max_inflight / 4 ? c->opts.max_inflight / 4 : 1;
     if (c->opts.max_queued_low == 0)
-        c->opts.max_queued_low = 4096;
+        c->opts.max_queued_low = 1024;
     if (c->opts.token_reload_s <= 0)
         c->opts.token_reload_s = 60;
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
