@@ -73,8 +73,13 @@ static int k_set_rank(void *k, int rank)
     return kube_client_set_rank(k, rank);
 }
 
+static int k_status_would_refuse(void *k, enum kube_prio prio, const char *path)
+{
+    return kube_patch_status_would_refuse(k, prio, path);
+}
+
 const struct ctl_act_kube ctl_act_kube_client = {k_create, k_delete_rv, k_get, k_patch_status, k_event,
-                                                 k_drop_queued, k_set_rank};
+                                                 k_drop_queued, k_set_rank, k_status_would_refuse};
 
 /* The rank of the requests sent from now on (ctl_act.h); returns the one before. */
 static int act_rank(struct ctl_act *a, int rank)
@@ -1213,6 +1218,18 @@ static void status_cb(const struct kube_response *resp, void *ud)
     free(s);
 }
 
+/* The lane of a status patch: state changes normal, the rest low. */
+static enum kube_prio status_lane(int transition)
+{
+    return transition ? KUBE_PRIO_NORMAL : KUBE_PRIO_LOW;
+}
+
+int ctl_act_status_would_refuse(const struct ctl_act *a, const char *path, int transition)
+{
+    return a->kube && a->kube->status_would_refuse &&
+           a->kube->status_would_refuse(a->kube_ctx, status_lane(transition), path);
+}
+
 int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
                          int transition, const char *state, uint64_t gen)
 {
@@ -1235,7 +1252,7 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
      * already) first; the rest low. Pod writes (critical) never wait for
      * statuses: a Succeeded status written before the next gang's pods would
      * keep that gang's quota held with no pod running. */
-    enum kube_prio prio = transition ? KUBE_PRIO_NORMAL : KUBE_PRIO_LOW;
+    enum kube_prio prio = status_lane(transition);
     int fin = transition && (!strcmp(s->state, "Succeeded") || !strcmp(s->state, "Failed"));
     int was = act_rank(a, fin ? ACT_RANK_FINISHED : 0);
     rc = a->kube->patch_status(a->kube_ctx, prio, path, patch, status_cb, s);

@@ -65,6 +65,8 @@ struct ctl_act_kube {
     size_t (*drop_queued)(void *k, enum kube_prio prio);
     /* kube_client_set_rank (NULL: requests keep their lane's arrival order) */
     int (*set_rank)(void *k, int rank);
+    /* kube_patch_status_would_refuse (NULL: never) */
+    int (*status_would_refuse)(void *k, enum kube_prio prio, const char *path);
 };
 /* kube.h's functions; k is a struct kube_client *. */
 extern const struct ctl_act_kube ctl_act_kube_client;
@@ -190,6 +192,10 @@ int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, cons
  * gen: the caller's number, echoed in status_end. A 409 of a known object
  * asks the API server for it again (GET, then mark_dirty). 0 when queued,
  * else an error (no hook call). */
+/* 1 when a status patch of path that is (not) a transition would be refused
+ * now (its lane full: ctl_act_patch_status would fail with GQ_EBUSY), so the
+ * caller need not build it yet; else 0. */
+int ctl_act_status_would_refuse(const struct ctl_act *a, const char *path, int transition);
 int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
                          int transition, const char *state, uint64_t gen);
 /* An Event about obj (kind from the object, GPUJob by default), low lane. */

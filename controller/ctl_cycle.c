@@ -2209,6 +2209,17 @@ static void job_status(struct rc_ctx *r, struct cj *j)
             r->settle_next = r->now + wait;
         return;
     }
+    char path[CTL_PATH_MAX];
+    if (kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
+                  j->job->meta.name, NULL))
+        return;
+    /* a status that changes no state goes in the low lane; while that is
+     * full it would be refused: not built now, offered again later as a
+     * refused one is (building it is most of a waiting job's report cost) */
+    if (ctl_status_would_refuse(r->c, j->key, path, store_state_name(j->state))) {
+        r->c->m.status_deferred++;
+        return;
+    }
     struct api_gpujob_status prev, out;
     struct api_errors e;
     api_errors_init(&e);
@@ -2243,12 +2254,8 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         free(b);
         cJSON_Delete(cur);
     }
-    char path[CTL_PATH_MAX];
     const char *before = j->memo->status.last_status;
-    int taken = 0;
-    if (!kube_path(path, sizeof(path), "/apis/gangq.io/v1alpha1", j->job->meta.namespace, "gpujobs",
-                   j->job->meta.name, NULL))
-        taken = !ctl_status_write(r->c, j->key, path, patch);
+    int taken = !ctl_status_write(r->c, j->key, path, patch);
     if (j->memo->status.last_status != before)
         j->memo->status.status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);

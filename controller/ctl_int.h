@@ -271,6 +271,7 @@ struct ctl_metrics_counters {
                                    * a Team/GPUPool/class/node change) */
     uint64_t jobs_full, jobs_reused; /* jobs examined in full / whose last examination was reused */
     uint64_t refresh_sent, refresh_held; /* status refreshes written / put off (--status-refresh-qps) */
+    uint64_t status_deferred;     /* cosmetic statuses not built: the low lane was full */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */
@@ -287,7 +288,8 @@ struct ctl_mh {
     struct gq_metric *heap_inuse, *heap_free; /* gangq_heap_bytes{state} (mallinfo2) */
     struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT];
     struct gq_metric *inf_relists[INF_COUNT]; /* gangq_informer_relists_total{resource,reason} */
-    /* gangq_watch_delay_seconds{informer}: creationTimestamp -> ADDED event (GPUJobs, pods) */
+    /* gangq_watch_delay_seconds{informer}: creationTimestamp -> ADDED event
+     * (GPUJobs only: pods are cached without their creationTimestamp) */
     struct gq_metric *watch_delay[INF_COUNT];
     /* creation -> first admission, by class (index enum api_class) */
     struct gq_metric *admit_wait[API_CLASS_COUNT];
@@ -472,5 +474,9 @@ void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const ch
  * or a cosmetic write refused while the low lane is full) and to be written
  * again later. */
 int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
+/* 1 when ctl_status_write of a patch with this status.state would be refused
+ * now (a cosmetic write while the low lane is full), so it need not be
+ * built; else 0. */
+int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state);
 
 #endif

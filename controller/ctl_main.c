@@ -548,6 +548,10 @@ static void metrics_work(struct gq_ctl *c)
                 "or held past --status-refresh-qps/--status-refresh-burst (offered again by a later reconcile; each "
                 "reconcile that holds one counts)",
                 "result", rfr, rf, GQ_ARRAY_LEN(rf));
+    counters_to(c, "gangq_status_deferred_total",
+                "GPUJob statuses that change no state, not built while the request queue's low lane was "
+                "full (offered again by a later reconcile; each reconcile that defers one counts)",
+                NULL, NULL, &c->m.status_deferred, 1);
     const uint64_t ev[] = {c->act.events_sent, c->act.events_throttled, c->act.events_failed};
     const char *const evr[] = {"sent", "throttled", "failed"};
     counters_to(c, "gangq_events_total",
@@ -652,7 +656,9 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
                                      &h->inf_relists[i], err, errlen)))
             return rc;
         static const double delay_bounds[] = {0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300};
-        if ((i == INF_JOBS || i == INF_PODS) &&
+        /* GPUJobs only: the pod cache drops creationTimestamp (kube_prune_pod),
+         * so a pod's delay cannot be told */
+        if (i == INF_JOBS &&
             (rc = gq_metrics_histogram(m, "gangq_watch_delay_seconds",
                                        "A new object's creationTimestamp (whole seconds) to its ADDED watch "
                                        "event: how far the API server's watch lags",

@@ -173,6 +173,20 @@ static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const
     return ctl_obj_str(kube_informer_get(c->inf[INF_JOBS], ns, name), "status", "state");
 }
 
+/* A patch changes the state when the object (or our last write) shows
+ * another one. */
+static int is_transition(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key, const char *state)
+{
+    const char *known = known_state(c, m, memo_key);
+    return !known || strcmp(known, state) != 0;
+}
+
+int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state)
+{
+    const struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 0);
+    return m && !is_transition(c, m, memo_key, state) && ctl_act_status_would_refuse(&c->act, path, 0);
+}
+
 int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
 {
     struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
@@ -193,9 +207,8 @@ int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, c
     int transition = 0;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
     if (cJSON_IsString(st) && st->valuestring) {
-        const char *known = known_state(c, m, memo_key);
         gq_strlcpy(state, st->valuestring, sizeof(state));
-        transition = !known || strcmp(known, state) != 0;
+        transition = is_transition(c, m, memo_key, state);
     }
     uint64_t gen = m->status.status_gen + 1;
     int rc = ctl_act_patch_status(&c->act, memo_key, path, patch, transition, state, gen);

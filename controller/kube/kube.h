@@ -646,6 +646,11 @@ int kube_request_ex(struct kube_client *c, const struct kube_req_opts *ro, const
                     const char *path, const char *content_type, const char *body,
                     kube_response_cb cb, void *userdata, struct kube_req **out);
 
+/* 1 when a request of this priority and coalesce key would be refused now
+ * (GQ_EBUSY: the low lane is full and no waiting write of the key would be
+ * replaced), so the owner need not build it yet; else 0. */
+int kube_client_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *key);
+
 /* Within a lane, requests wait in rank order: a request joins behind every
  * waiting one of its rank or higher (first come first served among equals),
  * so a higher rank passes lower ones still waiting, never one in flight.
@@ -682,6 +687,9 @@ int kube_delete_rv_p(struct kube_client *c, enum kube_prio prio, const char *pat
                      void *ud);
 int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
                         const cJSON *patch, kube_response_cb cb, void *ud);
+/* kube_client_would_refuse for kube_patch_status_p's request of this path
+ * (its key: the status path); 0 when the path is too long to be one. */
+int kube_patch_status_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *path);
 int kube_event_create_p(struct kube_client *c, enum kube_prio prio, const struct kube_objref *ref,
                         const char *type, const char *reason, const char *message,
                         const char *instance, kube_response_cb cb, void *ud);

@@ -254,7 +254,7 @@ static void schedule_kick(struct kube_client *c);
 
 /* ------------------------------------------------------------- lanes */
 
-static struct kube_ckey *ckey_find(struct kube_client *c, const char *key)
+static struct kube_ckey *ckey_find(const struct kube_client *c, const char *key)
 {
     if (!c->nbckeys)
         return NULL;
@@ -1196,14 +1196,9 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     if (prio < KUBE_PRIO_CRITICAL || prio >= KUBE_NPRIO ||
         (key && (stream || prio == KUBE_PRIO_EXEMPT)))
         return GQ_EINVAL;
-    if (prio == KUBE_PRIO_LOW && key && c->lanes[KUBE_PRIO_LOW].n >= c->opts.max_queued_low) {
-        /* a full low lane: a keyed write waits with its owner, not here
-         * (unless it replaces its key's waiting write) */
-        struct kube_ckey *k = ckey_find(c, key);
-        if (!k || !k->pending) {
-            c->st.refused++;
-            return GQ_EBUSY;
-        }
+    if (kube_client_would_refuse(c, (enum kube_prio)prio, key)) {
+        c->st.refused++;
+        return GQ_EBUSY;
     }
     r = calloc(1, sizeof *r);
     if (!r)
@@ -1313,6 +1308,16 @@ void kube_req_cancel(struct kube_req *r)
         curl_multi_remove_handle(req_multi(c, r), r->easy);
     req_unlink(r);
     req_destroy(r);
+}
+
+int kube_client_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *key)
+{
+    /* a full low lane: a keyed write waits with its owner, not here (unless
+     * it replaces its key's waiting write) */
+    if (prio != KUBE_PRIO_LOW || !key || !*key || c->lanes[KUBE_PRIO_LOW].n < c->opts.max_queued_low)
+        return 0;
+    struct kube_ckey *k = ckey_find(c, key);
+    return !k || !k->pending;
 }
 
 int kube_client_set_rank(struct kube_client *c, int rank)

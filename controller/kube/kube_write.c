@@ -105,6 +105,12 @@ int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *
     return send_json_ex(c, &ro, "PATCH", p, "application/merge-patch+json", patch, cb, ud);
 }
 
+int kube_patch_status_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *path)
+{
+    char p[2048];
+    return !status_path(path, p, sizeof p) && kube_client_would_refuse(c, prio, p);
+}
+
 int kube_delete(struct kube_client *c, const char *path, long grace_seconds, const char *uid,
                 kube_response_cb cb, void *ud)
 {

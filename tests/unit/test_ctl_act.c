@@ -46,6 +46,10 @@ struct mock {
     int drops;         /* drop_queued calls */
     enum kube_prio drop_prio;
     int rank;          /* set_rank's */
+    int low_full;      /* status_would_refuse's answer for the low lane */
+    int asked;         /* status_would_refuse calls, and the last one's question */
+    enum kube_prio asked_prio;
+    char asked_path[CTL_PATH_MAX];
 };
 
 static struct req *mock_add(struct mock *m, const char *method, enum kube_prio prio, const char *path,
@@ -131,8 +135,17 @@ static int m_set_rank(void *k, int rank)
     return was;
 }
 
+static int m_status_would_refuse(void *k, enum kube_prio prio, const char *path)
+{
+    struct mock *m = k;
+    m->asked++;
+    m->asked_prio = prio;
+    gq_strlcpy(m->asked_path, path, sizeof(m->asked_path));
+    return m->low_full && prio == KUBE_PRIO_LOW;
+}
+
 static const struct ctl_act_kube mock_kube = {m_create, m_delete_rv, m_get, m_patch_status, m_event, m_drop_queued,
-                                              m_set_rank};
+                                              m_set_rank, m_status_would_refuse};
 
 /* Answer request i (its callback runs now, as the loop would run it). */
 static void answer(struct mock *m, int i, int rc, long status, const char *body, const char *errmsg)
@@ -744,6 +757,16 @@ static void test_status_patch(void **state)
     assert_int_equal(f->m.r[1].prio, KUBE_PRIO_LOW);
     assert_int_equal(f->m.r[0].rank, 0);
     assert_string_equal(f->m.r[0].path, path);
+    /* would it be refused? A state change never (its lane, normal, takes
+     * every write); another patch when the low lane is full */
+    f->m.low_full = 1;
+    assert_true(ctl_act_status_would_refuse(&f->a, path, 0));
+    assert_int_equal(f->m.asked_prio, KUBE_PRIO_LOW);
+    assert_string_equal(f->m.asked_path, path);
+    assert_false(ctl_act_status_would_refuse(&f->a, path, 1));
+    f->m.low_full = 0;
+    assert_false(ctl_act_status_would_refuse(&f->a, path, 0));
+    assert_int_equal(f->m.n, 2); /* asking sends nothing */
     /* a finished state: normal too, ahead of the other state changes, so
      * it never waits in the critical lane before the next gangs' pods */
     {

@@ -2520,9 +2520,18 @@ static void test_lanes_low_bounded(void **st)
     for (int i = 0; i < 12; i++) {
         cJSON *p = status_patch(i);
         snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b%d", i);
+        /* asked first, the client says what the write will meet */
+        assert_int_equal(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path), i > 5);
         assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &r[i]), i <= 5 ? 0 : GQ_EBUSY);
         cJSON_Delete(p);
     }
+    /* full: only a low write that replaces a waiting one of its key is taken;
+     * other lanes never refuse */
+    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b3"));
+    assert_true(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/zz"));
+    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_NORMAL, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/zz"));
+    assert_false(kube_client_would_refuse(c, KUBE_PRIO_LOW, NULL)); /* unkeyed: the oldest makes room */
+    /* (asking is not counted as refused: 6 below) */
     /* a newer write of a waiting one's object is still taken: it replaces it */
     {
         cJSON *p = status_patch(33);
