@@ -85,7 +85,11 @@ spec: {gpu: {count: 1}, template: {spec: {restartPolicy: Never, containers: [{na
 YAML
 k -n rs delete gpujob s01 >/dev/null
 wait_for 40 "job created after the API server restart admitted" bash -c "kubectl -n rs get gpujob after -o jsonpath='{.status.state}' | grep -Eq 'Admitted|Running'"
-sleep 6
+# The restart's own relists can come late: a watch refused while the server
+# was starting backs off up to 10 s (Retry-After), then meets 410 and relists.
+# Wait until the count holds for 11 s, then it must stay.
+settled() { local a; a=$(lists_of); sleep 11; [ "$a" = "$(lists_of)" ]; }
+wait_for 60 "the restart's relists done" settled
 l1=$(lists_of)
 sleep 6
 l2=$(lists_of)
