@@ -186,18 +186,18 @@ void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const c
 /* Ask the API server for a pod absent from the cache (GET); the answer goes
  * to pod_confirmed. 0 when sent, else an error (no hook call). */
 int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);
-/* Patch a status subresource: a transition to Succeeded or Failed in the
- * critical lane (with pod writes), another transition in the normal one, any
- * other patch in the low one (coalesced by path). state: the patch's status.state ("" none);
+/* Patch a status subresource: a transition in the normal lane (to Succeeded
+ * or Failed ranked ahead of the others), any other patch in the low one
+ * (coalesced by path). state: the patch's status.state ("" none);
  * gen: the caller's number, echoed in status_end. A 409 of a known object
  * asks the API server for it again (GET, then mark_dirty). 0 when queued,
  * else an error (no hook call). */
+int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
+                         int transition, const char *state, uint64_t gen);
 /* 1 when a status patch of path that is (not) a transition would be refused
  * now (its lane full: ctl_act_patch_status would fail with GQ_EBUSY), so the
  * caller need not build it yet; else 0. */
 int ctl_act_status_would_refuse(const struct ctl_act *a, const char *path, int transition);
-int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
-                         int transition, const char *state, uint64_t gen);
 /* An Event about obj (kind from the object, GPUJob by default), low lane. */
 void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const char *reason,
                    const char *msg);

@@ -183,8 +183,11 @@ static int is_transition(struct gq_ctl *c, const struct ctl_memo *m, const char 
 
 int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state)
 {
+    /* the lane first: it is full rarely, and asking costs no lookup of the job */
+    if (!ctl_act_status_would_refuse(&c->act, path, 0))
+        return 0;
     const struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 0);
-    return m && !is_transition(c, m, memo_key, state) && ctl_act_status_would_refuse(&c->act, path, 0);
+    return m && !is_transition(c, m, memo_key, state);
 }
 
 int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)

@@ -593,8 +593,9 @@ void kube_prune_node(cJSON *obj);
 
 /*
  * Plain requests wait for an in-flight slot in the line of their priority
- * (a FIFO per rank, higher ranks first: kube_client_set_rank). Free slots go to the critical lane first; normal and low requests together
- * never hold the last reserved_critical slots, and low ones at most
+ * (a FIFO per rank, higher ranks first: kube_client_set_rank). Free slots
+ * go to the critical lane first; normal and low requests together never
+ * hold the last reserved_critical slots, and low ones at most
  * max_inflight_low, so no amount of lower-priority work can delay a critical
  * request by more than the requests already ahead of it in its own lane.
  * Exempt requests (the Lease) and streams never wait and hold no slot.

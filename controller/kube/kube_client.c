@@ -350,25 +350,6 @@ static void lane_push(struct kube_client *c, struct kube_req *r)
     lane_link(c, r, rank_place(r, c->lanes[r->prio].tail));
 }
 
-/* Put r where old is in old's lane (same priority), old out. */
-static void lane_swap(struct kube_client *c, struct kube_req *old, struct kube_req *r)
-{
-    struct kube_lane *l = &c->lanes[old->prio];
-    r->qprev = old->qprev;
-    r->qnext = old->qnext;
-    if (r->qprev)
-        r->qprev->qnext = r;
-    else
-        l->head = r;
-    if (r->qnext)
-        r->qnext->qprev = r;
-    else
-        l->tail = r;
-    r->queued = 1;
-    old->qprev = old->qnext = NULL;
-    old->queued = 0;
-}
-
 static void lane_remove(struct kube_client *c, struct kube_req *r)
 {
     struct kube_lane *l = &c->lanes[r->prio];
@@ -546,10 +527,10 @@ static void enqueue(struct kube_client *c, struct kube_req *r)
         if (old->held) {
             r->held = 1;
             c->lanes[r->prio].held++;
-        } else if (old->queued && old->prio == r->prio && old->rank == r->rank) {
-            lane_swap(c, old, r);
         } else if (old->queued && old->prio == r->prio) {
-            struct kube_req *after = rank_place(r, old->qprev); /* moves up */
+            /* old's place, or further up when r's rank is higher (the lane
+             * is in rank order, so an equal rank stops at old's place) */
+            struct kube_req *after = rank_place(r, old->qprev);
             lane_remove(c, old);
             lane_link(c, r, after);
         } else {
