@@ -9,7 +9,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 
 OPT     ?= -O2
 # Recursive (=) so they are read after scripts/deps.sh has installed what was missing.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 2>/dev/null) -lev -lm
+PKG_LIBS   = $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 openssl 2>/dev/null) -lev -lm
 CFLAGS  = $(CFLAGS_BASE) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 

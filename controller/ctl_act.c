@@ -1189,8 +1189,9 @@ struct status_op {
     const char *key;   /* in buf */
     const char *path;  /* in buf */
     uint64_t gen;      /* the caller's number */
-    int transition;    /* changes status.state */
-    char state[16];    /* the patch's status.state ("" = none; the longest is "Succeeded") */
+    int transition;    /* changes the lane state */
+    char state[32];    /* the caller's lane state: status.state, "/Invalid" appended for an invalid
+                        * spec ("" = none; the longest is "Preempted/Invalid") */
     char buf[];        /* key NUL path NUL */
 };
 

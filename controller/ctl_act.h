@@ -76,8 +76,8 @@ struct ctl_act_status_end {
     const char *key;     /* the memo key it was sent for */
     const char *path;    /* the status subresource */
     uint64_t gen;        /* the caller's number for it */
-    int transition;      /* it changes status.state (normal lane) */
-    const char *state;   /* the patch's status.state ("" = none) */
+    int transition;      /* it changes the lane state (normal lane) */
+    const char *state;   /* the caller's lane state as given ("" = none) */
     int rc;              /* struct kube_response's rc, status and not_sent */
     long status;
     int not_sent;
@@ -188,7 +188,8 @@ void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const c
 int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);
 /* Patch a status subresource: a transition in the normal lane (to Succeeded
  * or Failed ranked ahead of the others), any other patch in the low one
- * (coalesced by path). state: the patch's status.state ("" none);
+ * (coalesced by path). state: the caller's lane state, status.state or
+ * more (at most 31 bytes kept; "" none);
  * gen: the caller's number, echoed in status_end. A 409 of a known object
  * asks the API server for it again (GET, then mark_dirty). 0 when queued,
  * else an error (no hook call). */

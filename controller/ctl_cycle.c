@@ -2216,7 +2216,8 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     /* a status that changes no state goes in the low lane; while that is
      * full it would be refused: not built now, offered again later as a
      * refused one is (building it is most of a waiting job's report cost) */
-    if (ctl_status_would_refuse(r->c, j->key, path, store_state_name(j->state))) {
+    if (ctl_status_would_refuse(r->c, j->key, path, store_state_name(j->state),
+                                j->invalid_reason && !j->failed_invalid)) {
         r->c->m.status_deferred++;
         return;
     }

@@ -184,8 +184,9 @@ struct ctl_memo_status {
     int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest
      * one's failure clears last_status); status_state is the status.state the
-     * API server last accepted from us ("" = none yet): a patch with another
-     * state is a transition, written in the critical lane */
+     * API server last accepted from us, "/Invalid" appended while it reported
+     * an invalid spec ("" = none yet): a patch with another is a transition,
+     * written in the normal lane, never refused */
     uint64_t status_gen;
     char status_state[32];
     /* --status-settle: when a status was last sent for this job (0 = never
@@ -340,6 +341,7 @@ struct gq_ctl {
     double rc_cost_s;
     double rc_end;
     double trim_at;               /* ev_time of the last malloc_trim (ctl_main.c) */
+    double heap_at;               /* ev_time of the last mallinfo2 behind the heap gauges */
     /* the next reconcile examines every job in full (a Team, pool, priority
      * class or node changed, a set ran out of memory, the first one) */
     int full_next;
@@ -474,9 +476,17 @@ void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const ch
  * or a cosmetic write refused while the low lane is full) and to be written
  * again later. */
 int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch);
-/* 1 when ctl_status_write of a patch with this status.state would be refused
- * now (a cosmetic write while the low lane is full), so it need not be
- * built; else 0. */
-int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state);
+/* What a status says for the request lanes, into out (len bytes, always
+ * terminated): its status.state, with "/Invalid" appended when waitReason is
+ * Invalid. A patch whose lane state differs from the object's is a
+ * transition (normal lane, never refused). A job whose spec turns invalid
+ * stays Queued, yet the user's error is a decision, not a cosmetic refresh:
+ * it never waits behind, or is dropped from, a full low lane. */
+void ctl_status_lane_state(const char *state, const char *wait_reason, char *out, size_t len);
+/* 1 when ctl_status_write of a patch with this status.state (invalid: its
+ * waitReason is Invalid) would be refused now (a cosmetic write while the low
+ * lane is full), so it need not be built; else 0. */
+int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state,
+                            int invalid);
 
 #endif

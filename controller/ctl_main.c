@@ -79,6 +79,7 @@ double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, 
 static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);
 
 #define CTL_TRIM_INTERVAL_S 10.0
+#define CTL_HEAP_INTERVAL_S 5.0
 
 /* Run a reconcile and act on its result (ctl_reconcile never calls the loop). */
 static void maybe_reconcile(struct gq_ctl *c)
@@ -453,9 +454,15 @@ static void metrics_refresh(struct gq_ctl *c)
         gq_metrics_set(c->mh.jobs[s], (double)c->m.jobs_by_state[s]);
     gq_metrics_set(c->mh.jobs_dormant, (double)c->m.jobs_dormant);
     counter_to(c->mh.jobs_woken, (double)c->m.jobs_woken);
-    struct mallinfo2 mi = mallinfo2(); /* main arena and the others: what RSS is made of */
-    gq_metrics_set(c->mh.heap_inuse, (double)(mi.uordblks + mi.hblkhd));
-    gq_metrics_set(c->mh.heap_free, (double)mi.fordblks);
+    if (c->heap_at == 0 || ev_time() - c->heap_at >= CTL_HEAP_INTERVAL_S) {
+        /* main arena and the others: what RSS is made of. mallinfo2 merges
+         * the fast bins and walks every free chunk, which costs more than the
+         * rest of a scrape with a large heap: at most every few seconds */
+        struct mallinfo2 mi = mallinfo2();
+        gq_metrics_set(c->mh.heap_inuse, (double)(mi.uordblks + mi.hblkhd));
+        gq_metrics_set(c->mh.heap_free, (double)mi.fordblks);
+        c->heap_at = ev_time();
+    }
     for (int i = 0; i < INF_COUNT; i++) {
         struct kube_informer_stats st;
         kube_informer_get_stats(c->inf[i], &st);
@@ -637,10 +644,10 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
                                  "Dormant GPUJobs examined again (an event of the job or its pods)", NULL,
                                  &h->jobs_woken, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_heap_bytes",
-                               "Heap bytes allocated (inuse) and free but kept by malloc (free)",
+                               "Heap bytes allocated (inuse) and free but kept by malloc (free), read at most every 5 s",
                                (const char *[]){"state", "inuse", NULL}, &h->heap_inuse, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_heap_bytes",
-                               "Heap bytes allocated (inuse) and free but kept by malloc (free)",
+                               "Heap bytes allocated (inuse) and free but kept by malloc (free), read at most every 5 s",
                                (const char *[]){"state", "free", NULL}, &h->heap_free, err, errlen)))
         return rc;
     for (int i = 0; i < INF_COUNT; i++) {

@@ -156,38 +156,56 @@ void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const ch
         m->pods.confirm_inflight = 1; /* until hook_pod_confirmed */
 }
 
-/* The state the object has as far as we know: what the API server last
- * accepted from us, else (no write yet, e.g. after a restart) the cached
- * GPUJob's status.state; NULL when unknown. */
-static const char *known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key)
+#define CTL_LANE_INVALID "/Invalid"
+
+void ctl_status_lane_state(const char *state, const char *wait_reason, char *out, size_t len)
+{
+    int invalid = state && wait_reason && !strcmp(wait_reason, "Invalid");
+    snprintf(out, len, "%s%s", state ? state : "", invalid ? CTL_LANE_INVALID : "");
+}
+
+/* The lane state (ctl_status_lane_state) the object has as far as we know: what the API
+ * server last accepted from us, else (no write yet, e.g. after a restart)
+ * the cached GPUJob's status; 0 when unknown. */
+static int known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key, char *out, size_t len)
 {
     char ns[API_NS_MAX], name[API_NAME_MAX];
     const char *slash = strchr(memo_key, '/');
-    if (m->status.status_state[0])
-        return m->status.status_state;
+    if (m->status.status_state[0]) {
+        gq_strlcpy(out, m->status.status_state, len);
+        return 1;
+    }
     if (!slash || (size_t)(slash - memo_key) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name))
-        return NULL;
+        return 0;
     memcpy(ns, memo_key, (size_t)(slash - memo_key));
     ns[slash - memo_key] = 0;
     gq_strlcpy(name, slash + 1, sizeof(name));
-    return ctl_obj_str(kube_informer_get(c->inf[INF_JOBS], ns, name), "status", "state");
+    const cJSON *obj = kube_informer_get(c->inf[INF_JOBS], ns, name);
+    const char *state = ctl_obj_str(obj, "status", "state");
+    if (!state)
+        return 0;
+    ctl_status_lane_state(state, ctl_obj_str(obj, "status", "waitReason"), out, len);
+    return 1;
 }
 
-/* A patch changes the state when the object (or our last write) shows
+/* A patch changes the lane state when the object (or our last write) shows
  * another one. */
 static int is_transition(struct gq_ctl *c, const struct ctl_memo *m, const char *memo_key, const char *state)
 {
-    const char *known = known_state(c, m, memo_key);
-    return !known || strcmp(known, state) != 0;
+    char known[sizeof(m->status.status_state)];
+    return !known_state(c, m, memo_key, known, sizeof(known)) || strcmp(known, state) != 0;
 }
 
-int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state)
+int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *path, const char *state,
+                            int invalid)
 {
     /* the lane first: it is full rarely, and asking costs no lookup of the job */
     if (!ctl_act_status_would_refuse(&c->act, path, 0))
         return 0;
     const struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 0);
-    return m && !is_transition(c, m, memo_key, state);
+    char ls[sizeof(m->status.status_state)];
+    ctl_status_lane_state(state, invalid ? "Invalid" : NULL, ls, sizeof(ls));
+    return m && !is_transition(c, m, memo_key, ls);
 }
 
 int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
@@ -208,9 +226,11 @@ int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, c
     }
     char state[32] = "";
     int transition = 0;
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
+    const cJSON *sts = cJSON_GetObjectItemCaseSensitive(patch, "status");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(sts, "state");
+    const cJSON *wr = cJSON_GetObjectItemCaseSensitive(sts, "waitReason");
     if (cJSON_IsString(st) && st->valuestring) {
-        gq_strlcpy(state, st->valuestring, sizeof(state));
+        ctl_status_lane_state(st->valuestring, cJSON_IsString(wr) ? wr->valuestring : NULL, state, sizeof(state));
         transition = is_transition(c, m, memo_key, state);
     }
     uint64_t gen = m->status.status_gen + 1;

@@ -71,6 +71,10 @@ struct cy_quota {
     int64_t lendable;
     int64_t used;
     const char *name;
+    /* the last quota wait message of this entry (cy_wait_msg) and the
+     * facts it says: result-owned, reset with the entry each cycle */
+    const char *wmsg, *wmsg_nodes;
+    int64_t wmsg_used, wmsg_need, wmsg_may, wmsg_claimed;
 };
 
 struct cy_group {

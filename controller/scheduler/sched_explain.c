@@ -138,55 +138,73 @@ static int explain_nodes(struct cy *cy, const struct place_ctx *pc, struct gq_bu
     return b->p ? 0 : GQ_ENOMEM;
 }
 
-static void explain_quota(struct cy *cy, int jx, struct gq_buf *b)
+/* What explain_quota says, as numbers: the same facts give the same words. */
+struct quota_facts {
+    int e;                /* quota entry, -1: none for tname */
+    const char *tname;    /* the first acceptable type, NULL: any */
+    int64_t need, may, claimed;
+};
+
+static void quota_facts(const struct cy *cy, int jx, struct quota_facts *f)
 {
     const struct cy_job *cj = &cy->j[jx];
     const struct cy_team *t = &cy->t[cj->team];
     const struct sched_job *jb = &cy->s->jobs[jx];
-    int64_t need = cy_req_milli(&cj->r) * cj->want;
+    memset(f, 0, sizeof(*f));
+    f->need = cy_req_milli(&cj->r) * cj->want;
     /* describe the first acceptable type (or "*") */
-    const char *tname = jb->req.ntypes > 0 && jb->req.types[0] ? jb->req.types[0] : NULL;
-    int ty = tname ? sc_strtab_get(&cy->ctx->types, tname, 0) : -1;
+    f->tname = jb->req.ntypes > 0 && jb->req.types[0] ? jb->req.types[0] : NULL;
+    int ty = f->tname ? sc_strtab_get(&cy->ctx->types, f->tname, 0) : -1;
     int e = -1;
-    if (tname)
+    if (f->tname)
         e = ty >= 0 ? cy_quota_entry(cy, cj->team, ty) : -1;
-    if (e < 0 && (!tname || ty >= 0)) {
+    if (e < 0 && (!f->tname || ty >= 0)) {
         for (int x = t->q0; x < t->q0 + t->nq; x++)
             if (cy->q[x].type == -2) {
                 e = x;
                 break;
             }
     }
-    if (e < 0) {
-        gq_buf_printf(b, "team %s has no quota for %s", t->name, tname ? tname : "GPUs");
+    f->e = e;
+    if (e < 0)
+        return;
+    const struct cy_quota *q = &cy->q[e];
+    const struct cy_group *g = &cy->g[q->group];
+    int64_t room = g->lendable_sum - g->over_sum;
+    int64_t own_unused = GQ_MAX(0, q->nominal - GQ_MAX(q->used, cy_guaranteed(q)));
+    if (q->borrow != 0 && room - own_unused > 0) {
+        f->may = room - own_unused;
+        if (q->borrow >= 0)
+            f->may = GQ_MIN(f->may, q->borrow - GQ_MAX(0, q->used - q->nominal));
+    }
+    f->claimed = g->claimed;
+}
+
+static void explain_quota(const struct cy *cy, int jx, const struct quota_facts *f, struct gq_buf *b)
+{
+    const struct cy_team *t = &cy->t[cy->j[jx].team];
+    if (f->e < 0) {
+        gq_buf_printf(b, "team %s has no quota for %s", t->name, f->tname ? f->tname : "GPUs");
         return;
     }
-    const struct cy_quota *q = &cy->q[e];
+    const struct cy_quota *q = &cy->q[f->e];
     gq_buf_printf(b, "team %s quota ", t->name);
     fmt_gpus(b, q->used);
     gq_buf_puts(b, "/");
     fmt_gpus(b, q->nominal);
     gq_buf_printf(b, " %s used", q->type == -2 ? "GPUs" : q->name);
-    const struct cy_group *g = &cy->g[q->group];
-    int64_t room = g->lendable_sum - g->over_sum;
-    int64_t own_unused = GQ_MAX(0, q->nominal - GQ_MAX(q->used, cy_guaranteed(q)));
-    if (q->borrow != 0 && room - own_unused > 0) {
-        int64_t may = room - own_unused;
-        if (q->borrow >= 0)
-            may = GQ_MIN(may, q->borrow - GQ_MAX(0, q->used - q->nominal));
-        if (may > 0) {
-            gq_buf_puts(b, " (may borrow ");
-            fmt_gpus(b, may);
-            gq_buf_puts(b, ")");
-        }
+    if (f->may > 0) {
+        gq_buf_puts(b, " (may borrow ");
+        fmt_gpus(b, f->may);
+        gq_buf_puts(b, ")");
     }
-    if (g->claimed > 0) {
+    if (f->claimed > 0) {
         gq_buf_puts(b, ", ");
-        fmt_gpus(b, g->claimed);
+        fmt_gpus(b, f->claimed);
         gq_buf_puts(b, " claimed by jobs waiting for preempted jobs");
     }
     gq_buf_puts(b, ", needs ");
-    fmt_gpus(b, need);
+    fmt_gpus(b, f->need);
 }
 
 const char *cy_key_message(struct cy *cy, struct place_ctx *pc)
@@ -234,6 +252,19 @@ int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked
         cy->j[jx].msg = nodes_part; /* shared per shape key, result-owned */
         return 0;
     }
+    struct quota_facts f;
+    struct cy_quota *q = NULL;
+    if (quota_blocked) {
+        quota_facts(cy, jx, &f);
+        /* the jobs of a Team a full quota holds back read alike: the words
+         * of the last one of its entry serve the next with the same facts */
+        q = !extra && until <= 0 && !held && f.e >= 0 ? &cy->q[f.e] : NULL;
+        if (q && q->wmsg && q->wmsg_nodes == nodes_part && q->wmsg_used == q->used &&
+            q->wmsg_need == f.need && q->wmsg_may == f.may && q->wmsg_claimed == f.claimed) {
+            cy->j[jx].msg = q->wmsg;
+            return 0;
+        }
+    }
     struct gq_buf b;
     gq_buf_init(&b, SCHED_MSG_MAX);
     if (extra)
@@ -242,7 +273,7 @@ int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked
         gq_buf_puts(&b, nodes_part);
     if (quota_blocked) {
         gq_buf_puts(&b, b.len ? "; " : "");
-        explain_quota(cy, jx, &b);
+        explain_quota(cy, jx, &f, &b);
     }
     if (until > 0) {
         gq_buf_printf(&b, "%sthe jobs it would preempt are protected by the minimum runtime (%llds) until ",
@@ -261,6 +292,14 @@ int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked
     if (!m)
         return GQ_ENOMEM;
     cy->j[jx].msg = m;
+    if (q) {
+        q->wmsg = m;
+        q->wmsg_nodes = nodes_part;
+        q->wmsg_used = q->used;
+        q->wmsg_need = f.need;
+        q->wmsg_may = f.may;
+        q->wmsg_claimed = f.claimed;
+    }
     return 0;
 }
 
