@@ -609,12 +609,15 @@ void kube_prune_node(cJSON *obj);
  * in flight. Writes that carry a whole state (a status) coalesce safely; a
  * request whose effect depends on its predecessor must not use a key.
  *
- * The low lane holds at most max_queued_low waiting requests. A new keyed
- * one (a status) that would go beyond finds the lane full and is refused at
- * once (GQ_EBUSY, no callback, counted as refused): the owner writes it
- * later, and the writes already waiting keep their place (dropping them
- * instead would have every full-queue pass rewrite and drop thousands). One
- * that replaces a waiting write of its key is always taken. An unkeyed one
+ * The low lane holds at most max_queued_low waiting requests, and at most a
+ * quarter of that (at least one) keyed ones of one namespace (read from the
+ * key, a path by convention: ".../namespaces/NS/..."), so one namespace's
+ * flood of cosmetic writes never fills the lane for the others. A new keyed
+ * one (a status) that would go beyond either finds the lane full and is
+ * refused at once (GQ_EBUSY, no callback, counted as refused): the owner
+ * writes it later, and the writes already waiting keep their place (dropping
+ * them instead would have every full-queue pass rewrite and drop thousands).
+ * One that replaces a waiting write of its key is always taken. An unkeyed one
  * (an Event) beyond that drops the oldest (KUBE_NOT_SENT_DROPPED, counted);
  * the owner learns it from the callback.
  *
@@ -648,8 +651,9 @@ int kube_request_ex(struct kube_client *c, const struct kube_req_opts *ro, const
                     kube_response_cb cb, void *userdata, struct kube_req **out);
 
 /* 1 when a request of this priority and coalesce key would be refused now
- * (GQ_EBUSY: the low lane is full and no waiting write of the key would be
- * replaced), so the owner need not build it yet; else 0. */
+ * (GQ_EBUSY: the low lane is full, or holds its namespace's share, and no
+ * waiting write of the key would be replaced), so the owner need not build
+ * it yet; else 0. */
 int kube_client_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *key);
 
 /* Within a lane, requests wait in rank order: a request joins behind every

@@ -77,6 +77,7 @@ struct kube_req {
     int held;       /* pending behind its key's active request (in no lane) */
     int not_sent;   /* KUBE_NOT_SENT_*: ends from the kick timer, never sent */
     struct kube_ckey *ck; /* its coalesce key (NULL = none) */
+    struct kube_nsq *nsq; /* its namespace's count while it waits in the low lane */
     struct kube_req *qnext, *qprev;
     struct kube_req *nsnext, *nsprev; /* on the not-sent list (not_sent set) */
     /* on one of the kick timer's lists (c->todo, c->failed), or NULL */
@@ -101,6 +102,16 @@ struct kube_ckey {
     struct kube_req *active;
     struct kube_req *pending;
 };
+
+/* Keyed requests of one namespace in the low lane: n waiting, refs made
+ * (freed when no request refers to it). */
+#define KUBE_NS_MAX 64 /* a DNS label (63) and its NUL */
+struct kube_nsq {
+    char ns[KUBE_NS_MAX];
+    size_t n, refs;
+    struct kube_nsq *next; /* hash chain */
+};
+#define KUBE_NSQ_BUCKETS 256
 
 struct kube_lane {
     struct kube_req *head, *tail; /* FIFO of requests waiting for a slot */
@@ -140,6 +151,7 @@ struct kube_client {
     struct kube_lane lanes[KUBE_NPRIO]; /* KUBE_PRIO_EXEMPT's stays empty */
     struct kube_ckey **ckeys; /* coalesce keys in use (hash table) */
     size_t nckeys, nbckeys;
+    struct kube_nsq **nsqs;   /* KUBE_NSQ_BUCKETS chains, made on first use */
     struct kube_req *nshead, *nstail; /* to complete as not sent (kick timer), in order */
     /* what the kick timer has to do, so it never walks every request (most
      * wait in the lanes): requests given a slot or cancelled inside curl's
@@ -315,6 +327,71 @@ static void ckey_release(struct kube_client *c, struct kube_ckey *k)
     free(k);
 }
 
+/* The namespace a request path names ("/api/v1/namespaces/NS/...",
+ * "/apis/G/V/namespaces/NS/..."), into out; 0 when none (or too long). */
+static int path_ns(const char *path, char *out, size_t len)
+{
+    static const char seg[] = "/namespaces/";
+    const char *p = path ? strstr(path, seg) : NULL;
+    if (!p)
+        return 0;
+    p += sizeof(seg) - 1;
+    size_t n = strcspn(p, "/?");
+    if (!n || n >= len)
+        return 0;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return 1;
+}
+
+static struct kube_nsq *nsq_find(const struct kube_client *c, const char *ns)
+{
+    if (!c->nsqs)
+        return NULL;
+    for (struct kube_nsq *q = c->nsqs[gq_hash_str(ns) % KUBE_NSQ_BUCKETS]; q; q = q->next)
+        if (!strcmp(q->ns, ns))
+            return q;
+    return NULL;
+}
+
+/* ns's entry with one more reference (made on first use); NULL without memory. */
+static struct kube_nsq *nsq_ref(struct kube_client *c, const char *ns)
+{
+    struct kube_nsq *q = nsq_find(c, ns);
+    if (!q) {
+        if (!c->nsqs && !(c->nsqs = calloc(KUBE_NSQ_BUCKETS, sizeof(*c->nsqs))))
+            return NULL;
+        if (!(q = calloc(1, sizeof(*q))))
+            return NULL;
+        gq_strlcpy(q->ns, ns, sizeof(q->ns));
+        size_t h = gq_hash_str(ns) % KUBE_NSQ_BUCKETS;
+        q->next = c->nsqs[h];
+        c->nsqs[h] = q;
+    }
+    q->refs++;
+    return q;
+}
+
+static void nsq_unref(struct kube_client *c, struct kube_nsq *q)
+{
+    if (!q || --q->refs)
+        return;
+    struct kube_nsq **pp = &c->nsqs[gq_hash_str(q->ns) % KUBE_NSQ_BUCKETS];
+    while (*pp && *pp != q)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = q->next;
+    free(q);
+}
+
+/* The most keyed writes of one namespace that may wait in the low lane: a
+ * quarter of it (at least one), so one namespace's flood of cosmetic writes
+ * leaves room for every other's. */
+static size_t nsq_share(const struct kube_client *c)
+{
+    return c->opts.max_queued_low / 4 ? c->opts.max_queued_low / 4 : 1;
+}
+
 /* The last request of r's lane, at or before `after` (NULL: none, r goes
  * first), that r does not outrank: where r goes. */
 static struct kube_req *rank_place(const struct kube_req *r, struct kube_req *after)
@@ -340,6 +417,8 @@ static void lane_link(struct kube_client *c, struct kube_req *r, struct kube_req
         l->head = r;
     l->n++;
     r->queued = 1;
+    if (r->nsq && r->prio == KUBE_PRIO_LOW)
+        r->nsq->n++;
 }
 
 /* A new request joins its lane behind every waiting one of its rank or
@@ -367,6 +446,8 @@ static void lane_remove(struct kube_client *c, struct kube_req *r)
     r->qprev = r->qnext = NULL;
     r->queued = 0;
     l->n--;
+    if (r->nsq && r->prio == KUBE_PRIO_LOW)
+        r->nsq->n--;
 }
 
 /* Take r out of every queue and key; it ends, not sent, from the kick timer. */
@@ -615,6 +696,7 @@ static void req_destroy(struct kube_req *r)
     if (!r)
         return;
     easy_release(r->c, r->easy); /* reset first: it no longer points at errbuf */
+    nsq_unref(r->c, r->nsq);
     curl_slist_free_all(r->headers);
     free(r->errbuf);
     free(r->body);
@@ -946,6 +1028,14 @@ void kube_client_free(struct kube_client *c)
         }
     }
     free(c->ckeys);
+    if (c->nsqs) {
+        for (size_t i = 0; i < KUBE_NSQ_BUCKETS; i++) /* none left once every request is freed */
+            for (struct kube_nsq *q = c->nsqs[i], *qn; q; q = qn) {
+                qn = q->next;
+                free(q);
+            }
+        free(c->nsqs);
+    }
     while (c->nidle)
         curl_easy_cleanup(c->idle[--c->nidle]);
     ev_timer_stop(c->loop, &c->kick);
@@ -1207,6 +1297,13 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     r->stream = stream;
     r->prio = stream ? KUBE_PRIO_EXEMPT : prio;
     r->rank = c->rank;
+    if (key && prio == KUBE_PRIO_LOW) {
+        char ns[KUBE_NS_MAX];
+        if (path_ns(key, ns, sizeof(ns)) && !(r->nsq = nsq_ref(c, ns))) {
+            free(r);
+            return GQ_ENOMEM;
+        }
+    }
     r->retry_after = -1;
     gq_strlcpy(r->method, method, sizeof r->method);
     gq_buf_init(&r->resp, stream ? (size_t)1 << 20 : c->opts.max_body);
@@ -1309,10 +1406,18 @@ void kube_req_cancel(struct kube_req *r)
 
 int kube_client_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *key)
 {
-    /* a full low lane: a keyed write waits with its owner, not here (unless
-     * it replaces its key's waiting write) */
-    if (prio != KUBE_PRIO_LOW || !key || !*key || c->lanes[KUBE_PRIO_LOW].n < c->opts.max_queued_low)
+    /* a full low lane, or its namespace's share of it taken: a keyed write
+     * waits with its owner, not here (unless it replaces its key's waiting
+     * write) */
+    if (prio != KUBE_PRIO_LOW || !key || !*key)
         return 0;
+    int full = c->lanes[KUBE_PRIO_LOW].n >= c->opts.max_queued_low;
+    if (!full) {
+        char ns[KUBE_NS_MAX];
+        const struct kube_nsq *q = path_ns(key, ns, sizeof(ns)) ? nsq_find(c, ns) : NULL;
+        if (!q || q->n < nsq_share(c))
+            return 0;
+    }
     struct kube_ckey *k = ckey_find(c, key);
     return !k || !k->pending;
 }

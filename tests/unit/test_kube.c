@@ -2516,10 +2516,11 @@ static void test_lanes_low_bounded(void **st)
     server_start(&srv, lane_steps, 320);
     c = lane_client(loop, &srv, 8, 1, 5);
     /* keyed (status) writes: one in flight, five wait, the rest are refused
-     * at once (the caller writes them later) and the waiting ones keep their place */
+     * at once (the caller writes them later) and the waiting ones keep their
+     * place (a namespace each: a namespace's share of 5 is 1, test_lanes_low_ns_share) */
     for (int i = 0; i < 12; i++) {
         cJSON *p = status_patch(i);
-        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b%d", i);
+        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/n%d/gpujobs/b%d", i, i);
         /* asked first, the client says what the write will meet */
         assert_int_equal(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path), i > 5);
         assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &r[i]), i <= 5 ? 0 : GQ_EBUSY);
@@ -2527,7 +2528,7 @@ static void test_lanes_low_bounded(void **st)
     }
     /* full: only a low write that replaces a waiting one of its key is taken;
      * other lanes never refuse */
-    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b3"));
+    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/n3/gpujobs/b3"));
     assert_true(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/zz"));
     assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_NORMAL, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/zz"));
     assert_false(kube_client_would_refuse(c, KUBE_PRIO_LOW, NULL)); /* unkeyed: the oldest makes room */
@@ -2535,7 +2536,7 @@ static void test_lanes_low_bounded(void **st)
     /* a newer write of a waiting one's object is still taken: it replaces it */
     {
         cJSON *p = status_patch(33);
-        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b3",
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/n3/gpujobs/b3",
                                              p, lane_cb, &r[6]),
                          0);
         cJSON_Delete(p);
@@ -2562,7 +2563,7 @@ static void test_lanes_low_bounded(void **st)
     }
     for (int i = 7; i < 12; i++)
         assert_false(r[i].done); /* refused: no callback */
-    server_scan(&srv, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/b", &s);
+    server_scan(&srv, "/gpujobs/b", &s);
     assert_int_equal(s.n, 6);
     server_scan(&srv, "gpujobs/b3/status|", &s);
     assert_int_equal(s.n, 1);
@@ -2584,6 +2585,74 @@ static void test_lanes_low_bounded(void **st)
     kube_client_get_stats(c, &ks);
     assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 3);
     assert_int_equal(ks.started[KUBE_PRIO_LOW], 7);
+    assert_int_equal(kube_client_pending(c), 0);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
+/* One namespace holds at most a quarter of the low lane's waiting keyed
+ * writes: a flood of cosmetic statuses from one namespace is refused beyond
+ * its share while the lane keeps room for other namespaces; a write that
+ * replaces a waiting one of its key is still taken; unkeyed writes and other
+ * lanes are not counted; the share comes back as the namespace's writes go. */
+static void test_lanes_low_ns_share(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    struct lane_res a[8], b[3];
+    struct lane_wait wa = {a, 5}, wb = {b, 3};
+    char path[128];
+    (void)st;
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    lane_steps_init(50);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 8, 1, 16); /* a namespace's share: 4 */
+    /* namespace "flood": one goes in flight, four wait, the rest are refused */
+    for (int i = 0; i < 8; i++) {
+        cJSON *p = status_patch(i);
+        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/flood/gpujobs/f%d", i);
+        assert_int_equal(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path), i > 4);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &a[i]), i <= 4 ? 0 : GQ_EBUSY);
+        cJSON_Delete(p);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.queued[KUBE_PRIO_LOW], 4); /* 4 of 16: the lane is not full */
+    assert_int_equal(ks.refused, 3);
+    /* its own waiting write is replaced, not refused; an unkeyed write and the
+     * normal lane are not its share's */
+    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/flood/gpujobs/f2"));
+    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_NORMAL, "/apis/gangq.io/v1alpha1/namespaces/flood/gpujobs/f9"));
+    assert_false(kube_client_would_refuse(c, KUBE_PRIO_LOW, NULL));
+    /* another namespace still gets in */
+    for (int i = 0; i < 3; i++) {
+        cJSON *p = status_patch(100 + i);
+        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/calm/gpujobs/c%d", i);
+        assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path));
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &b[i]), 0);
+        cJSON_Delete(p);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.queued[KUBE_PRIO_LOW], 7);
+    assert_int_equal(ks.refused, 3);
+    /* everything taken is sent; then the flood's share is free again */
+    run_until(loop, NULL, lane_all_done, &wa, 10);
+    run_until(loop, NULL, lane_all_done, &wb, 10);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(a[i].rc, 0);
+    for (int i = 5; i < 8; i++)
+        assert_false(a[i].done); /* refused: no callback */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(b[i].rc, 0);
+    assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, "/apis/gangq.io/v1alpha1/namespaces/flood/gpujobs/f7"));
+    struct seen s;
+    server_scan(&srv, "/namespaces/flood/gpujobs/f", &s);
+    assert_int_equal(s.n, 5);
+    server_scan(&srv, "/namespaces/calm/gpujobs/c", &s);
+    assert_int_equal(s.n, 3);
     assert_int_equal(kube_client_pending(c), 0);
     kube_client_free(c);
     server_stop(&srv);
@@ -2725,6 +2794,7 @@ int main(void)
         cmocka_unit_test(test_lanes_ranked),
         cmocka_unit_test(test_lanes_coalesce),
         cmocka_unit_test(test_lanes_low_bounded),
+        cmocka_unit_test(test_lanes_low_ns_share),
         cmocka_unit_test(test_lanes_critical_not_starved),
     };
     int rc;
