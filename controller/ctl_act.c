@@ -88,9 +88,10 @@ static int act_rank(struct ctl_act *a, int rank)
 }
 /* Ranks: deletes free capacity, so they go first; pod creates by their job's
  * priority (int32); within the normal lane a finished state passes the
- * others. */
+ * others and a report of an invalid spec lets them pass. */
 #define ACT_RANK_DELETE INT_MAX
 #define ACT_RANK_FINISHED 1
+#define ACT_RANK_INVALID (-1)
 
 /* ------------------------------------------------------------ intents */
 
@@ -1255,7 +1256,9 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
      * keep that gang's quota held with no pod running. */
     enum kube_prio prio = status_lane(transition);
     int fin = transition && (!strcmp(s->state, "Succeeded") || !strcmp(s->state, "Failed"));
-    int was = act_rank(a, fin ? ACT_RANK_FINISHED : 0);
+    size_t sl = strlen(s->state), il = strlen(CTL_ACT_STATE_INVALID);
+    int invalid = sl > il && !strcmp(s->state + sl - il, CTL_ACT_STATE_INVALID);
+    int was = act_rank(a, fin ? ACT_RANK_FINISHED : invalid ? ACT_RANK_INVALID : 0);
     rc = a->kube->patch_status(a->kube_ctx, prio, path, patch, status_cb, s);
     (void)act_rank(a, was);
     if (rc) {

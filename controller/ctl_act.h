@@ -186,10 +186,17 @@ void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const c
 /* Ask the API server for a pod absent from the cache (GET); the answer goes
  * to pod_confirmed. 0 when sent, else an error (no hook call). */
 int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);
+/* The suffix of a lane state that reports an invalid spec ("Queued/Invalid",
+ * "Failed/Invalid"; ctl_status_lane_state in ctl_wire.c). */
+#define CTL_ACT_STATE_INVALID "/Invalid"
+
 /* Patch a status subresource: a transition in the normal lane (to Succeeded
  * or Failed ranked ahead of the others), any other patch in the low one
  * (coalesced by path). state: the caller's lane state, status.state or
- * more (at most 31 bytes kept; "" none);
+ * more (at most 31 bytes kept; "" none): one that ends in
+ * CTL_ACT_STATE_INVALID reports an invalid spec and is ranked after the
+ * other state changes, so a tenant's flood of invalid jobs never delays
+ * other jobs' transitions;
  * gen: the caller's number, echoed in status_end. A 409 of a known object
  * asks the API server for it again (GET, then mark_dirty). 0 when queued,
  * else an error (no hook call). */

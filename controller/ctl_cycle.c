@@ -1386,8 +1386,10 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
      * wrote since start) and what the cached object shows (else the watch
      * event of our write would wake the job) */
     const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
+    size_t al = strlen(acc);
+    const char *ls = m->status.status_state; /* a lane state: "Failed/Invalid" is Failed */
     if (!m->status.last_status || !m->status.status_sig || m->status.status_inflight ||
-        m->status.settle_due_ms || (m->status.status_state[0] && strcmp(m->status.status_state, acc)))
+        m->status.settle_due_ms || (ls[0] && (strncmp(ls, acc, al) || (ls[al] && ls[al] != '/'))))
         return;
     /* last, as the dearest: the cached object's state (a member lookup) */
     const char *cached = ctl_obj_str(j->obj, "status", "state");
@@ -2162,6 +2164,14 @@ static void wait_conditions(struct api_gpujob_status *out, const struct api_gpuj
                        sizeof(c->last_transition_time));
 }
 
+/* The job's status reports an invalid spec (ctl_status_lane_state): it waits
+ * on one, or failed for one; not a job that holds GPUs or finished whatever
+ * its Team or spec became since. */
+static int reports_invalid(const struct cj *j)
+{
+    return j->invalid_reason && (j->failed_invalid || (!holds(j->state) && !finished(j->state)));
+}
+
 static void job_status(struct rc_ctx *r, struct cj *j)
 {
     if (!j->decoded || !j->row)
@@ -2216,8 +2226,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
     /* a status that changes no state goes in the low lane; while that is
      * full it would be refused: not built now, offered again later as a
      * refused one is (building it is most of a waiting job's report cost) */
-    if (ctl_status_would_refuse(r->c, j->key, path, store_state_name(j->state),
-                                j->invalid_reason && !j->failed_invalid)) {
+    if (ctl_status_would_refuse(r->c, j->key, path, store_state_name(j->state), reports_invalid(j))) {
         r->c->m.status_deferred++;
         return;
     }
@@ -2256,7 +2265,7 @@ static void job_status(struct rc_ctx *r, struct cj *j)
         cJSON_Delete(cur);
     }
     const char *before = j->memo->status.last_status;
-    int taken = !ctl_status_write(r->c, j->key, path, patch);
+    int taken = !ctl_status_write(r->c, j->key, path, patch, reports_invalid(j));
     if (j->memo->status.last_status != before)
         j->memo->status.status_sent_ms = r->now; /* a patch went out (or waits in line) */
     cJSON_Delete(patch);
@@ -2326,7 +2335,7 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
     sig = sig ? sig : 1;
     if (!r->pub_epoch && m->status.last_status && m->status.status_sig == sig)
         return;
-    if (ctl_status_write(r->c, key, path, patch))
+    if (ctl_status_write(r->c, key, path, patch, 0))
         return; /* not taken: offered again by the next computation */
     m->status.status_sig = sig;
 }

@@ -156,12 +156,10 @@ void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const ch
         m->pods.confirm_inflight = 1; /* until hook_pod_confirmed */
 }
 
-#define CTL_LANE_INVALID "/Invalid"
-
 void ctl_status_lane_state(const char *state, const char *wait_reason, char *out, size_t len)
 {
     int invalid = state && wait_reason && !strcmp(wait_reason, "Invalid");
-    snprintf(out, len, "%s%s", state ? state : "", invalid ? CTL_LANE_INVALID : "");
+    snprintf(out, len, "%s%s", state ? state : "", invalid ? CTL_ACT_STATE_INVALID : "");
 }
 
 /* The lane state (ctl_status_lane_state) the object has as far as we know: what the API
@@ -208,7 +206,7 @@ int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *
     return m && !is_transition(c, m, memo_key, ls);
 }
 
-int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch)
+int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch, int invalid)
 {
     struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 1);
     if (!m)
@@ -226,11 +224,9 @@ int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, c
     }
     char state[32] = "";
     int transition = 0;
-    const cJSON *sts = cJSON_GetObjectItemCaseSensitive(patch, "status");
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(sts, "state");
-    const cJSON *wr = cJSON_GetObjectItemCaseSensitive(sts, "waitReason");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
     if (cJSON_IsString(st) && st->valuestring) {
-        ctl_status_lane_state(st->valuestring, cJSON_IsString(wr) ? wr->valuestring : NULL, state, sizeof(state));
+        ctl_status_lane_state(st->valuestring, invalid ? "Invalid" : NULL, state, sizeof(state));
         transition = is_transition(c, m, memo_key, state);
     }
     uint64_t gen = m->status.status_gen + 1;

@@ -783,6 +783,30 @@ static void test_status_patch(void **state)
         f->m.n = 2;
         f->r.status_ends = 0;
     }
+    /* a report of an invalid spec (Queued, or Failed for its spec): normal,
+     * never refused, but ranked after the other state changes, so a flood of
+     * invalid jobs never delays other jobs' transitions */
+    {
+        cJSON *inv = cJSON_Parse("{\"status\":{\"state\":\"Queued\"}}");
+        assert_int_equal(ctl_act_patch_status(&f->a, "ml/bad", "/x/bad/status", inv, 1, "Queued" CTL_ACT_STATE_INVALID, 1), 0);
+        assert_int_equal(ctl_act_patch_status(&f->a, "ml/bad2", "/x/bad2/status", inv, 1, "Failed" CTL_ACT_STATE_INVALID, 1), 0);
+        cJSON_Delete(inv);
+        assert_int_equal(f->m.n, 4);
+        for (int k = 2; k < 4; k++) {
+            assert_int_equal(f->m.r[k].prio, KUBE_PRIO_NORMAL);
+            assert_int_equal(f->m.r[k].rank, -1);
+        }
+        assert_int_equal(f->m.rank, 0);
+        answer(&f->m, 2, GQ_OK, 200, "{}", NULL);
+        answer(&f->m, 3, GQ_OK, 200, "{}", NULL);
+        assert_string_equal(f->r.se.state, "Failed" CTL_ACT_STATE_INVALID); /* echoed for the memo */
+        for (int k = 2; k < 4; k++) {
+            cJSON_Delete(f->m.r[k].body);
+            f->m.r[k].body = NULL;
+        }
+        f->m.n = 2;
+        f->r.status_ends = 0;
+    }
 
     answer(&f->m, 0, GQ_ECONFLICT, 409, "{}", "conflict");
     assert_int_equal(f->r.status_ends, 1);
