@@ -1328,6 +1328,14 @@ static int finished(int state)
     return state == STORE_SUCCEEDED || state == STORE_FAILED;
 }
 
+/* The job's status reports an invalid spec (ctl_status_lane_state): it waits
+ * on one, or failed for one; not a job that holds GPUs or finished whatever
+ * its Team or spec became since. */
+static int reports_invalid(const struct cj *j)
+{
+    return j->invalid_reason && (j->failed_invalid || (!holds(j->state) && !finished(j->state)));
+}
+
 /* A job not dirty: what its last full examination found, and its current
  * store row and placement (the scheduling core sees every job). */
 static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
@@ -1386,10 +1394,10 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
      * wrote since start) and what the cached object shows (else the watch
      * event of our write would wake the job) */
     const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
-    size_t al = strlen(acc);
-    const char *ls = m->status.status_state; /* a lane state: "Failed/Invalid" is Failed */
+    char ls[sizeof(m->status.status_state)]; /* what it was written as: "Failed/Invalid" for its spec */
+    ctl_status_lane_state(acc, reports_invalid(j), ls, sizeof(ls));
     if (!m->status.last_status || !m->status.status_sig || m->status.status_inflight ||
-        m->status.settle_due_ms || (ls[0] && (strncmp(ls, acc, al) || (ls[al] && ls[al] != '/'))))
+        m->status.settle_due_ms || (m->status.status_state[0] && strcmp(m->status.status_state, ls)))
         return;
     /* last, as the dearest: the cached object's state (a member lookup) */
     const char *cached = ctl_obj_str(j->obj, "status", "state");
@@ -2162,14 +2170,6 @@ static void wait_conditions(struct api_gpujob_status *out, const struct api_gpuj
             prev->conditions[i].last_transition_time[0])
             gq_strlcpy(c->last_transition_time, prev->conditions[i].last_transition_time,
                        sizeof(c->last_transition_time));
-}
-
-/* The job's status reports an invalid spec (ctl_status_lane_state): it waits
- * on one, or failed for one; not a job that holds GPUs or finished whatever
- * its Team or spec became since. */
-static int reports_invalid(const struct cj *j)
-{
-    return j->invalid_reason && (j->failed_invalid || (!holds(j->state) && !finished(j->state)));
 }
 
 static void job_status(struct rc_ctx *r, struct cj *j)

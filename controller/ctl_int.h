@@ -479,14 +479,14 @@ void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const ch
 int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, cJSON *patch, int invalid);
 /* What a status says for the request lanes, into out (len bytes, always
  * terminated): its status.state, with CTL_ACT_STATE_INVALID ("/Invalid")
- * appended when it reports an invalid spec (wait_reason "Invalid"; the
- * object's waitReason, or the caller's flag for a job Failed for its spec).
+ * appended when it reports an invalid spec (invalid: the caller's flag, or
+ * for a cached object its waitReason Invalid).
  * A patch whose lane state differs from the object's is a transition (normal
  * lane, never refused). A job whose spec turns invalid stays Queued, yet the
  * user's error is a decision, not a cosmetic refresh: it never waits behind,
  * or is dropped from, a full low lane; it is ranked after other jobs' state
  * changes, so a flood of invalid jobs delays only its own kind. */
-void ctl_status_lane_state(const char *state, const char *wait_reason, char *out, size_t len);
+void ctl_status_lane_state(const char *state, int invalid, char *out, size_t len);
 /* 1 when ctl_status_write of a patch with this status.state (invalid: it
  * reports an invalid spec) would be refused now (a cosmetic write while the low
  * lane is full), so it need not be built; else 0. */

@@ -454,7 +454,7 @@ static void metrics_refresh(struct gq_ctl *c)
         gq_metrics_set(c->mh.jobs[s], (double)c->m.jobs_by_state[s]);
     gq_metrics_set(c->mh.jobs_dormant, (double)c->m.jobs_dormant);
     counter_to(c->mh.jobs_woken, (double)c->m.jobs_woken);
-    if (c->heap_at == 0 || ev_time() - c->heap_at >= CTL_HEAP_INTERVAL_S) {
+    if (ev_time() - c->heap_at >= CTL_HEAP_INTERVAL_S) { /* heap_at 0: the first scrape */
         /* main arena and the others: what RSS is made of. mallinfo2 merges
          * the fast bins and walks every free chunk, which costs more than the
          * rest of a scrape with a large heap: at most every few seconds */

@@ -156,10 +156,9 @@ void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const ch
         m->pods.confirm_inflight = 1; /* until hook_pod_confirmed */
 }
 
-void ctl_status_lane_state(const char *state, const char *wait_reason, char *out, size_t len)
+void ctl_status_lane_state(const char *state, int invalid, char *out, size_t len)
 {
-    int invalid = state && wait_reason && !strcmp(wait_reason, "Invalid");
-    snprintf(out, len, "%s%s", state ? state : "", invalid ? CTL_ACT_STATE_INVALID : "");
+    snprintf(out, len, "%s%s", state ? state : "", state && invalid ? CTL_ACT_STATE_INVALID : "");
 }
 
 /* The lane state (ctl_status_lane_state) the object has as far as we know: what the API
@@ -182,7 +181,8 @@ static int known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *m
     const char *state = ctl_obj_str(obj, "status", "state");
     if (!state)
         return 0;
-    ctl_status_lane_state(state, ctl_obj_str(obj, "status", "waitReason"), out, len);
+    const char *wr = ctl_obj_str(obj, "status", "waitReason");
+    ctl_status_lane_state(state, wr && !strcmp(wr, ctl_wait_class_name(CTL_WAIT_INVALID)), out, len);
     return 1;
 }
 
@@ -202,7 +202,7 @@ int ctl_status_would_refuse(struct gq_ctl *c, const char *memo_key, const char *
         return 0;
     const struct ctl_memo *m = ctl_memo_get(&c->memo, memo_key, 0);
     char ls[sizeof(m->status.status_state)];
-    ctl_status_lane_state(state, invalid ? "Invalid" : NULL, ls, sizeof(ls));
+    ctl_status_lane_state(state, invalid, ls, sizeof(ls));
     return m && !is_transition(c, m, memo_key, ls);
 }
 
@@ -226,7 +226,7 @@ int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, c
     int transition = 0;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
     if (cJSON_IsString(st) && st->valuestring) {
-        ctl_status_lane_state(st->valuestring, invalid ? "Invalid" : NULL, state, sizeof(state));
+        ctl_status_lane_state(st->valuestring, invalid, state, sizeof(state));
         transition = is_transition(c, m, memo_key, state);
     }
     uint64_t gen = m->status.status_gen + 1;

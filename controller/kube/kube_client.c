@@ -1028,14 +1028,7 @@ void kube_client_free(struct kube_client *c)
         }
     }
     free(c->ckeys);
-    if (c->nsqs) {
-        for (size_t i = 0; i < KUBE_NSQ_BUCKETS; i++) /* none left once every request is freed */
-            for (struct kube_nsq *q = c->nsqs[i], *qn; q; q = qn) {
-                qn = q->next;
-                free(q);
-            }
-        free(c->nsqs);
-    }
+    free(c->nsqs); /* empty: each request freed above released its entry */
     while (c->nidle)
         curl_easy_cleanup(c->idle[--c->nidle]);
     ev_timer_stop(c->loop, &c->kick);
@@ -1130,7 +1123,6 @@ static void maybe_reload_token(struct kube_client *c)
     c->cfg.token = text;
 }
 
-
 /* curl's OpenSSL connections release their TLS read buffer whenever it
  * empties (SSL_MODE_RELEASE_BUFFERS): an allocation and a free of about
  * 17 KB per read, and a malloc that large merges glibc's fast bins each time
@@ -1144,6 +1136,7 @@ static CURLcode ssl_ctx_cb(CURL *e, void *ssl_ctx, void *ud)
     SSL_CTX_clear_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
     return CURLE_OK;
 }
+
 static int setup_easy(struct kube_client *c, struct kube_req *r, const char *path,
                       const char *content_type)
 {
@@ -1411,8 +1404,10 @@ int kube_client_would_refuse(const struct kube_client *c, enum kube_prio prio, c
      * write) */
     if (prio != KUBE_PRIO_LOW || !key || !*key)
         return 0;
-    int full = c->lanes[KUBE_PRIO_LOW].n >= c->opts.max_queued_low;
-    if (!full) {
+    size_t n = c->lanes[KUBE_PRIO_LOW].n;
+    if (n < nsq_share(c))
+        return 0; /* no namespace can hold its share yet: no path to parse */
+    if (n < c->opts.max_queued_low) {
         char ns[KUBE_NS_MAX];
         const struct kube_nsq *q = path_ns(key, ns, sizeof(ns)) ? nsq_find(c, ns) : NULL;
         if (!q || q->n < nsq_share(c))

@@ -21,8 +21,8 @@
 static int transition(const char *known_state, const char *known_reason, const char *state, const char *reason)
 {
     char a[32], b[32];
-    ctl_status_lane_state(known_state, known_reason, a, sizeof(a));
-    ctl_status_lane_state(state, reason, b, sizeof(b));
+    ctl_status_lane_state(known_state, known_reason && !strcmp(known_reason, "Invalid"), a, sizeof(a));
+    ctl_status_lane_state(state, reason && !strcmp(reason, "Invalid"), b, sizeof(b));
     return strcmp(a, b) != 0;
 }
 
@@ -55,13 +55,13 @@ static void test_lane_state_bounded(void **st)
 {
     (void)st;
     char out[32];
-    ctl_status_lane_state("Preempted", "Invalid", out, sizeof(out));
+    ctl_status_lane_state("Preempted", 1, out, sizeof(out));
     assert_string_equal(out, "Preempted/Invalid"); /* the longest fits the memo's 32 bytes */
-    ctl_status_lane_state(NULL, "Invalid", out, sizeof(out));
+    ctl_status_lane_state(NULL, 1, out, sizeof(out));
     assert_string_equal(out, "");
     char small[8];
     memset(small, 'x', sizeof(small));
-    ctl_status_lane_state("Queued", "Invalid", small, sizeof(small));
+    ctl_status_lane_state("Queued", 1, small, sizeof(small));
     assert_int_equal(strlen(small), sizeof(small) - 1); /* cut, terminated */
     assert_memory_equal(small, "Queued/", 7);
 }

@@ -2280,6 +2280,17 @@ static cJSON *status_patch(int n)
     return p;
 }
 
+/* A low status patch {"status":{"n":n}} of path: kube_patch_status_would_refuse,
+ * asked first, must say `refused`; the patch is then refused (GQ_EBUSY, no
+ * callback) or taken (its callback into res). */
+static void low_patch(struct kube_client *c, const char *path, int n, int refused, struct lane_res *res)
+{
+    cJSON *p = status_patch(n);
+    assert_int_equal(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path), refused);
+    assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, res), refused ? GQ_EBUSY : 0);
+    cJSON_Delete(p);
+}
+
 /* 200 cosmetic status patches wait in the low lane; a pod create submitted
  * after them is sent at once, and finishes long before they do. */
 static void test_lanes_critical_first(void **st)
@@ -2519,12 +2530,8 @@ static void test_lanes_low_bounded(void **st)
      * at once (the caller writes them later) and the waiting ones keep their
      * place (a namespace each: a namespace's share of 5 is 1, test_lanes_low_ns_share) */
     for (int i = 0; i < 12; i++) {
-        cJSON *p = status_patch(i);
         snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/n%d/gpujobs/b%d", i, i);
-        /* asked first, the client says what the write will meet */
-        assert_int_equal(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path), i > 5);
-        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &r[i]), i <= 5 ? 0 : GQ_EBUSY);
-        cJSON_Delete(p);
+        low_patch(c, path, i, i > 5, &r[i]); /* asked first, the client says what the write will meet */
     }
     /* full: only a low write that replaces a waiting one of its key is taken;
      * other lanes never refuse */
@@ -2613,11 +2620,8 @@ static void test_lanes_low_ns_share(void **st)
     c = lane_client(loop, &srv, 8, 1, 16); /* a namespace's share: 4 */
     /* namespace "flood": one goes in flight, four wait, the rest are refused */
     for (int i = 0; i < 8; i++) {
-        cJSON *p = status_patch(i);
         snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/flood/gpujobs/f%d", i);
-        assert_int_equal(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path), i > 4);
-        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &a[i]), i <= 4 ? 0 : GQ_EBUSY);
-        cJSON_Delete(p);
+        low_patch(c, path, i, i > 4, &a[i]);
     }
     kube_client_get_stats(c, &ks);
     assert_int_equal(ks.queued[KUBE_PRIO_LOW], 4); /* 4 of 16: the lane is not full */
@@ -2629,11 +2633,8 @@ static void test_lanes_low_ns_share(void **st)
     assert_false(kube_client_would_refuse(c, KUBE_PRIO_LOW, NULL));
     /* another namespace still gets in */
     for (int i = 0; i < 3; i++) {
-        cJSON *p = status_patch(100 + i);
         snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/calm/gpujobs/c%d", i);
-        assert_false(kube_patch_status_would_refuse(c, KUBE_PRIO_LOW, path));
-        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_LOW, path, p, lane_cb, &b[i]), 0);
-        cJSON_Delete(p);
+        low_patch(c, path, 100 + i, 0, &b[i]);
     }
     kube_client_get_stats(c, &ks);
     assert_int_equal(ks.queued[KUBE_PRIO_LOW], 7);
