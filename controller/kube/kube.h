@@ -589,6 +589,26 @@ void kube_prune_common(cJSON *obj);
 void kube_prune_pod(cJSON *obj);
 void kube_prune_node(cJSON *obj);
 
+/*
+ * A cached object in one allocation: its nodes and value strings copied into a
+ * single block whose first node is the root, member names left as the interned
+ * pointers kube_intern_names set. A cJSON tree costs a malloc per node and per
+ * string (a 16-byte header and rounding each); a pruned pod of about 25 nodes
+ * is a third smaller packed. The root is marked cJSON_IsReference and
+ * cJSON_StringIsConst, so cJSON_Delete(root) frees the whole block with one
+ * free() and the tree stays a plain cJSON tree for every reader, print and
+ * cJSON_Duplicate (whose copy is an ordinary tree). A packed tree must not be
+ * changed below its root: no member added, deleted, detached or replaced (the
+ * root's own prev/next may be, as arrays and caches link it). Cached objects
+ * are read-only, which is what makes this safe.
+ * Takes obj; returns the packed copy (obj freed), or obj itself when it is
+ * not an object, a member name is not interned, it holds a reference, or
+ * memory is short. Never NULL for a non-NULL obj.
+ */
+cJSON *kube_pack(cJSON *obj);
+/* 1 if obj is a kube_pack block. */
+int kube_packed(const cJSON *obj);
+
 /* -------------------------------------------------------- request priorities */
 
 /*

@@ -285,7 +285,7 @@ static void skip_cb(const struct kube_skipped *s, void *ud)
     skipped(inf, s);
     skips_put(&inf->list_skips, s);
     if (old && inf->pages && (dup = cJSON_Duplicate(old, 1)) != NULL &&
-        !cJSON_AddItemToArray(inf->pages, dup))
+        !cJSON_AddItemToArray(inf->pages, dup = kube_pack(dup)))
         cJSON_Delete(dup);
 }
 
@@ -345,7 +345,7 @@ static void list_cb(const struct kube_response *resp, void *ud)
     {
         cJSON *it;
         while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL)
-            cJSON_AddItemToArray(inf->pages, it);
+            cJSON_AddItemToArray(inf->pages, kube_pack(it)); /* one block each */
     }
     v = cJSON_GetObjectItemCaseSensitive(md, "continue");
     if (cJSON_IsString(v) && v->valuestring[0]) {
@@ -449,6 +449,7 @@ static int apply_event(struct kube_informer *inf, struct kube_watch_event *ev)
         if (cJSON_IsString(nm))
             skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
     }
+    ev->object = kube_pack(ev->object); /* the cached copy in one block */
     rc = kube_cache_apply(inf->cache, ev->type, ev->object, relay, inf);
     ev->object = NULL; /* taken */
     return rc && rc != GQ_EINVAL ? rc : 0;

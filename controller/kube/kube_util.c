@@ -769,3 +769,79 @@ void kube_prune_node(cJSON *obj)
                                             "images");
     kube_intern_names(obj);
 }
+
+/* ---------------------------------------------------------------- pack */
+
+/* Nodes below o and the bytes of their value strings; -1 when a member name
+ * is not interned (it would live in the block, and a cJSON_Duplicate copy
+ * keeps a const name's pointer) or a node is a reference. */
+static int pack_measure(const cJSON *o, size_t *nodes, size_t *bytes)
+{
+    for (const cJSON *c = o->child; c; c = c->next) {
+        if ((c->string && !(c->type & cJSON_StringIsConst)) || (c->type & cJSON_IsReference))
+            return -1;
+        (*nodes)++;
+        if (c->valuestring)
+            *bytes += strlen(c->valuestring) + 1;
+        if (c->child && pack_measure(c, nodes, bytes))
+            return -1;
+    }
+    return 0;
+}
+
+/* Copy o's children below dst (already a copy of o) from the block's next
+ * free node and string byte. cJSON's lists: next ends at NULL, the first
+ * child's prev is the last child. */
+static void pack_copy(const cJSON *o, cJSON *dst, cJSON **node, char **str)
+{
+    cJSON *first = NULL, *prev = NULL;
+    for (const cJSON *c = o->child; c; c = c->next) {
+        cJSON *n = (*node)++;
+        *n = *c;
+        n->next = n->child = NULL;
+        n->prev = prev;
+        if (c->valuestring) {
+            size_t l = strlen(c->valuestring) + 1;
+            memcpy(*str, c->valuestring, l);
+            n->valuestring = *str;
+            *str += l;
+        }
+        if (prev)
+            prev->next = n;
+        else
+            first = n;
+        prev = n;
+        if (c->child)
+            pack_copy(c, n, node, str);
+    }
+    dst->child = first;
+    if (first)
+        first->prev = prev;
+}
+
+cJSON *kube_pack(cJSON *obj)
+{
+    size_t nodes = 1, bytes = 0;
+    if (!cJSON_IsObject(obj) || obj->string || kube_packed(obj) || pack_measure(obj, &nodes, &bytes))
+        return obj;
+    if (nodes > SIZE_MAX / sizeof(cJSON) / 2)
+        return obj;
+    cJSON *blk = malloc(nodes * sizeof(cJSON) + bytes);
+    if (!blk)
+        return obj;
+    cJSON *node = blk + 1;
+    char *str = (char *)(blk + nodes);
+    *blk = *obj;
+    blk->next = blk->prev = NULL;
+    pack_copy(obj, blk, &node, &str);
+    /* cJSON_Delete(blk) must free the block alone: not its children (a
+     * reference's are not freed) and not a name (a const one is not) */
+    blk->type |= cJSON_IsReference | cJSON_StringIsConst;
+    cJSON_Delete(obj);
+    return blk;
+}
+
+int kube_packed(const cJSON *obj)
+{
+    return obj && (obj->type & cJSON_IsReference) && (obj->type & cJSON_StringIsConst) && cJSON_IsObject(obj);
+}

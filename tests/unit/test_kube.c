@@ -2037,6 +2037,75 @@ static void test_informer_list_shrink(void **st)
     free(big);
 }
 
+/* Each object's list links: next ends at NULL, the first child's prev is the
+ * last child (cJSON appends through it); recursively. */
+static void assert_links(const cJSON *o)
+{
+    const cJSON *last = NULL;
+    for (const cJSON *c = o->child; c; c = c->next) {
+        if (last)
+            assert_ptr_equal(c->prev, last);
+        last = c;
+        assert_links(c);
+    }
+    if (o->child)
+        assert_ptr_equal(o->child->prev, last);
+}
+
+/* kube_pack: a pruned object in one block reads, prints and duplicates as the
+ * tree it was, frees with cJSON_Delete (ASan checks the one free), can be
+ * linked into and out of an array, and an object it cannot pack (a member
+ * name not interned, not an object) comes back as it was. */
+static void test_pack(void **st)
+{
+    static const char pod[] =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-1-0\",\"namespace\":\"ns\",\"uid\":\"u1\","
+        "\"labels\":{\"gangq.io/job\":\"j\",\"gangq.io/replica\":\"0\"},\"ownerReferences\":[{\"uid\":\"uj\"}]},"
+        "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"2\"},"
+        "\"limits\":{\"nvidia.com/gpu\":2}}},{\"name\":\"d\",\"resources\":{}}]},"
+        "\"status\":{\"phase\":\"Running\",\"ready\":true,\"n\":null,\"x\":[1,2.5,\"s\",[],{}]}}";
+    (void)st;
+    cJSON *p = cJSON_Parse(pod);
+    assert_non_null(p);
+    kube_intern_names(p); /* as every pruner does */
+    char *want = cJSON_PrintUnformatted(p);
+    cJSON *k = kube_pack(p); /* p is freed */
+    assert_true(kube_packed(k));
+    char *got = cJSON_PrintUnformatted(k);
+    assert_string_equal(got, want);
+    assert_links(k);
+    assert_string_equal(ctl_obj_label(k, CTL_LABEL_JOB), "j");
+    assert_string_equal(ctl_obj_str(k, "spec", "nodeName"), "n1");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(k, "spec"), "containers")), 2);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(k, "status"), "ready")));
+    assert_int_equal(kube_pack(k) == k, 1); /* packed already: as it is */
+    /* a copy is an ordinary tree that outlives the block */
+    cJSON *d = cJSON_Duplicate(k, 1);
+    assert_false(kube_packed(d));
+    cJSON *arr = cJSON_CreateArray(), *other = cJSON_CreateObject();
+    assert_non_null(arr);
+    cJSON_AddItemToArray(arr, other);
+    cJSON_AddItemToArray(arr, k); /* the root's own links may change */
+    assert_ptr_equal(cJSON_DetachItemFromArray(arr, 1), k);
+    cJSON_AddItemToArray(arr, k);
+    cJSON_Delete(arr); /* frees other, and the block as one */
+    char *dup = cJSON_PrintUnformatted(d);
+    assert_string_equal(dup, want);
+    free(dup);
+    cJSON_Delete(d);
+    free(got);
+    free(want);
+    /* a member name that is not interned: not packed */
+    cJSON *u = cJSON_Parse("{\"a\":{\"b\":\"c\"}}");
+    assert_ptr_equal(kube_pack(u), u);
+    assert_false(kube_packed(u));
+    cJSON_Delete(u);
+    cJSON *s = cJSON_CreateString("x");
+    assert_ptr_equal(kube_pack(s), s);
+    cJSON_Delete(s);
+    assert_null(kube_pack(NULL));
+}
+
 /* The pod pruner keeps every field the controller reads (same usage, phase,
  * labels, annotations, owner, node, deletion) and drops the rest. */
 static void test_prune_pod(void **st)
@@ -2790,6 +2859,7 @@ int main(void)
         cmocka_unit_test(test_informer_hostile),
         cmocka_unit_test(test_informer_list_shrink),
         cmocka_unit_test(test_prune_pod),
+        cmocka_unit_test(test_pack),
         cmocka_unit_test(test_intern_cap),
         cmocka_unit_test(test_lanes_critical_first),
         cmocka_unit_test(test_lanes_ranked),
