@@ -5,7 +5,7 @@
  * pods a Deployment or Job made and a kubelet runs: managedFields of both
  * managers, env, volumes, probes, tolerations, status conditions and
  * container statuses), feeds them through the informer's path —
- * kube_list_page_parse, then the pruner, then the cache — and prints what
+ * kube_list_page_parse, then the pruner and kube_pack, then the cache — and prints what
  * the cache costs: heap bytes per pod (mallinfo2, after malloc_trim) and the
  * process RSS. Each mode runs in its own child process so one mode's freed
  * memory does not flatter the other's RSS. Not a timed test.
@@ -156,8 +156,10 @@ static int run_mode(int npods, int page, int prune, int json)
             break;
         }
         while (!rc && (it = cJSON_DetachItemFromArray(items, 0)) != NULL) {
-            if (prune)
+            if (prune) {
                 kube_prune_pod(it);
+                it = kube_pack(it); /* as the informer caches it: one block */
+            }
             rc = kube_cache_apply(cache, KUBE_EV_ADDED, it, NULL, NULL);
         }
         cJSON_Delete(items);
