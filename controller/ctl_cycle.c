@@ -803,11 +803,14 @@ static int gather(struct rc_ctx *r)
     /* the last reconcile's job array (each entry is zeroed below): fresh, it
      * came from mmap, page-faulted and zeroed by the kernel every reconcile */
     if (c->jobs_keep_cap < nj + 1) {
-        struct cj *nb = realloc(c->jobs_keep, (nj + 1) * sizeof(*r->jobs));
+        /* grown by half again, not to the exact count: while jobs stream in,
+         * every reconcile grew it and mremap page-faulted the new tail */
+        size_t cap = c->jobs_keep_cap + c->jobs_keep_cap / 2 > nj + 1 ? c->jobs_keep_cap + c->jobs_keep_cap / 2 : nj + 1;
+        struct cj *nb = realloc(c->jobs_keep, cap * sizeof(*r->jobs));
         if (!nb)
             return GQ_ENOMEM;
         c->jobs_keep = nb;
-        c->jobs_keep_cap = nj + 1;
+        c->jobs_keep_cap = cap;
     }
     r->jobs = c->jobs_keep;
     c->jobs_keep = NULL; /* the reconcile's until rc_release hands it back */
