@@ -22,7 +22,8 @@
  * spec.template, may be NULL) and the optional parts of its spec, each
  * allocated only when present and sized to what was decoded (NULL / 0 when
  * absent): spec.gpu.types, spec.node_selector, spec.tolerations and
- * spec.node_affinity. Release with api_gpujob_release (embedded) or
+ * spec.node_affinity; and the spec's names (spec.team, ...: "" when absent,
+ * never NULL). Release with api_gpujob_release (embedded) or
  * api_gpujob_free (heap). Use api_gpujob_copy to duplicate, never a plain
  * struct assignment or memcpy (the copy would share, and later free twice,
  * those parts); a plain assignment is only a move when the source is then
@@ -216,10 +217,15 @@ struct api_node_affinity {
     char (*values)[API_LABEL_VAL_MAX]; /* [nvalues], all expressions together */
 };
 
+/* The spec's names (team, priority_class_name, pool, team_requested) are
+ * never NULL: "" when not given (a static empty string), else a copy the job
+ * owns (api_gpujob_release frees it). They are const so that only gpujob.c's
+ * setter writes them: a decoded job waiting in the controller holds the
+ * names it has, not four 254-byte buffers (thousands of jobs wait decoded). */
 struct api_gpujob_spec {
-    char team[API_NAME_MAX];      /* "" until defaulted from the namespace */
+    const char *team;             /* "" until defaulted from the namespace */
     enum api_class class;         /* NONE until defaulted (Batch) */
-    char priority_class_name[API_NAME_MAX];
+    const char *priority_class_name;
     int priority_set;             /* spec.priority given */
     int32_t priority;             /* spec.priority as given */
     int32_t effective_priority;   /* after defaulting: priority, else the class value, else 0 */
@@ -229,7 +235,7 @@ struct api_gpujob_spec {
     int32_t replicas;             /* decode sets 1 when absent */
     struct api_gpu gpu;
     struct api_topology topology;
-    char pool[API_NAME_MAX];      /* "" = pools home to the class */
+    const char *pool;             /* "" = pools home to the class */
     int suspend;
     int32_t master_port;          /* spec.masterPort (1..65535): the replicas' MASTER_PORT;
                                    * 0 = not given (the controller's default, 29500) */
@@ -247,7 +253,7 @@ struct api_gpujob_spec {
     struct api_node_affinity *node_affinity;
     /* spec.team as written ("" = not given); after defaulting, team is the
      * namespace's Team and a different team_requested is refused (WrongTeam) */
-    char team_requested[API_NAME_MAX];
+    const char *team_requested;
 };
 
 struct api_gpujob {
@@ -430,9 +436,10 @@ struct api_lookup {
  * team = the namespace's Team (api_namespace_team), else spec.team as given;
  * effective_priority from spec.priority, else the named PriorityClass, else
  * the globalDefault PriorityClass, else 0, then capped at the team's ceiling
- * (api_gpujob_tenancy refuses a job that asks for more). Never fails; lk may
- * be NULL. */
-void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk);
+ * (api_gpujob_tenancy refuses a job that asks for more). lk may be NULL.
+ * GQ_OK, or GQ_ENOMEM when the Team's name could not be copied (then
+ * spec.team is what it was and the rest is defaulted). */
+int api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk);
 void api_team_default(struct api_team *team);
 
 /* Semantic checks after decode (and ideally defaulting); append to errs.

@@ -64,9 +64,45 @@ static struct api_node_affinity *affinity_make(int nterms, const struct api_node
     return na;
 }
 
+/* The spec's names: "" (this, never freed) when absent, else owned. */
+static const char name_none[] = "";
+
+static void name_free(const char **slot)
+{
+    if (*slot && *slot != name_none)
+        free((char *)*slot);
+    *slot = name_none;
+}
+
+/* *slot = a copy of v ("" when v is NULL or empty); GQ_ENOMEM leaves *slot. */
+static int name_set(const char **slot, const char *v)
+{
+    char *c = NULL;
+    if (v && v[0] && !(c = strdup(v)))
+        return GQ_ENOMEM;
+    name_free(slot);
+    if (c)
+        *slot = c;
+    return GQ_OK;
+}
+
+static void names_none(struct api_gpujob_spec *sp)
+{
+    sp->team = sp->priority_class_name = sp->pool = sp->team_requested = name_none;
+}
+
+static void names_free(struct api_gpujob_spec *sp)
+{
+    name_free(&sp->team);
+    name_free(&sp->priority_class_name);
+    name_free(&sp->pool);
+    name_free(&sp->team_requested);
+}
+
 void api_gpujob_init(struct api_gpujob *job)
 {
     memset(job, 0, sizeof *job);
+    names_none(&job->spec);
     job->spec.replicas = 1;
     job->spec.preemptible = API_UNSET;
     job->spec.gang = API_UNSET;
@@ -89,6 +125,7 @@ void api_gpujob_release(struct api_gpujob *job)
     job->spec.ntolerations = 0;
     free(job->spec.node_affinity); /* one block */
     job->spec.node_affinity = NULL;
+    names_free(&job->spec);
 }
 
 struct api_gpujob *api_gpujob_new(void)
@@ -122,6 +159,10 @@ int api_gpujob_copy(struct api_gpujob *dst, const struct api_gpujob *src)
     t.spec.node_selector = NULL;
     t.spec.tolerations = NULL;
     t.spec.node_affinity = NULL;
+    names_none(&t.spec);
+    if (name_set(&t.spec.team, ss->team) || name_set(&t.spec.priority_class_name, ss->priority_class_name) ||
+        name_set(&t.spec.pool, ss->pool) || name_set(&t.spec.team_requested, ss->team_requested))
+        goto nomem;
     if (src->template && !(t.template = cJSON_Duplicate(src->template, 1)))
         goto nomem;
     if (dup_items(ss->gpu.types, ss->gpu.ntypes, sizeof *ss->gpu.types, &p))
@@ -625,7 +666,7 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
     const cJSON *spec, *v;
     struct api_gpujob_spec *sp;
     int before = errs->n + errs->dropped;
-    char buf[64];
+    char buf[64], name[API_NAME_MAX];
     int b;
 
     api_gpujob_release(out);
@@ -633,16 +674,16 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
     sp = &out->spec;
     if (!(spec = api_decode_envelope(errs, obj, "GPUJob", 0, fields, &out->meta)))
         goto out;
-    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "team")) &&
-        api_get_str(errs, "spec.team", v, sp->team, sizeof sp->team))
-        gq_strlcpy(sp->team_requested, sp->team, sizeof sp->team_requested);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "team")) && api_get_str(errs, "spec.team", v, name, sizeof name) &&
+        (name_set(&sp->team, name) || name_set(&sp->team_requested, name)))
+        goto nomem;
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "class")) &&
         api_get_str(errs, "spec.class", v, buf, sizeof buf) && api_class_parse(buf, &sp->class))
         api_errors_add(errs, "spec.class", "unknown class \"%s\"; known: Inference, Batch, Training",
                        buf);
-    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "priorityClassName")))
-        api_get_str(errs, "spec.priorityClassName", v, sp->priority_class_name,
-                    sizeof sp->priority_class_name);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "priorityClassName")) &&
+        api_get_str(errs, "spec.priorityClassName", v, name, sizeof name) && name_set(&sp->priority_class_name, name))
+        goto nomem;
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "priority")))
         sp->priority_set = api_get_int(errs, "spec.priority", v, API_PRIORITY_MIN,
                                        API_PRIORITY_MAX, &sp->priority);
@@ -662,8 +703,9 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
         api_errors_add(errs, "spec.masterPort", "must be 1..65535, got %d", sp->master_port);
         sp->master_port = 0; /* 0 = not given */
     }
-    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")))
-        api_get_str(errs, "spec.pool", v, sp->pool, sizeof sp->pool);
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")) && api_get_str(errs, "spec.pool", v, name, sizeof name) &&
+        name_set(&sp->pool, name))
+        goto nomem;
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "gpu")) && decode_gpu(errs, v, &sp->gpu))
         goto nomem;
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "topology")))
@@ -688,11 +730,12 @@ nomem: /* no half-built job: what was allocated goes, out is as initialised */
     return GQ_ENOMEM;
 }
 
-void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
+int api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
 {
     struct api_gpujob_spec *sp = &job->spec;
     const struct api_team *owner;
     size_t i;
+    int rc = GQ_OK;
     if (!job->meta.namespace[0])
         gq_strlcpy(job->meta.namespace, "default", sizeof job->meta.namespace);
     if (sp->class == API_CLASS_NONE)
@@ -704,8 +747,8 @@ void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
     /* the namespace's Team, whatever spec.team says (a different spec.team is
      * refused by api_gpujob_tenancy, never charged) */
     owner = lk ? api_namespace_team(lk->teams, lk->nteams, job->meta.namespace) : NULL;
-    if (owner)
-        gq_strlcpy(sp->team, owner->meta.name, sizeof sp->team);
+    if (owner && strcmp(sp->team, owner->meta.name))
+        rc = name_set(&sp->team, owner->meta.name);
     sp->priority_class_found = 0;
     sp->effective_priority = 0;
     if (sp->priority_set) {
@@ -722,6 +765,7 @@ void api_gpujob_default(struct api_gpujob *job, const struct api_lookup *lk)
     }
     if (owner && sp->effective_priority > api_team_max_priority(owner))
         sp->effective_priority = api_team_max_priority(owner);
+    return rc;
 }
 
 static void check_level(struct api_errors *errs, const struct api_config *cfg, const char *path,

@@ -80,8 +80,10 @@ struct rteam {
     struct api_team latest;  /* the latest spec as decoded (namespaces, for job messages) */
 };
 
-/* Placeholder job of a cj not prepared (yet): all zero, never written. */
-static const struct api_gpujob ctl_empty_job;
+/* Placeholder job of a cj not prepared (yet): zero but its names (""),
+ * never written. */
+static const struct api_gpujob ctl_empty_job = {
+    .spec = {.team = "", .priority_class_name = "", .pool = "", .team_requested = ""}};
 
 struct pend_event {
     const cJSON *obj;
@@ -1200,7 +1202,10 @@ static int job_decode_cached(struct rc_ctx *r, struct cj *j, struct ctl_memo *m)
     }
     cJSON_Delete(whole);
     struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
-    api_gpujob_default(&nj, &lk);
+    if (api_gpujob_default(&nj, &lk)) {
+        api_gpujob_release(&nj);
+        return GQ_ENOMEM;
+    }
     if (!e.n)
         api_gpujob_validate(&nj, &r->c->cfg.levels, &e);
     if (!m->decode.job && !(m->decode.job = malloc(sizeof(*m->decode.job)))) {

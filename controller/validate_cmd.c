@@ -142,7 +142,8 @@ int cmd_validate(int argc, char **argv)
                 int r = api_gpujob_decode(doc, &job, &errs);
                 if (r == GQ_ENOMEM)
                     goto oom;
-                api_gpujob_default(&job, &lk);
+                if (api_gpujob_default(&job, &lk))
+                    goto oom;
                 api_gpujob_validate(&job, &cfg, &errs);
                 if (!errs.n && job.spec.team[0] && nteams)
                     tenancy(&job, &lk, &errs);

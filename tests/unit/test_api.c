@@ -637,6 +637,73 @@ static void test_copy_deep(void **st)
     api_gpujob_release(&copy);
 }
 
+/* The spec's names are owned copies sized to what was given, "" (never
+ * NULL) when absent: a 253-character pool is kept whole, one character more
+ * is refused by name; defaulting replaces the team with the namespace's Team
+ * and keeps spec.team as written; a copy owns its own names (ASan sees a use
+ * after free otherwise), and release frees them (the leak checker). */
+static void test_names_owned(void **st)
+{
+    (void)st;
+    struct api_gpujob job, copy;
+    struct api_team team;
+    char pool[300], json[1024];
+    api_gpujob_init(&job);
+    assert_non_null(job.spec.team);
+    assert_string_equal(job.spec.team, "");
+    assert_string_equal(job.spec.priority_class_name, "");
+    assert_string_equal(job.spec.pool, "");
+    assert_string_equal(job.spec.team_requested, "");
+    api_gpujob_release(&job);
+    assert_string_equal(job.spec.pool, ""); /* released: absent again, not dangling */
+
+    memset(pool, 'p', 253);
+    pool[253] = '\0';
+    snprintf(json, sizeof(json), JOBT("'team':'nlp','priorityClassName':'high','pool':'%s',"), pool);
+    decode_job(json, &job);
+    assert_string_equal(job.spec.team, "nlp");
+    assert_string_equal(job.spec.team_requested, "nlp");
+    assert_string_equal(job.spec.priority_class_name, "high");
+    assert_string_equal(job.spec.pool, pool);
+    memset(&team, 0, sizeof(team));
+    gq_strlcpy(team.meta.name, "vision", sizeof(team.meta.name));
+    team.nnamespaces = 1;
+    gq_strlcpy(team.namespaces[0], "ml", sizeof(team.namespaces[0]));
+    struct api_lookup lk = {&team, 1, NULL, 0};
+    assert_int_equal(api_gpujob_default(&job, &lk), 0);
+    assert_string_equal(job.spec.team, "vision");
+    assert_string_equal(job.spec.team_requested, "nlp");
+
+    api_gpujob_init(&copy);
+    assert_int_equal(api_gpujob_copy(&copy, &job), 0);
+    assert_ptr_not_equal(copy.spec.team, job.spec.team);
+    assert_ptr_not_equal(copy.spec.pool, job.spec.pool);
+    api_gpujob_release(&job);
+    assert_string_equal(copy.spec.team, "vision");
+    assert_string_equal(copy.spec.team_requested, "nlp");
+    assert_string_equal(copy.spec.priority_class_name, "high");
+    assert_string_equal(copy.spec.pool, pool);
+    api_gpujob_release(&copy);
+
+    /* one character past a DNS subdomain: refused with the field's name */
+    memset(pool, 'p', 254);
+    pool[254] = '\0';
+    snprintf(json, sizeof(json), JOBT("'pool':'%s',"), pool);
+    char *txt = dq(json);
+    struct api_errors errs;
+    cJSON *obj;
+    api_errors_init(&errs);
+    assert_int_equal(api_json_parse(txt, strlen(txt), &obj, &errs), 0);
+    api_gpujob_init(&job);
+    assert_int_equal(api_gpujob_decode(obj, &job, &errs), GQ_EINVAL);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.e[0].path, "spec.pool");
+    assert_string_equal(job.spec.pool, "");
+    api_gpujob_release(&job);
+    cJSON_Delete(obj);
+    free(txt);
+}
+
 /* A decode that fails still owns what it decoded (release frees it: the
  * leak checker proves it), and decoding again into the same job first
  * releases the previous parts. */
@@ -1334,6 +1401,7 @@ int main(void)
         cmocka_unit_test(test_valid_shapes),
         cmocka_unit_test(test_decode_fields),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_names_owned),
         cmocka_unit_test(test_tenancy_rules),
         cmocka_unit_test(test_tenancy_team_owner),
         cmocka_unit_test(test_pod_template_sanitize),
