@@ -314,6 +314,9 @@ struct api_gpujob_status {
 };
 
 void api_gpujob_init(struct api_gpujob *job);
+/* A job all zero but its names (""): a placeholder to read, never to release
+ * or write (api_gpujob_init sets defaults besides). */
+extern const struct api_gpujob api_gpujob_zero;
 void api_gpujob_release(struct api_gpujob *job);
 struct api_gpujob *api_gpujob_new(void);
 void api_gpujob_free(struct api_gpujob *job);

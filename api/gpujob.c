@@ -86,6 +86,9 @@ static int name_set(const char **slot, const char *v)
     return GQ_OK;
 }
 
+const struct api_gpujob api_gpujob_zero = {
+    .spec = {.team = name_none, .priority_class_name = name_none, .pool = name_none, .team_requested = name_none}};
+
 static void names_none(struct api_gpujob_spec *sp)
 {
     sp->team = sp->priority_class_name = sp->pool = sp->team_requested = name_none;

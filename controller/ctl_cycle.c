@@ -80,10 +80,6 @@ struct rteam {
     struct api_team latest;  /* the latest spec as decoded (namespaces, for job messages) */
 };
 
-/* Placeholder job of a cj not prepared (yet): zero but its names (""),
- * never written. */
-static const struct api_gpujob ctl_empty_job = {
-    .spec = {.team = "", .priority_class_name = "", .pool = "", .team_requested = ""}};
 
 struct pend_event {
     const cJSON *obj;
@@ -807,7 +803,9 @@ static int gather(struct rc_ctx *r)
     if (c->jobs_keep_cap < nj + 1) {
         /* grown by half again, not to the exact count: while jobs stream in,
          * every reconcile grew it and mremap page-faulted the new tail */
-        size_t cap = c->jobs_keep_cap + c->jobs_keep_cap / 2 > nj + 1 ? c->jobs_keep_cap + c->jobs_keep_cap / 2 : nj + 1;
+        size_t cap = c->jobs_keep_cap + c->jobs_keep_cap / 2;
+        if (cap < nj + 1)
+            cap = nj + 1;
         struct cj *nb = realloc(c->jobs_keep, cap * sizeof(*r->jobs));
         if (!nb)
             return GQ_ENOMEM;
@@ -841,7 +839,7 @@ static int gather(struct rc_ctx *r)
     for (int i = 0; i < c->jobs_set.n; i++) {
         struct cj *j = &r->jobs[r->njobs];
         memset(j, 0, sizeof(*j));
-        j->job = &ctl_empty_job;
+        j->job = &api_gpujob_zero; /* a cj not prepared (yet) */
         j->obj = c->jobs_set.e[i].obj;
         j->key = c->jobs_set.e[i].key; /* shorter than CTL_KEY_MAX (ctl_index_job) */
         j->ent = &c->jobs_set.e[i];
@@ -1419,7 +1417,7 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
         if (!m->pods.pf[k].terminal)
             return;
     ctl_memo_sleep(m);
-    j->job = &ctl_empty_job; /* what it pointed to is gone */
+    j->job = &api_gpujob_zero; /* what it pointed to is gone */
     j->decoded = 0;
     j->dormant = 1;
 }
