@@ -144,6 +144,10 @@ struct kube_client_opts {
     /* Lanes (see "Request priorities" below). */
     size_t reserved_critical;   /* in-flight slots only KUBE_PRIO_CRITICAL may use;
                                    0 = max_inflight / 4 (at most max_inflight - 1) */
+    size_t reserved_normal;     /* in-flight slots KUBE_PRIO_CRITICAL leaves to
+                                   KUBE_PRIO_NORMAL requests while some wait;
+                                   0 = max_inflight / 4 (at most max_inflight -
+                                   reserved_critical) */
     size_t max_inflight_low;    /* KUBE_PRIO_LOW requests in flight at once;
                                    0 = max_inflight / 4 (at least 1) */
     size_t max_queued_low;      /* KUBE_PRIO_LOW requests waiting; beyond, the oldest
@@ -614,10 +618,13 @@ int kube_packed(const cJSON *obj);
 /*
  * Plain requests wait for an in-flight slot in the line of their priority
  * (a FIFO per rank, higher ranks first: kube_client_set_rank). Free slots
- * go to the critical lane first; normal and low requests together never
- * hold the last reserved_critical slots, and low ones at most
- * max_inflight_low, so no amount of lower-priority work can delay a critical
- * request by more than the requests already ahead of it in its own lane.
+ * go to the critical lane first, but while normal requests wait the
+ * critical ones leave them reserved_normal slots: pod creates never starve
+ * the state transitions (a steady stream of creates would otherwise hold
+ * every slot, and finished jobs would stay unreported). Normal and low
+ * requests together never hold the last reserved_critical slots, and low
+ * ones at most max_inflight_low, so no amount of cosmetic (low) work delays
+ * a critical request, and normal work delays it only by that share.
  * Exempt requests (the Lease) and streams never wait and hold no slot.
  *
  * A request with a coalesce key (by convention the object's path) is

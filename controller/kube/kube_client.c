@@ -13,9 +13,11 @@
  * freed after it returns (cancel from inside the callback only flags it).
  *
  * Lanes: a plain request waits in the FIFO of its priority (critical, normal,
- * low) for an in-flight slot; slots go to the critical lane first, the
- * normal and low lanes never hold the last reserved_critical slots, and the
- * low lane at most max_inflight_low. Exempt requests (Lease) skip all of it.
+ * low) for an in-flight slot; slots go to the critical lane first, except
+ * that a waiting normal lane keeps reserved_normal of them (critical work
+ * never starves it), the normal and low lanes never hold the last
+ * reserved_critical slots, and the low lane at most max_inflight_low.
+ * Exempt requests (Lease) skip all of it.
  * A request with a coalesce key (an object's status path) is serialised per
  * key: at most one in flight ("active") and one waiting ("pending", in its
  * lane, or held off the lanes while the active one runs); a newer request
@@ -501,8 +503,13 @@ static int can_start(const struct kube_client *c, int prio)
     size_t n = c->opts.max_inflight;
     if (c->inflight >= n)
         return 0;
-    if (prio == KUBE_PRIO_CRITICAL)
-        return 1;
+    if (prio == KUBE_PRIO_CRITICAL) {
+        /* requests waiting in the normal lane keep their share: the free
+         * slots it lacks to hold reserved_normal are left to it */
+        const struct kube_lane *nl = &c->lanes[KUBE_PRIO_NORMAL];
+        return !nl->head || nl->inflight >= c->opts.reserved_normal ||
+               n - c->inflight > c->opts.reserved_normal - nl->inflight;
+    }
     if (c->inflight - c->lanes[KUBE_PRIO_CRITICAL].inflight >= n - c->opts.reserved_critical)
         return 0;
     return prio != KUBE_PRIO_LOW || c->lanes[KUBE_PRIO_LOW].inflight < c->opts.max_inflight_low;
@@ -965,6 +972,10 @@ struct kube_client *kube_client_new(struct ev_loop *loop, const struct kube_conf
         c->opts.reserved_critical = c->opts.max_inflight / 4;
     if (c->opts.reserved_critical >= c->opts.max_inflight)
         c->opts.reserved_critical = c->opts.max_inflight - 1;
+    if (c->opts.reserved_normal == 0)
+        c->opts.reserved_normal = c->opts.max_inflight / 4;
+    if (c->opts.reserved_normal > c->opts.max_inflight - c->opts.reserved_critical)
+        c->opts.reserved_normal = c->opts.max_inflight - c->opts.reserved_critical;
     if (c->opts.max_inflight_low == 0)
         c->opts.max_inflight_low = c->opts.max_inflight / 4 ? c->opts.max_inflight / 4 : 1;
     if (c->opts.max_queued_low == 0)

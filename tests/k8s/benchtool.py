@@ -229,8 +229,8 @@ def pct(xs, p):
 
 class Fakelet:
     """Runs every pod bound to a node: Running when first seen bound, Succeeded RUNTIME_KEY ms
-    after Running was written (0 or absent: stays Running), and finishes graceful deletes at
-    once."""
+    after it was first seen bound, once Running is written (0 or absent: stays Running), and
+    finishes graceful deletes at once."""
 
     def __init__(self, api, pool, run=True):
         self.api, self.pool, self.run = api, pool, run
@@ -286,10 +286,14 @@ class Fakelet:
 
     def _start(self, uid, ns, name, ms):
         # Succeeded is only scheduled once Running is written: two workers must not race
-        # the two patches (a late Running would overwrite Succeeded).
+        # the two patches (a late Running would overwrite Succeeded). The runtime counts
+        # from when the pod was seen bound, not from when the Running patch came back: this
+        # tool's own round trip is not the job's runtime.
         self._patch(ns, name, {"status": {"phase": "Running", "startTime": utc_now()}})
         if ms > 0:
-            self.pool.at(time.monotonic() + ms / 1000.0, lambda: self._succeed(uid, ns, name))
+            with self.lock:
+                start = self.seen[uid]["start"]
+            self.pool.at(start + ms / 1000.0, lambda: self._succeed(uid, ns, name))
 
     def _succeed(self, uid, ns, name):
         with self.lock:
@@ -314,7 +318,8 @@ def cmd_kueue(api, cfg_path):
     queues, classes = cfg["queues"], cfg["classes"]
     pool = Pool(int(cfg.get("workers", 24)))
     stop = threading.Event()
-    flet = Fakelet(api, pool)
+    # The fake kubelet has workers of its own: its patches never wait behind the creates.
+    flet = Fakelet(api, Pool(int(cfg.get("kubelet_workers", 128))))
     jobs = {}  # (ns, name) -> dict(cls, created, succeeded)
     jlock = threading.Lock()
     total = sum(c["count"] for c in classes) * len(queues)

@@ -2733,6 +2733,68 @@ static void test_lanes_low_ns_share(void **st)
  * request waits only behind critical ones, an exempt one (Lease) behind
  * nothing; a status patch that carries a transition (critical) replaces a
  * waiting cosmetic one and keeps the higher priority. */
+/* A steady stream of pod creates does not starve the state transitions:
+ * 60 creates fill the 8 slots and wait, then 10 status transitions (normal)
+ * come. While they wait, the creates leave them 2 slots (reserved_normal, a
+ * quarter), so all 10 finish while most creates still wait; with critical
+ * strictly first they would all finish after the 60th create. */
+static void test_lanes_normal_not_starved(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    static struct lane_res cr[60], tr[10];
+    struct lane_wait wc = {cr, 60}, wt = {tr, 10};
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
+    char path[96];
+    (void)st;
+    memset(cr, 0, sizeof cr);
+    memset(tr, 0, sizeof tr);
+    lane_done_seq = 0;
+    lane_steps_init(20);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 8, 0, 0);
+    for (int i = 0; i < 60; i++)
+        assert_int_equal(kube_create_p(c, KUBE_PRIO_CRITICAL, "/api/v1/namespaces/ns/pods", pod, lane_cb,
+                                       &cr[i]),
+                         0);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.inflight[KUBE_PRIO_CRITICAL], 8); /* nothing else waits: every slot */
+    for (int i = 0; i < 10; i++) {
+        cJSON *p = status_patch(i);
+        snprintf(path, sizeof path, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/t%d", i);
+        assert_int_equal(kube_patch_status_p(c, KUBE_PRIO_NORMAL, path, p, lane_cb, &tr[i]), 0);
+        cJSON_Delete(p);
+    }
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.queued[KUBE_PRIO_NORMAL], 10);
+    run_until(loop, NULL, lane_all_done, &wt, 30);
+    kube_client_get_stats(c, &ks);
+    /* the transitions took their 2 slots, never more while creates waited */
+    assert_int_equal(ks.started[KUBE_PRIO_NORMAL], 10);
+    assert_true(ks.queued[KUBE_PRIO_CRITICAL] > 0); /* creates still wait */
+    run_until(loop, NULL, lane_all_done, &wc, 30);
+    int tlast = 0, clast = 0;
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(tr[i].rc, 0);
+        tlast = tr[i].order > tlast ? tr[i].order : tlast;
+    }
+    for (int i = 0; i < 60; i++) {
+        assert_int_equal(cr[i].rc, 0);
+        clast = cr[i].order > clast ? cr[i].order : clast;
+    }
+    assert_int_equal(clast, 70); /* the creates' tail is last */
+    assert_true(tlast < 60);     /* 8 in flight first, then 2 slots of 8 */
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.started[KUBE_PRIO_CRITICAL], 60);
+    assert_int_equal(kube_client_pending(c), 0);
+    cJSON_Delete(pod);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 static void test_lanes_critical_not_starved(void **st)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -2867,6 +2929,7 @@ int main(void)
         cmocka_unit_test(test_lanes_low_bounded),
         cmocka_unit_test(test_lanes_low_ns_share),
         cmocka_unit_test(test_lanes_critical_not_starved),
+        cmocka_unit_test(test_lanes_normal_not_starved),
     };
     int rc;
     signal(SIGPIPE, SIG_IGN);
