@@ -509,6 +509,21 @@ static void metrics_lanes(struct gq_ctl *c)
                                 "API requests dropped unsent (low-priority queue full, shutdown), by priority",
                                 lb, &h, NULL, 0))
             counter_to(h, (double)ks.dropped[p]);
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_finished_total",
+                                "API requests answered (or failed) after being sent, by priority", lb, &h, NULL, 0))
+            counter_to(h, (double)ks.finished[p]);
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_kube_request_wait_seconds_total",
+                                "Time finished API requests waited for an in-flight slot, in total, by priority",
+                                lb, &h, NULL, 0))
+            counter_to(h, ks.wait_s[p]);
+        h = NULL;
+        if (!gq_metrics_counter(c->metrics, "gangq_kube_request_wire_seconds_total",
+                                "Time finished API requests spent from their slot to the answer, in total, by "
+                                "priority",
+                                lb, &h, NULL, 0))
+            counter_to(h, ks.wire_s[p]);
     }
     h = NULL;
     if (!gq_metrics_counter(c->metrics, "gangq_kube_requests_coalesced_total",

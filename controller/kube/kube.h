@@ -700,6 +700,12 @@ struct kube_client_stats {
     uint64_t dropped[KUBE_NPRIO];  /* total ended not sent: dropped */
     uint64_t coalesced;            /* total ended not sent: replaced by a newer one */
     uint64_t refused;              /* total low keyed writes refused: the lane was full */
+    /* Plain requests that ended after being sent, and their time (the loop's
+     * clock, ev_now) in total: waiting for a slot (from being asked for to
+     * being given a slot; exempt: 0), then from the slot to the answer. */
+    uint64_t finished[KUBE_NPRIO];
+    double wait_s[KUBE_NPRIO];
+    double wire_s[KUBE_NPRIO];
     size_t handles;                /* requests holding a curl handle now (those given a
                                     * slot and the exempt ones: none waiting in a lane) */
 };

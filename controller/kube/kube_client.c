@@ -85,6 +85,8 @@ struct kube_req {
     /* on one of the kick timer's lists (c->todo, c->failed), or NULL */
     struct kube_req *tnext, *tprev;
     struct kube_rlist *on;
+    double t_queued;  /* ev_now when it was put in line (plain requests) */
+    double t_started; /* ev_now when it got its slot (or was sent: exempt); 0 = not yet */
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
@@ -566,6 +568,7 @@ static void todo_push(struct kube_client *c, struct kube_req *r, struct kube_rli
 static void take_slot(struct kube_client *c, struct kube_req *r)
 {
     r->counted = 1;
+    r->t_started = ev_now(c->loop);
     c->inflight++;
     c->lanes[r->prio].inflight++;
     c->st.started[r->prio]++;
@@ -748,6 +751,13 @@ static void finish(struct kube_req *r, CURLcode res)
     if (r->easy)
         curl_multi_remove_handle(req_multi(c, r), r->easy);
     r->added = 0;
+    if (!r->stream && r->t_started > 0) {
+        /* where its time went: waiting for a slot, then on the wire */
+        double now = ev_now(c->loop);
+        c->st.finished[r->prio]++;
+        c->st.wait_s[r->prio] += r->t_started > r->t_queued ? r->t_started - r->t_queued : 0;
+        c->st.wire_s[r->prio] += now > r->t_started ? now - r->t_started : 0;
+    }
     req_unlink(r);
     if (r->cancelled || !r->cb) {
         req_destroy(r);
@@ -1340,11 +1350,13 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
         c->reqs->prev = r;
     c->reqs = r;
     c->nreqs++;
+    r->t_queued = ev_now(c->loop);
     if (r->prio != KUBE_PRIO_EXEMPT) {
         enqueue(c, r);
         promote(c); /* r goes now if its lane is empty and a slot is free */
     } else {
         c->st.started[KUBE_PRIO_EXEMPT]++;
+        r->t_started = r->t_queued;
         if (c->in_curl) {
             todo_push(c, r, &c->todo);
         } else if (curl_multi_add_handle(req_multi(c, r), r->easy) != CURLM_OK) {

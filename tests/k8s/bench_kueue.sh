@@ -101,6 +101,8 @@ pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, pea
 pass "preempted pods: $(j .preempted_pods)"
 pass "API requests waiting in the controller (max per lane, sampled each second): $(awk '{ for (i = 1; i <= 3; i++) if ($i > m[i]) m[i] = $i } END { printf "critical %d, normal %d, low %d", m[1], m[2], m[3] }' "$GQ_TEST_TMP/queued.txt")"
 pass "API requests by lane: $(awk '/^gangq_kube_requests_(started|dropped)_total\{/ { split($1, a, "\""); n = $1; sub(/\{.*/, "", n); sub(/gangq_kube_requests_/, "", n); sub(/_total/, "", n); printf "%s %s %d, ", a[2], n, $2 } /^gangq_kube_requests_coalesced_total / { printf "coalesced %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
+pass "API requests' time by lane (mean s waiting for a slot / from the slot to the answer): $(awk '/^gangq_kube_request(s_finished|_wait_seconds|_wire_seconds)_total\{/ { split($1, a, "\""); if ($1 ~ /finished/) n[a[2]] = $2; else if ($1 ~ /wait/) w[a[2]] = $2; else x[a[2]] = $2 }
+  END { split("critical normal low", L, " "); for (i = 1; i <= 3; i++) { p = L[i]; if (n[p] > 0) printf "%s %.2f / %.2f (%d), ", p, w[p] / n[p], x[p] / n[p], n[p] } }' "$GQ_TEST_TMP/metrics.txt")"
 pass "reconcile phases (mean ms per reconcile): $(awk '/^gangq_reconcile_phase_duration_seconds_(sum|count)\{/ { split($1, a, "\""); if ($1 ~ /_sum/) s[a[2]] = $2; else n[a[2]] = $2 }
   END { for (p in s) if (n[p] > 0) printf "%s %.1f ", p, 1000 * s[p] / n[p]; printf "(reconciles %d)", n["gather"] }' "$GQ_TEST_TMP/metrics.txt")"
 pass "jobs examined by reconciles: $(awk '/^gangq_jobs_examined_total\{/ { split($1, a, "\""); printf "%s %d, ", a[2], $2 } /^gangq_reconciles_full_total / { printf "full passes %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"

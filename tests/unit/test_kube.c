@@ -2788,6 +2788,15 @@ static void test_lanes_normal_not_starved(void **st)
     assert_true(tlast < 60);     /* 8 in flight first, then 2 slots of 8 */
     kube_client_get_stats(c, &ks);
     assert_int_equal(ks.started[KUBE_PRIO_CRITICAL], 60);
+    /* where the time went: every request counted once; the creates waited
+     * for slots more than they spent on the wire (52 of 60 queued behind 8),
+     * and the transitions, with their share, waited less than the creates */
+    assert_int_equal(ks.finished[KUBE_PRIO_CRITICAL], 60);
+    assert_int_equal(ks.finished[KUBE_PRIO_NORMAL], 10);
+    assert_int_equal(ks.finished[KUBE_PRIO_LOW], 0);
+    assert_true(ks.wire_s[KUBE_PRIO_CRITICAL] > 0 && ks.wire_s[KUBE_PRIO_NORMAL] > 0);
+    assert_true(ks.wait_s[KUBE_PRIO_CRITICAL] > ks.wire_s[KUBE_PRIO_CRITICAL]);
+    assert_true(ks.wait_s[KUBE_PRIO_NORMAL] / 10 < ks.wait_s[KUBE_PRIO_CRITICAL] / 60);
     assert_int_equal(kube_client_pending(c), 0);
     cJSON_Delete(pod);
     kube_client_free(c);
