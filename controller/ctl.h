@@ -137,6 +137,9 @@ struct ctl_config {
      * held. refresh_qps 0 = no limit. Defaults 10, 100. */
     int refresh_qps;
     int refresh_burst;
+    /* API requests in flight at once (kube_client_opts.max_inflight; the
+     * lanes' shares are quarters of it). Default 64. */
+    int kube_max_inflight;
 };
 
 /* Seconds until a reconcile asked for at now may start (ctl_main.c):

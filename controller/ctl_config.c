@@ -78,6 +78,10 @@ const struct ctl_option ctl_options[] = {
      "(state and wait-reason changes are never held; 0 = no limit)"},
     {"status-refresh-burst", CTL_OPT_INT, F(refresh_burst), "100", 0, 1, 1000000, NULL, " N",
      "status refreshes written at once before --status-refresh-qps applies"},
+    {"kube-max-inflight", CTL_OPT_INT, F(kube_max_inflight), "64", 0, 4, 1000, NULL, " N",
+     "API requests in flight at once (watches apart); a quarter is\n"
+     "kept for pod creates and deletes, a quarter for waiting state\n"
+     "transitions, at most a quarter carries cosmetic status writes"},
     {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, NULL, " DUR",
      "cap on the termination grace of gangq's pods"},
     {"db-max-pages", CTL_OPT_INT, F(db_max_pages), NULL, 0, 0, INT64_MAX, "a page count", " N",

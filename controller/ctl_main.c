@@ -802,6 +802,7 @@ int ctl_run(const struct ctl_config *cfg)
     struct kube_client_opts co = {0};
     co.log_level = ll;
     co.allow_http_token = c->cfg.allow_http_token;
+    co.max_inflight = (size_t)c->cfg.kube_max_inflight;
     if (!(c->client = kube_client_new(c->loop, &c->kcfg, &co, err, sizeof(err)))) {
         gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
         goto out;

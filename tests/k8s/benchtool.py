@@ -388,8 +388,12 @@ def cmd_kueue(api, cfg_path):
     failed_creates = sum(1 for j in jl.values() if j.get("status") not in (None, 201))
     first_create = min(created) if created else t0
     last_done = max((j["succeeded"] for j in jl.values() if j["succeeded"]), default=t_end)
+    with flet.lock:
+        ends = [p["end"] for p in flet.seen.values() if p["end"] is not None and not p["deleted"]]
     out = {"jobs": total, "created": len(created) - failed_creates, "succeeded": n_succeeded[0],
            "finished": finished, "stalled": stalled, "wall_s": round(last_done - first_create, 1),
+           # first create -> the last pod finished (the work done, before its status is written)
+           "work_wall_s": round(max(ends) - first_create, 1) if ends else None,
            "create_span_s": round(max(created) - first_create, 1) if created else None,
            "api_client_errors": api.errors, "classes": {}}
     # How far the API server's GPUJob watch lagged: create's 201 -> ADDED on this tool's watch.
