@@ -645,15 +645,17 @@ int kube_packed(const cJSON *obj);
  * writes it later, and the writes already waiting keep their place (dropping
  * them instead would have every full-queue pass rewrite and drop thousands).
  * One that replaces a waiting write of its key is always taken. An unkeyed one
- * (an Event) beyond that drops the oldest (KUBE_NOT_SENT_DROPPED, counted);
- * the owner learns it from the callback.
+ * (an Event) beyond that drops the oldest of the lowest rank waiting (itself,
+ * when its rank is below every other; KUBE_NOT_SENT_DROPPED, counted); the
+ * owner learns it from the callback.
  *
  * Requests that end without being sent get their callback from the loop,
  * never from inside the call that displaced them.
  */
 enum kube_prio {
-    KUBE_PRIO_CRITICAL = 0, /* pod create/delete, state transitions */
-    KUBE_PRIO_NORMAL = 1,   /* the default (kube_request and the plain writers) */
+    KUBE_PRIO_CRITICAL = 0, /* pod create/delete, a gang's Service */
+    KUBE_PRIO_NORMAL = 1,   /* state transitions; the default (kube_request and
+                             * the plain writers) */
     KUBE_PRIO_LOW = 2,      /* cosmetic status writes, Events: bounded, dropped first */
     KUBE_PRIO_EXEMPT = 3,   /* never queued (leader-election Lease) */
 };

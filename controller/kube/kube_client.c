@@ -594,12 +594,18 @@ static void promote(struct kube_client *c)
     }
 }
 
-/* The low lane is bounded: its oldest waiting request makes room. */
+/* The low lane is bounded: the oldest waiting request of its lowest rank
+ * makes room (the lane is in rank order, first come first served within a
+ * rank: the first of the tail's rank). */
 static void lane_bound(struct kube_client *c)
 {
     struct kube_lane *l = &c->lanes[KUBE_PRIO_LOW];
-    while (l->n > c->opts.max_queued_low && l->head)
-        mark_not_sent(c, l->head, KUBE_NOT_SENT_DROPPED);
+    while (l->n > c->opts.max_queued_low && l->tail) {
+        struct kube_req *v = l->tail;
+        while (v->qprev && v->qprev->rank == v->rank)
+            v = v->qprev;
+        mark_not_sent(c, v, KUBE_NOT_SENT_DROPPED);
+    }
 }
 
 /* Put a new plain request in line (r->prio set; r->ck set when keyed). */

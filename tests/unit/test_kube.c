@@ -2578,6 +2578,52 @@ static void test_lanes_coalesce(void **st)
 /* The low lane holds at most max_queued_low waiting requests: beyond, the
  * oldest is dropped (its callback says so, from the loop) and counted;
  * kube_client_drop_queued empties the lane (shutdown). */
+/* A full low lane makes room with its least important request: the oldest
+ * of the lowest rank waiting, never a higher-ranked one (nor, when the new
+ * request ranks below all, anything but the new one itself). */
+static void test_lanes_low_drop_rank(void **st)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct kube_client_stats ks;
+    static struct lane_res e[9];
+    struct lane_wait we = {e, 9};
+    struct kube_objref ref = {"gangq.io/v1alpha1", "GPUJob", "ns", "j", "uid-1", "1"};
+    /* the rank of each Event in submission order: e[0] takes the one slot */
+    static const int rank[9] = {0, 7, 7, 0, 0, 0, 0, 9, -1};
+    (void)st;
+    memset(e, 0, sizeof e);
+    lane_steps_init(100);
+    server_start(&srv, lane_steps, 320);
+    c = lane_client(loop, &srv, 8, 1, 5); /* 1 low in flight, 5 low waiting */
+    for (int i = 0; i < 9; i++) {
+        (void)kube_client_set_rank(c, rank[i]);
+        assert_int_equal(kube_event_create_p(c, KUBE_PRIO_LOW, &ref, "Normal", "Waiting", "m", "ctl-0", lane_cb, &e[i]),
+                         0);
+        kube_client_get_stats(c, &ks);
+        assert_true(ks.queued[KUBE_PRIO_LOW] <= 5);
+    }
+    (void)kube_client_set_rank(c, 0);
+    /* waiting after e[5]: 7 7 0 0 0 (e1 e2 e3 e4 e5). e[6] (rank 0) drops e3,
+     * the oldest rank 0; e[7] (rank 9) drops e4; e[8] (rank -1, below all)
+     * drops itself. Left: e7 e1 e2 e5 e6 */
+    run_until(loop, NULL, lane_all_done, &we, 20);
+    kube_client_get_stats(c, &ks);
+    assert_int_equal(ks.dropped[KUBE_PRIO_LOW], 3);
+    for (int i = 0; i < 9; i++) {
+        int dropped = i == 3 || i == 4 || i == 8;
+        assert_int_equal(e[i].not_sent, dropped ? KUBE_NOT_SENT_DROPPED : 0);
+        assert_int_equal(e[i].rc, dropped ? GQ_ELIMIT : 0);
+    }
+    /* sent in rank order after the first: e7 (9), e1, e2 (7), e5, e6 (0) */
+    assert_true(e[0].order < e[7].order && e[7].order < e[1].order && e[1].order < e[2].order);
+    assert_true(e[2].order < e[5].order && e[5].order < e[6].order);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 static void test_lanes_low_bounded(void **st)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -2936,6 +2982,7 @@ int main(void)
         cmocka_unit_test(test_lanes_ranked),
         cmocka_unit_test(test_lanes_coalesce),
         cmocka_unit_test(test_lanes_low_bounded),
+        cmocka_unit_test(test_lanes_low_drop_rank),
         cmocka_unit_test(test_lanes_low_ns_share),
         cmocka_unit_test(test_lanes_critical_not_starved),
         cmocka_unit_test(test_lanes_normal_not_starved),
