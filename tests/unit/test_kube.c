@@ -2575,9 +2575,6 @@ static void test_lanes_coalesce(void **st)
     ev_loop_destroy(loop);
 }
 
-/* The low lane holds at most max_queued_low waiting requests: beyond, the
- * oldest is dropped (its callback says so, from the loop) and counted;
- * kube_client_drop_queued empties the lane (shutdown). */
 /* A full low lane makes room with its least important request: the oldest
  * of the lowest rank waiting, never a higher-ranked one (nor, when the new
  * request ranks below all, anything but the new one itself). */
@@ -2624,6 +2621,9 @@ static void test_lanes_low_drop_rank(void **st)
     ev_loop_destroy(loop);
 }
 
+/* The low lane holds at most max_queued_low waiting requests: beyond, the
+ * oldest is dropped (its callback says so, from the loop) and counted;
+ * kube_client_drop_queued empties the lane (shutdown). */
 static void test_lanes_low_bounded(void **st)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -2775,10 +2775,6 @@ static void test_lanes_low_ns_share(void **st)
     ev_loop_destroy(loop);
 }
 
-/* Lower lanes never take the critical lane's reserved slots; a critical
- * request waits only behind critical ones, an exempt one (Lease) behind
- * nothing; a status patch that carries a transition (critical) replaces a
- * waiting cosmetic one and keeps the higher priority. */
 /* A steady stream of pod creates does not starve the state transitions:
  * 60 creates fill the 8 slots and wait, then 10 status transitions (normal)
  * come. While they wait, the creates leave them 2 slots (reserved_normal, a
@@ -2850,6 +2846,10 @@ static void test_lanes_normal_not_starved(void **st)
     ev_loop_destroy(loop);
 }
 
+/* Lower lanes never take the critical lane's reserved slots; a critical
+ * request waits only behind critical ones, an exempt one (Lease) behind
+ * nothing; a status patch that carries a transition (critical) replaces a
+ * waiting cosmetic one and keeps the higher priority. */
 static void test_lanes_critical_not_starved(void **st)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
