@@ -1756,9 +1756,11 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
 /* Lifecycle of an admitted job from its pods. */
 static int job_lifecycle(struct rc_ctx *r, struct cj *j)
 {
+    j->memo->pods.steady = 0;
     int rc0 = job_succeeded_meanwhile(r, j);
     if (rc0 || !holds(j->state) || j->admit_pending || j->failed_invalid)
         return rc0;
+    int unready = 0; /* a live pod on a node not Ready (lost once its grace ends) */
     int np = 0;
     const cJSON **pods = memo_pods(r, j->memo, &np);
     int running = 0, succeeded = 0, missing = 0;
@@ -1799,8 +1801,11 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
             snprintf(w, sizeof(w), "pod %s is being deleted", name);
         } else if (node_lost(r, p->node, w, sizeof(w))) {
             /* w set */
-        } else if (ph && !strcmp(ph, "Running")) {
-            running++;
+        } else {
+            const struct rnode *n = node_find(r, p->node); /* have_ni: node_lost parsed it */
+            unready += !n->ni.ready;
+            if (ph && !strcmp(ph, "Running"))
+                running++;
         }
         if (w[0]) {
             lost_rep[nlost++] = p->replica;
@@ -1857,7 +1862,9 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         if ((rc = act_end(r, j, apply_running(&a.x, &a.j))))
             return rc;
         LOGC(r->c, GQ_LOG_INFO, "job running", " job=%s", j->key);
+        return 0; /* its row was written: examined again by the next reconcile */
     }
+    j->memo->pods.steady = !missing && !unready && !confirm[0];
     return 0;
 }
 
@@ -3111,12 +3118,18 @@ static int phase_gather(struct rc_ctx *r)
          * and the scheduling core sees it every reconcile; what time alone
          * changes (a missing pod's or a lost node's grace, a stopping pod's
          * deadline, a pod create to ask about again) belongs to jobs past
-         * waiting, examined again here */
+         * waiting, examined again here, but for the admitted ones the last
+         * look found steady (job_lifecycle): an idle resync examines none */
         c->last_resync_ms = r->now;
         for (int i = 0; i < c->nrows; i++) {
             int st = c->rows[i]->state;
-            if (st != STORE_QUEUED && st != STORE_SUSPENDED && !finished(st))
-                ctl_memo_mark(&c->memo, c->rows[i]->key, c->reconciles);
+            if (st == STORE_QUEUED || st == STORE_SUSPENDED || finished(st))
+                continue;
+            struct ctl_memo *m = ctl_memo_get(&c->memo, c->rows[i]->key, 0);
+            if (m && m->pods.steady && holds(st) && m->dirty_upto < c->reconciles)
+                continue; /* nothing time can change (job_lifecycle) */
+            if (m && m->dirty_upto < c->reconciles)
+                m->dirty_upto = c->reconciles;
         }
     }
     return gather(r);

@@ -147,6 +147,12 @@ struct ctl_memo_pods {
     int64_t created_ms;
     char *created_pod;
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
+    /* The last lifecycle look (ctl_cycle.c job_lifecycle) found the admitted
+     * job with nothing time can change: every placed replica's pod seen, none
+     * failed, stopping or on a node not Ready. Only an event (its own, its
+     * pods', a node's: a full pass) or a write of its row changes that, so
+     * the periodic resync does not examine it again. */
+    int steady;
     int64_t cleanup_done_ms;      /* the last stray pod deletes, or the last intent's, ended
                                    * (a stale cache is not asked again at once:
                                    * CTL_STRAY_RETRY_MS) */

@@ -102,5 +102,28 @@ wdelta=$(awk 'FILENAME == ARGV[1] { b[$2 " " $3] = $1; next } { d = $1 - b[$2 " 
 writes=$(printf '%s\n' "$wdelta" | awk '{ s += $1 } END { print s + 0 }')
 pass "controller API writes during the run: $writes, $(awk -v w="$writes" -v n="$N" 'BEGIN { printf "%.2f", w / n }') per admission (budget: pods + 2 = 3)"
 pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $2, $3 }')"
-echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes,\"reconciles\":$nrc}"
+# Idle: every job admitted, nothing changing. What the controller costs then is
+# its periodic work (resyncs, lease renewals, status settles): a reconcile that
+# finds nothing changed must cost next to nothing, whatever the job count.
+full_examined() {
+  curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
+    awk '/^gangq_jobs_examined_total\{.*"full"/ { print $2 + 0; f = 1 } END { if (!f) print 0 }'
+}
+full_passes() {
+  curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
+    awk '/^gangq_reconciles_full_total / { print $2 + 0; f = 1 } END { if (!f) print 0 }'
+}
+IDLE_S=${GQ_BENCH_IDLE_S:-20}
+sleep 5 # the last statuses settle (--status-settle)
+ic0=$(cpu_ticks)
+ir0=$(reconciles)
+if0=$(full_examined)
+ip0=$(full_passes)
+sleep "$IDLE_S"
+idle_ms=$(( ($(cpu_ticks) - ic0) * 1000 / hz ))
+idle_rc=$(( $(reconciles) - ir0 ))
+idle_full=$(( $(full_examined) - if0 ))
+idle_passes=$(( $(full_passes) - ip0 ))
+pass "idle with $N jobs admitted: controller CPU ${idle_ms} ms over ${IDLE_S} s, $idle_rc reconciles ($idle_passes full passes, --full-resync-interval), $idle_full jobs examined in full"
+echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes,\"reconciles\":$nrc,\"idle_s\":$IDLE_S,\"idle_cpu_ms\":$idle_ms,\"idle_reconciles\":$idle_rc,\"idle_full_examined\":$idle_full}"
 gq_ctl_stop
