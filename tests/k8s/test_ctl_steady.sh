@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Steady jobs cost an idle controller nothing: an admitted job whose last look found every
+# placed pod seen, none failed, stopping or on a node not Ready changes only by events (its
+# own, its pods', a node's), so the periodic resync (--cycle-interval) does not examine it
+# again. Time still acts on jobs that are not steady: a node that turns NotReady makes its
+# jobs examined at every resync until its grace (--node-lost-grace) ends, then they are
+# placed again, with no further event.
+. "$(dirname "$0")/lib.sh"
+
+fakelet add-node s1 --gpus 4 >/dev/null
+fakelet add-node s2 --gpus 4 >/dev/null
+gq_team st st
+gq_fakelet_loop --interval 0.3 --auto-run
+gq_ctl_start --leader-elect=false --cycle-interval 0.3s --full-resync-interval 1h --node-lost-grace 3s \
+  --listen 127.0.0.1:0
+port=$(gq_ctl_port)
+for n in a b c d; do
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: gangq.io/v1alpha1
+kind: GPUJob
+metadata: {name: $n, namespace: st}
+spec:
+  class: Batch
+  gpu: {count: 2}
+  template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}
+YAML
+done
+for n in a b c d; do wait_state 30 st "$n" Running; done
+sleep 1 # the last statuses settle
+full() { gq_metric "$port" 'gangq_jobs_examined_total{how="full"}'; }
+recs() { gq_metric "$port" 'gangq_reconcile_phase_duration_seconds_count{phase="gather"}'; }
+f0=$(full)
+r0=$(recs)
+sleep 2.4 # eight resyncs
+f1=$(full)
+r1=$(recs)
+[ "$(( r1 - r0 ))" -ge 5 ] || fail "only $(( r1 - r0 )) reconciles in 2.4 s (--cycle-interval 0.3s)"
+assert_eq 0 "$(( f1 - f0 ))" "jobs examined in full by $(( r1 - r0 )) idle reconciles (4 steady Running jobs)"
+pass "4 Running jobs, $(( r1 - r0 )) idle reconciles: none of them examined again"
+
+# s1 NotReady: one event (a full pass); then only time: its jobs are lost after 3 s.
+on_s1=$(k -n st get pods -o jsonpath='{range .items[?(@.spec.nodeName=="s1")]}{.metadata.labels.gangq\.io/job}{"\n"}{end}' | sort -u)
+[ -n "$on_s1" ] || fail "no job placed on s1"
+fakelet notready s1 >/dev/null
+t0=$(date +%s)
+for n in $on_s1; do
+  wait_for 15 "job $n off the lost node" bash -c \
+    "kubectl -n st get gpujob $n -o jsonpath='{.status.state}' | grep -qvE '^(Admitted|Running)$'"
+done
+wait_for 10 "the lost node named in the log" grep -q "node s1 not ready for more than 3s" "$GQ_TEST_TMP/controller.log"
+pass "s1 NotReady: $(echo $on_s1 | wc -w) job(s) on it released $(( $(date +%s) - t0 )) s later (grace 3 s), by time alone"
+gq_ctl_stop
