@@ -818,6 +818,7 @@ int ctl_run(const struct ctl_config *cfg)
         /* drop what gangq never reads (Teams keep managedFields: quota edits read them) */
         io.prune = i == INF_PODS ? kube_prune_pod : i == INF_NODES ? kube_prune_node
                    : i == INF_JOBS ? ctl_prune_gpujob : i == INF_TEAMS ? NULL : kube_prune_common;
+        io.drop_managed_fields = i != INF_TEAMS; /* not even parsed: the pruners drop them */
         io.ud = &c->infud[i];
         if (i == INF_PODS)
             io.event_delay_s = c->cfg.pod_watch_delay_s;

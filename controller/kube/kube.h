@@ -413,6 +413,7 @@ struct kube_informer_opts {
     size_t max_object;           /* an object's JSON text over this is skipped; 0 = 1 MiB */
     void (*prune)(cJSON *obj);   /* applied to every object before it is cached (drop what
                                     the owner never reads); NULL = keep everything */
+    int drop_managed_fields;     /* never build metadata.managedFields (kube_parse_opts) */
     /* Called for every skipped list item or watch event (after it is counted
      * and logged); s is borrowed for the call. May be NULL. */
     void (*on_skip)(const struct kube_skipped *s, void *ud);
@@ -531,24 +532,36 @@ struct kube_skipped {
 int kube_object_scan(const char *p, size_t n, struct kube_skipped *out);
 
 typedef void (*kube_skip_cb)(const struct kube_skipped *s, void *ud);
+
+/* How list items and watch objects are taken (NULL: no size cap, every
+ * member kept). */
+struct kube_parse_opts {
+    size_t max_object;       /* an object's JSON text over this is skipped; 0 = no cap */
+    /* metadata.managedFields is cut out of the text before it is parsed: the
+     * field managers' trees (fieldsV1, one node per field of the object) are
+     * never built, for an owner that never reads them. The cut text is only
+     * scanned (strings, brackets), not validated: an object whose
+     * managedFields alone is not JSON is taken all the same. */
+    int drop_managed_fields;
+};
 /*
  * Split one List response item by item. *items (an array; caller owns) gets
  * every decodable object; each skipped one goes to on_skip (may be NULL);
  * *metadata (caller owns; NULL when the List has none) is the List's
- * metadata. max_object 0 = no size cap. Errors (GQ_EPARSE, err says why) only
+ * metadata. po may be NULL (see kube_parse_opts). Errors (GQ_EPARSE, err says why) only
  * for a response that is not a List at all; then both outputs are NULL.
  */
-int kube_list_page_parse(const char *body, size_t len, size_t max_object, cJSON **items,
+int kube_list_page_parse(const char *body, size_t len, const struct kube_parse_opts *po, cJSON **items,
                          cJSON **metadata, kube_skip_cb on_skip, void *ud, char *err,
                          size_t errlen);
 /*
  * kube_watch_event_parse, plus hostile objects: when an ADDED/MODIFIED/
- * DELETED object is over max_object (0 = no cap), too deep or undecodable,
+ * DELETED object is over po->max_object (po NULL or 0: no cap), too deep or undecodable,
  * returns GQ_OK with ev->object NULL, ev->type and ev->resource_version set
  * (from the scan) and *skip filled. skip may not be NULL. A broken line
  * (not an object, no type, no object) is still GQ_EPARSE.
  */
-int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
+int kube_watch_event_parse_ex(const char *line, size_t len, const struct kube_parse_opts *po,
                               struct kube_watch_event *ev, struct kube_skipped *skip,
                               char *err, size_t errlen);
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -120,10 +121,25 @@ static int pod_json(struct gq_buf *b, int i)
         rs, i, rs, rs, i, node, node / 250, node % 250, (i / 250) % 250, i % 250, (i / 250) % 250, i % 250, i);
 }
 
-/* Fill a cache with npods pods, pruned or not; print one result line. */
-static int run_mode(int npods, int page, int prune, int json)
+enum bench_mode { MODE_PRUNED, MODE_LATE, MODE_FULL };
+static const char *const mode_names[] = {"pruned", "late", "full"};
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Fill a cache with npods pods as the informer takes them (pruned: their
+ * managedFields never parsed, then pruned and packed), pruned after a whole
+ * parse (late), or whole (full); print one result line. */
+static int run_mode(int npods, int page, enum bench_mode mode, int json)
 {
     struct kube_cache *cache = kube_cache_new();
+    struct kube_parse_opts po = {KUBE_MAX_OBJECT_DEFAULT, mode == MODE_PRUNED};
+    int prune = mode != MODE_FULL;
+    double cpu = 0;
     struct gq_buf b;
     size_t heap0, heap1, json_bytes = 0;
     long rss0, rss1;
@@ -148,7 +164,8 @@ static int run_mode(int npods, int page, int prune, int json)
         if (rc)
             break;
         json_bytes += b.len;
-        rc = kube_list_page_parse(b.p, b.len, KUBE_MAX_OBJECT_DEFAULT, &items, &md, NULL, NULL, err,
+        double c0 = cpu_s();
+        rc = kube_list_page_parse(b.p, b.len, &po, &items, &md, NULL, NULL, err,
                                   sizeof err);
         cJSON_Delete(md);
         if (rc) {
@@ -163,6 +180,7 @@ static int run_mode(int npods, int page, int prune, int json)
             rc = kube_cache_apply(cache, KUBE_EV_ADDED, it, NULL, NULL);
         }
         cJSON_Delete(items);
+        cpu += cpu_s() - c0;
     }
     gq_buf_release(&b);
     malloc_trim(0);
@@ -174,14 +192,15 @@ static int run_mode(int npods, int page, int prune, int json)
         double per = (double)(heap1 - heap0) / npods;
         if (json)
             printf("{\"mode\":\"%s\",\"pods\":%d,\"json_bytes_per_pod\":%.0f,\"heap_bytes_per_pod\":%.0f,"
-                   "\"cache_mib\":%.1f,\"rss_mib\":%.1f,\"rss_growth_mib\":%.1f,\"maxrss_mib\":%.1f}\n",
-                   prune ? "pruned" : "full", npods, (double)json_bytes / npods, per,
+                   "\"cache_mib\":%.1f,\"rss_mib\":%.1f,\"rss_growth_mib\":%.1f,\"maxrss_mib\":%.1f,"
+                   "\"take_us_per_pod\":%.1f}\n",
+                   mode_names[mode], npods, (double)json_bytes / npods, per,
                    (double)(heap1 - heap0) / 1048576.0, rss1 / 1024.0, (rss1 - rss0) / 1024.0,
-                   status_kb("VmHWM") / 1024.0);
+                   status_kb("VmHWM") / 1024.0, cpu * 1e6 / npods);
         else
-            printf("%-8s %-7d %-12.0f %-12.0f %-10.1f %-8.1f %-11.1f %.1f\n", prune ? "pruned" : "full",
+            printf("%-8s %-7d %-12.0f %-12.0f %-10.1f %-8.1f %-12.1f %-11.1f %.1f\n", mode_names[mode],
                    npods, (double)json_bytes / npods, per, (double)(heap1 - heap0) / 1048576.0,
-                   rss1 / 1024.0, (rss1 - rss0) / 1024.0, status_kb("VmHWM") / 1024.0);
+                   rss1 / 1024.0, (rss1 - rss0) / 1024.0, status_kb("VmHWM") / 1024.0, cpu * 1e6 / npods);
         fflush(stdout);
     }
     kube_cache_free(cache);
@@ -190,7 +209,8 @@ static int run_mode(int npods, int page, int prune, int json)
 
 int bench_cache(int argc, char **argv)
 {
-    int npods = 10000, page = 500, json = 0, modes[2] = {1, 0}, rc = 0;
+    int npods = 10000, page = 500, json = 0, rc = 0;
+    static const enum bench_mode modes[] = {MODE_PRUNED, MODE_LATE, MODE_FULL};
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--json")) {
@@ -208,10 +228,10 @@ int bench_cache(int argc, char **argv)
         }
     }
     if (!json)
-        printf("%-8s %-7s %-12s %-12s %-10s %-8s %-11s %s\n", "mode", "pods", "json_B/pod", "heap_B/pod",
-               "cache_MiB", "rss_MiB", "rss_grow_MiB", "maxrss_MiB");
+        printf("%-8s %-7s %-12s %-12s %-10s %-8s %-12s %-11s %s\n", "mode", "pods", "json_B/pod", "heap_B/pod",
+               "cache_MiB", "rss_MiB", "rss_grow_MiB", "maxrss_MiB", "take_us/pod");
     fflush(stdout);
-    for (int m = 0; m < 2; m++) {
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         int st = 0;
         pid_t pid = fork();
         if (pid < 0) {
@@ -221,7 +241,7 @@ int bench_cache(int argc, char **argv)
         if (pid == 0)
             _exit(run_mode(npods, page, modes[m], json) ? 1 : 0);
         if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            fprintf(stderr, "gangq bench cache: %s mode failed\n", modes[m] ? "pruned" : "full");
+            fprintf(stderr, "gangq bench cache: %s mode failed\n", mode_names[modes[m]]);
             rc = 1;
         }
     }

@@ -330,7 +330,8 @@ static void list_cb(const struct kube_response *resp, void *ud)
         wait_then(inf, NEXT_LIST, resp->retry_after, resp->errmsg);
         goto out;
     }
-    rc = kube_list_page_parse(resp->body, resp->len, inf->o.max_object, &items, &j, skip_cb,
+    struct kube_parse_opts po = {inf->o.max_object, inf->o.drop_managed_fields};
+    rc = kube_list_page_parse(resp->body, resp->len, &po, &items, &j, skip_cb,
                               inf, err, sizeof err);
     if (rc) {
         inf->st.errors++;
@@ -509,7 +510,8 @@ static int on_line(const char *line, size_t len, void *ud)
     struct kube_watch_event ev;
     struct kube_skipped skip;
     char err[160];
-    int rc = kube_watch_event_parse_ex(line, len, inf->o.max_object, &ev, &skip, err, sizeof err);
+    struct kube_parse_opts po = {inf->o.max_object, inf->o.drop_managed_fields};
+    int rc = kube_watch_event_parse_ex(line, len, &po, &ev, &skip, err, sizeof err);
     if (rc == GQ_OK && !ev.object) {
         /* a hostile object: skip the event, keep the stream */
         if (ev.resource_version[0])

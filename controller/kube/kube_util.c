@@ -238,7 +238,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
                            size_t errlen)
 {
     struct kube_skipped skip;
-    int rc = kube_watch_event_parse_ex(line, len, 0, ev, &skip, err, errlen);
+    int rc = kube_watch_event_parse_ex(line, len, NULL, ev, &skip, err, errlen);
     if (rc == GQ_OK && !ev->object)
         return GQ_EPARSE; /* err already says which object and why */
     return rc;
@@ -364,6 +364,65 @@ static int sk_member(const char *p, size_t n, size_t i, const char *key, size_t 
     }
 }
 
+/* Like sk_member, but [*cs, *ce) is what to cut so the object stays JSON
+ * without that member: its key and value with the comma after it, or, for
+ * the last of several, the comma before it. */
+static int sk_member_cut(const char *p, size_t n, size_t i, const char *key, size_t *cs, size_t *ce)
+{
+    size_t kl = strlen(key), prev = 0; /* end of the previous member's value; 0 = none */
+    if (i >= n || p[i] != '{')
+        return -1;
+    i = sk_ws(p, n, i + 1);
+    if (i < n && p[i] == '}')
+        return 1;
+    for (;;) {
+        size_t ks = i, ke, v, end;
+        if (i >= n || p[i] != '"' || !(ke = sk_string(p, n, i)))
+            return -1;
+        i = sk_ws(p, n, ke);
+        if (i >= n || p[i] != ':')
+            return -1;
+        v = sk_ws(p, n, i + 1);
+        if (!(end = sk_value(p, n, v, NULL)))
+            return -1;
+        i = sk_ws(p, n, end);
+        if ((ke - ks - 2 == kl && memcmp(p + ks + 1, key, kl) == 0) || key_escaped_eq(p, ks, ke, key)) {
+            if (i < n && p[i] == ',') {
+                *cs = ks;
+                *ce = sk_ws(p, n, i + 1);
+            } else {
+                *cs = prev ? prev : ks;
+                *ce = end;
+            }
+            return 0;
+        }
+        if (i < n && p[i] == ',') {
+            prev = end;
+            i = sk_ws(p, n, i + 1);
+            continue;
+        }
+        return i < n && p[i] == '}' ? 1 : -1;
+    }
+}
+
+/* The object p[0..n) parsed without its metadata.managedFields; NULL when it
+ * has none (or out of memory: the caller parses it whole). */
+static cJSON *parse_without_managed(const char *p, size_t n)
+{
+    size_t s = sk_ws(p, n, 0), vs, ve, cs, ce;
+    if (sk_member(p, n, s, "metadata", &vs, &ve) != 0 || p[vs] != '{' ||
+        sk_member_cut(p, ve, vs, "managedFields", &cs, &ce) != 0)
+        return NULL;
+    char *t = malloc(n - (ce - cs) + 1);
+    if (!t)
+        return NULL;
+    memcpy(t, p, cs);
+    memcpy(t + cs, p + ce, n - ce);
+    cJSON *o = cJSON_ParseWithLength(t, n - (ce - cs));
+    free(t);
+    return o;
+}
+
 /* Copy the JSON string value p[vs..ve) (decoded) into out; "" otherwise. */
 static void sk_str(const char *p, size_t vs, size_t ve, char *out, size_t outlen)
 {
@@ -423,11 +482,11 @@ int kube_object_scan(const char *p, size_t n, struct kube_skipped *out)
  * Decode one object's text p[0..n) unless it is hostile. Returns the object
  * (caller owns) or NULL with *s filled (reason, detail, scanned fields).
  */
-static cJSON *take_object(const char *p, size_t n, size_t max_object, enum kube_event_type type,
+static cJSON *take_object(const char *p, size_t n, const struct kube_parse_opts *po, enum kube_event_type type,
                           struct kube_skipped *s)
 {
     cJSON *o = NULL;
-    size_t depth = 0;
+    size_t depth = 0, max_object = po ? po->max_object : 0;
     enum kube_skip_reason why;
     char key[600];
     if (!(max_object && n > max_object))
@@ -437,7 +496,9 @@ static cJSON *take_object(const char *p, size_t n, size_t max_object, enum kube_
     } else if (depth >= CJSON_NESTING_LIMIT) {
         why = KUBE_SKIP_TOO_DEEP;
     } else {
-        o = cJSON_ParseWithLength(p, n);
+        o = po && po->drop_managed_fields ? parse_without_managed(p, n) : NULL;
+        if (!o)
+            o = cJSON_ParseWithLength(p, n);
         if (cJSON_IsObject(o) && kube_object_key(o, key, sizeof key) == GQ_OK)
             return o;
         cJSON_Delete(o);
@@ -457,7 +518,7 @@ static cJSON *take_object(const char *p, size_t n, size_t max_object, enum kube_
     return NULL;
 }
 
-int kube_list_page_parse(const char *body, size_t len, size_t max_object, cJSON **items,
+int kube_list_page_parse(const char *body, size_t len, const struct kube_parse_opts *po, cJSON **items,
                          cJSON **metadata, kube_skip_cb on_skip, void *ud, char *err,
                          size_t errlen)
 {
@@ -499,7 +560,7 @@ int kube_list_page_parse(const char *body, size_t len, size_t max_object, cJSON 
             gq_errf(err, errlen, "list: malformed items");
             goto fail;
         }
-        o = take_object(body + i, end - i, max_object, KUBE_EV_ADDED, &s);
+        o = take_object(body + i, end - i, po, KUBE_EV_ADDED, &s);
         if (o) {
             if (!cJSON_AddItemToArray(*items, o)) {
                 cJSON_Delete(o);
@@ -530,7 +591,7 @@ fail:
     return GQ_EPARSE;
 }
 
-int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
+int kube_watch_event_parse_ex(const char *line, size_t len, const struct kube_parse_opts *po,
                               struct kube_watch_event *ev, struct kube_skipped *skip,
                               char *err, size_t errlen)
 {
@@ -576,7 +637,7 @@ int kube_watch_event_parse_ex(const char *line, size_t len, size_t max_object,
             return GQ_EPARSE;
         }
     } else {
-        obj = take_object(line + vs, ve - vs, max_object, ev->type, skip);
+        obj = take_object(line + vs, ve - vs, po, ev->type, skip);
         if (!obj) {
             if (gq_strlcpy(ev->resource_version, skip->resource_version,
                            sizeof ev->resource_version) >= sizeof ev->resource_version)

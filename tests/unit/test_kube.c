@@ -1702,7 +1702,7 @@ static void test_list_page_hostile(void **st)
                      0);
     whole = cJSON_Parse(b.p);
     assert_null(whole); /* what used to stop the informer */
-    assert_int_equal(kube_list_page_parse(b.p, b.len, 8192, &items, &md, skiplog_cb, &sl, err, sizeof err), 0);
+    assert_int_equal(kube_list_page_parse(b.p, b.len, &(struct kube_parse_opts){8192, 0}, &items, &md, skiplog_cb, &sl, err, sizeof err), 0);
     assert_int_equal(cJSON_GetArraySize(items), 3);
     assert_int_equal(kube_object_key(cJSON_GetArrayItem(items, 0), key, sizeof key), 0);
     assert_string_equal(key, "ns/a");
@@ -1740,13 +1740,13 @@ static void test_list_page_hostile(void **st)
     gq_buf_reset(&b);
     assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{},\"items\":[%s,%s]}", deep, big), 0);
     sl.n = 0;
-    assert_int_equal(kube_list_page_parse(b.p, b.len, 0, &items, &md, skiplog_cb, &sl, err, sizeof err), 0);
+    assert_int_equal(kube_list_page_parse(b.p, b.len, NULL, &items, &md, skiplog_cb, &sl, err, sizeof err), 0);
     assert_int_equal(cJSON_GetArraySize(items), 2);
     assert_int_equal(sl.n, 0);
     cJSON_Delete(items);
     cJSON_Delete(md);
     /* null or absent items: an empty page */
-    assert_int_equal(kube_list_page_parse("{\"metadata\":{},\"items\":null}", 29, 0, &items, &md, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(kube_list_page_parse("{\"metadata\":{},\"items\":null}", 29, NULL, &items, &md, NULL, NULL, err, sizeof err), 0);
     assert_int_equal(cJSON_GetArraySize(items), 0);
     cJSON_Delete(items);
     cJSON_Delete(md);
@@ -1755,7 +1755,7 @@ static void test_list_page_hostile(void **st)
         static const char *const bad[] = {"", "[]", "{\"items\":{}}", "{\"items\":[1,}", "{\"items\":[{\"a\":1}",
                                           "{\"metadata\":[],\"items\":[]}", "{\"items\":[]} x", "{\"items\":[\"a]}"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            assert_int_equal(kube_list_page_parse(bad[i], strlen(bad[i]), 0, &items, &md, NULL, NULL, err, sizeof err),
+            assert_int_equal(kube_list_page_parse(bad[i], strlen(bad[i]), NULL, &items, &md, NULL, NULL, err, sizeof err),
                              GQ_EPARSE);
             assert_null(items);
             assert_null(md);
@@ -1767,11 +1767,11 @@ static void test_list_page_hostile(void **st)
     {
         static const char nul_key[] = "{\"metadata\":{},\"items\0x\":[{\"metadata\":{\"name\":\"a\"}}]}";
         static const char ctl_val[] = "{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"a\x01\"}}]}";
-        assert_int_equal(kube_list_page_parse(nul_key, sizeof nul_key - 1, 0, &items, &md, NULL, NULL, err, sizeof err),
+        assert_int_equal(kube_list_page_parse(nul_key, sizeof nul_key - 1, NULL, &items, &md, NULL, NULL, err, sizeof err),
                          GQ_EPARSE);
         assert_null(items);
         assert_null(md);
-        assert_int_equal(kube_list_page_parse(ctl_val, sizeof ctl_val - 1, 0, &items, &md, NULL, NULL, err, sizeof err),
+        assert_int_equal(kube_list_page_parse(ctl_val, sizeof ctl_val - 1, NULL, &items, &md, NULL, NULL, err, sizeof err),
                          GQ_EPARSE);
         assert_null(items);
         assert_null(md);
@@ -1793,7 +1793,7 @@ static void test_watch_event_hostile(void **st)
     (void)st;
     gq_buf_init(&b, 1u << 20);
     assert_int_equal(gq_buf_printf(&b, "{\"type\":\"MODIFIED\",\"object\":%s}", deep), 0);
-    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, 0, &ev, &sk, err, sizeof err), 0);
+    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, NULL, &ev, &sk, err, sizeof err), 0);
     assert_null(ev.object);
     assert_int_equal(ev.type, KUBE_EV_MODIFIED);
     assert_string_equal(ev.resource_version, "41");
@@ -1805,29 +1805,88 @@ static void test_watch_event_hostile(void **st)
     assert_null(ev.object);
     gq_buf_reset(&b);
     assert_int_equal(gq_buf_printf(&b, "{\"object\":%s,\"type\":\"DELETED\"}", big), 0);
-    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, 4096, &ev, &sk, err, sizeof err), 0);
+    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, &(struct kube_parse_opts){4096, 0}, &ev, &sk, err, sizeof err), 0);
     assert_null(ev.object);
     assert_int_equal(ev.type, KUBE_EV_DELETED);
     assert_int_equal(sk.reason, KUBE_SKIP_TOO_LARGE);
     assert_string_equal(sk.name, "big");
     assert_string_equal(ev.resource_version, "42");
     /* the same line under no cap decodes */
-    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, 0, &ev, &sk, err, sizeof err), 0);
+    assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, NULL, &ev, &sk, err, sizeof err), 0);
     assert_non_null(ev.object);
     assert_int_equal(sk.reason, 0);
     kube_watch_event_release(&ev);
     /* a BOOKMARK or ERROR with a broken object is still a broken line */
     {
         const char *l = "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\"},\"x\":tru}}";
-        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), 0, &ev, &sk, err, sizeof err), GQ_EPARSE);
+        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), NULL, &ev, &sk, err, sizeof err), GQ_EPARSE);
         l = "{\"type\":\"ADDED\",\"object\":[]}";
-        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), 0, &ev, &sk, err, sizeof err), GQ_EPARSE);
+        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), NULL, &ev, &sk, err, sizeof err), GQ_EPARSE);
         l = "{\"type\":7,\"object\":{}}";
-        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), 0, &ev, &sk, err, sizeof err), GQ_EPARSE);
+        assert_int_equal(kube_watch_event_parse_ex(l, strlen(l), NULL, &ev, &sk, err, sizeof err), GQ_EPARSE);
     }
     gq_buf_release(&b);
     free(deep);
     free(big);
+}
+
+/* drop_managed_fields: metadata.managedFields is never built, wherever it
+ * sits among metadata's members, and the rest is what a whole parse gives
+ * (less managedFields); a key spelled with escapes is the same key; without
+ * the option (a Team's informer) the member is kept. */
+static void test_parse_drop_managed(void **st)
+{
+    static const char *const objs[] = {
+        "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:spec\":{}}}],"
+        "\"uid\":\"u\"},\"spec\":{\"x\":1}}",
+        "{\"metadata\":{\"managedFields\":[] , \"name\":\"a\"}}",
+        "{\"kind\":\"K\",\"metadata\":{\"name\":\"a\" ,\n \"managedFields\":[{\"a\":\"}]\"}] }}",
+        "{\"metadata\":{\"name\":\"a\",\"managedFi\\u0065lds\":[1]},\"status\":{}}",
+        "{\"metadata\":{\"name\":\"a\"},\"managedFields\":[1]}", /* not metadata's: kept */
+        "{\"metadata\":{\"name\":\"a\",\"managedFields\":null,\"managedFields\":[2]}}",
+    };
+    char err[200];
+    (void)st;
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
+        struct gq_buf b;
+        struct kube_watch_event ev, whole;
+        struct kube_skipped sk;
+        gq_buf_init(&b, 1u << 16);
+        assert_int_equal(gq_buf_printf(&b, "{\"type\":\"ADDED\",\"object\":%s}", objs[i]), 0);
+        assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, &(struct kube_parse_opts){0, 1}, &ev, &sk, err,
+                                                   sizeof err), 0);
+        assert_non_null(ev.object);
+        assert_int_equal(kube_watch_event_parse_ex(b.p, b.len, NULL, &whole, &sk, err, sizeof err), 0);
+        cJSON *md = cJSON_GetObjectItemCaseSensitive(whole.object, "metadata");
+        assert_non_null(md);
+        int had = cJSON_GetObjectItemCaseSensitive(md, "managedFields") != NULL;
+        assert_int_equal(had, i != 4);
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+        assert_true(cJSON_Compare(ev.object, whole.object, 1));
+        if (i == 5) /* the first of two is cut, as cJSON reads the first */
+            assert_non_null(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(ev.object, "metadata"), "managedFields"));
+        kube_watch_event_release(&ev);
+        kube_watch_event_release(&whole);
+        /* the same object in a List page */
+        cJSON *items = NULL, *lmd = NULL;
+        gq_buf_reset(&b);
+        assert_int_equal(gq_buf_printf(&b, "{\"metadata\":{},\"items\":[%s,%s]}", objs[i], objs[0]), 0);
+        assert_int_equal(kube_list_page_parse(b.p, b.len, &(struct kube_parse_opts){0, 1}, &items, &lmd, NULL, NULL,
+                                              err, sizeof err), 0);
+        assert_int_equal(cJSON_GetArraySize(items), 2);
+        assert_null(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(items, 1), "metadata"), "managedFields"));
+        cJSON_Delete(items);
+        cJSON_Delete(lmd);
+        /* kept without the option */
+        assert_int_equal(kube_list_page_parse(b.p, b.len, NULL, &items, &lmd, NULL, NULL, err, sizeof err), 0);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(items, 1), "metadata"), "managedFields"));
+        cJSON_Delete(items);
+        cJSON_Delete(lmd);
+        gq_buf_release(&b);
+    }
 }
 
 static int server_saw_4(void *ud)
@@ -2973,6 +3032,7 @@ int main(void)
         cmocka_unit_test(test_leader),
         cmocka_unit_test(test_list_page_hostile),
         cmocka_unit_test(test_watch_event_hostile),
+        cmocka_unit_test(test_parse_drop_managed),
         cmocka_unit_test(test_informer_hostile),
         cmocka_unit_test(test_informer_list_shrink),
         cmocka_unit_test(test_prune_pod),
