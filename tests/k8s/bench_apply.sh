@@ -5,7 +5,9 @@
 # per admission (utime+stime from /proc), and the controller's API writes per admission (create,
 # patch, update and delete requests with the controller's user agent in the API server's audit
 # log between the apply and the last admission, leader-election Lease renewals included).
-# Prints the figures as `ok:` lines and one JSON line.
+# Prints the figures as `ok:` lines and one JSON line. Then the controller idle for
+# GQ_BENCH_IDLE_S (20) seconds: its CPU, reconciles and full examinations. GQ_BENCH_JOBS sets N;
+# BENCH_CTL_ARGS adds controller options (an experiment; the figures quoted are the defaults').
 . "$(dirname "$0")/lib.sh"
 GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 N=${GQ_BENCH_JOBS:-1000}
@@ -50,7 +52,7 @@ for i in $(seq 1 "$N"); do
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: j%d, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template:\n    spec:\n      containers: [{name: main, image: busybox, resources: {requests: {cpu: 100m, memory: 128Mi}}}]\n' "$i" "$ns" >>"$jobs"
 done
 
-gq_ctl_start --listen 127.0.0.1:0
+gq_ctl_start --listen 127.0.0.1:0 ${BENCH_CTL_ARGS:-}
 wait_for 30 "controller leading" grep -q "leading: cycles on" "$GQ_TEST_TMP/controller.log"
 sleep 1
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
