@@ -382,8 +382,7 @@ static int audit(struct rc_ctx *r, const char *action, const struct cj *j, const
  * (status) and by the next one. */
 static void job_touch(struct rc_ctx *r, struct cj *j)
 {
-    if (j->memo && j->memo->dirty_upto < r->c->reconciles + 1)
-        j->memo->dirty_upto = r->c->reconciles + 1;
+    ctl_memo_dirty(j->memo, r->c->reconciles + 1);
 }
 
 /* What j's status shows may have changed in this reconcile (the core's
@@ -556,10 +555,10 @@ static int pod_held(const struct cj *j, const struct ctl_podfacts *f)
     return !strcmp(want, pn);
 }
 
-/* A node that is gone or NotReady past the grace period. */
-static int node_lost(struct rc_ctx *r, const char *name, char *why, size_t len)
+/* Node name (n: its node_find, NULL when gone) is gone or NotReady past the
+ * grace period. A node not lost has n->ni parsed. */
+static int node_lost_at(struct rc_ctx *r, struct rnode *n, const char *name, char *why, size_t len)
 {
-    struct rnode *n = node_find(r, name);
     if (!n) {
         snprintf(why, len, "node %s was deleted", name);
         return 1;
@@ -575,6 +574,11 @@ static int node_lost(struct rc_ctx *r, const char *name, char *why, size_t len)
         return 1;
     }
     return 0;
+}
+
+static int node_lost(struct rc_ctx *r, const char *name, char *why, size_t len)
+{
+    return node_lost_at(r, node_find(r, name), name, why, len);
 }
 
 static int cj_key_cmp(const void *key, const void *e)
@@ -1457,8 +1461,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
             return 0;
         j->memo->decode.dormant = 0; /* woken: examined in full by this reconcile */
         r->c->m.jobs_woken++;
-        if (j->memo->dirty_upto < r->c->reconciles)
-            j->memo->dirty_upto = r->c->reconciles;
+        ctl_memo_dirty(j->memo, r->c->reconciles);
     }
     if (!job_dirty(r, j) && j->memo->decode.job_valid && j->memo->decode.job_lookup == r->lookup_sig) {
         r->c->m.jobs_reused++;
@@ -1782,6 +1785,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
             }
         }
         char w[API_MSG_MAX] = "";
+        struct rnode *n;
         const char *ph = f ? f->phase : NULL;
         if (!pod) {
             /* gone only when the API server said so (delete event, GET 404);
@@ -1799,10 +1803,9 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
             continue;
         } else if (f->deletion) {
             snprintf(w, sizeof(w), "pod %s is being deleted", name);
-        } else if (node_lost(r, p->node, w, sizeof(w))) {
+        } else if (node_lost_at(r, (n = node_find(r, p->node)), p->node, w, sizeof(w))) {
             /* w set */
         } else {
-            const struct rnode *n = node_find(r, p->node); /* have_ni: node_lost parsed it */
             unready += !n->ni.ready;
             if (ph && !strcmp(ph, "Running"))
                 running++;
@@ -1864,7 +1867,7 @@ static int job_lifecycle(struct rc_ctx *r, struct cj *j)
         LOGC(r->c, GQ_LOG_INFO, "job running", " job=%s", j->key);
         return 0; /* its row was written: examined again by the next reconcile */
     }
-    j->memo->pods.steady = !missing && !unready && !confirm[0];
+    j->memo->pods.steady = !missing && !unready;
     return 0;
 }
 
@@ -3126,10 +3129,8 @@ static int phase_gather(struct rc_ctx *r)
             if (st == STORE_QUEUED || st == STORE_SUSPENDED || finished(st))
                 continue;
             struct ctl_memo *m = ctl_memo_get(&c->memo, c->rows[i]->key, 0);
-            if (m && m->pods.steady && holds(st) && m->dirty_upto < c->reconciles)
-                continue; /* nothing time can change (job_lifecycle) */
-            if (m && m->dirty_upto < c->reconciles)
-                m->dirty_upto = c->reconciles;
+            if (!(m && m->pods.steady && holds(st))) /* steady: nothing time can change */
+                ctl_memo_dirty(m, c->reconciles);
         }
     }
     return gather(r);

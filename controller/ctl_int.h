@@ -434,6 +434,8 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
                   const cJSON *new_obj, int64_t dirty_cycle);
 /* The job of key (if it has a memo) is examined in full up to reconcile dirty_cycle. */
 void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle);
+/* The same for memo m (may be NULL). */
+void ctl_memo_dirty(struct ctl_memo *m, int64_t dirty_cycle);
 
 /* ctl_cycle.c */
 /* What one reconcile tells the loop, which acts on it (ctl_main.c): the

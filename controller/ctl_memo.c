@@ -363,9 +363,13 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
     return ctl_objset_put(jobs, key, new_obj);
 }
 
-void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle)
+void ctl_memo_dirty(struct ctl_memo *m, int64_t dirty_cycle)
 {
-    struct ctl_memo *m = ctl_memo_get(t, key, 0);
     if (m && m->dirty_upto < dirty_cycle)
         m->dirty_upto = dirty_cycle;
+}
+
+void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle)
+{
+    ctl_memo_dirty(ctl_memo_get(t, key, 0), dirty_cycle);
 }

@@ -47,6 +47,7 @@ struct kube_informer {
     struct kube_client *c;
     struct ev_loop *loop;
     struct kube_informer_opts o; /* strings below are the owned copies */
+    struct kube_parse_opts po;   /* how list items and watch objects are taken (from o) */
     char *path, *label_selector, *field_selector, *name;
     struct kube_cache *cache;
     struct kube_lines lines;
@@ -330,8 +331,7 @@ static void list_cb(const struct kube_response *resp, void *ud)
         wait_then(inf, NEXT_LIST, resp->retry_after, resp->errmsg);
         goto out;
     }
-    struct kube_parse_opts po = {inf->o.max_object, inf->o.drop_managed_fields};
-    rc = kube_list_page_parse(resp->body, resp->len, &po, &items, &j, skip_cb,
+    rc = kube_list_page_parse(resp->body, resp->len, &inf->po, &items, &j, skip_cb,
                               inf, err, sizeof err);
     if (rc) {
         inf->st.errors++;
@@ -510,8 +510,7 @@ static int on_line(const char *line, size_t len, void *ud)
     struct kube_watch_event ev;
     struct kube_skipped skip;
     char err[160];
-    struct kube_parse_opts po = {inf->o.max_object, inf->o.drop_managed_fields};
-    int rc = kube_watch_event_parse_ex(line, len, &po, &ev, &skip, err, sizeof err);
+    int rc = kube_watch_event_parse_ex(line, len, &inf->po, &ev, &skip, err, sizeof err);
     if (rc == GQ_OK && !ev.object) {
         /* a hostile object: skip the event, keep the stream */
         if (ev.resource_version[0])
@@ -727,6 +726,7 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     inf->cur_limit = inf->o.list_limit;
     if (inf->o.max_object == 0)
         inf->o.max_object = KUBE_MAX_OBJECT_DEFAULT;
+    inf->po = (struct kube_parse_opts){inf->o.max_object, inf->o.drop_managed_fields};
     if (inf->o.watch_timeout_min_s <= 0)
         inf->o.watch_timeout_min_s = 240;
     if (inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)

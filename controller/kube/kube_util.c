@@ -331,43 +331,12 @@ static int key_escaped_eq(const char *p, size_t ks, size_t ke, const char *key)
 
 /* Find member `key` (escaped keys decoded, as cJSON does) of the
  * object at p[i] == '{'. 0 found (value range in *vs, *ve), 1 absent, -1
- * malformed. The first of duplicate keys wins, as in cJSON. */
-static int sk_member(const char *p, size_t n, size_t i, const char *key, size_t *vs, size_t *ve)
-{
-    size_t kl = strlen(key);
-    if (i >= n || p[i] != '{')
-        return -1;
-    i = sk_ws(p, n, i + 1);
-    if (i < n && p[i] == '}')
-        return 1;
-    for (;;) {
-        size_t ks = i, ke, v, end;
-        if (i >= n || p[i] != '"' || !(ke = sk_string(p, n, i)))
-            return -1;
-        i = sk_ws(p, n, ke);
-        if (i >= n || p[i] != ':')
-            return -1;
-        v = sk_ws(p, n, i + 1);
-        if (!(end = sk_value(p, n, v, NULL)))
-            return -1;
-        if ((ke - ks - 2 == kl && memcmp(p + ks + 1, key, kl) == 0) || key_escaped_eq(p, ks, ke, key)) {
-            *vs = v;
-            *ve = end;
-            return 0;
-        }
-        i = sk_ws(p, n, end);
-        if (i < n && p[i] == ',') {
-            i = sk_ws(p, n, i + 1);
-            continue;
-        }
-        return i < n && p[i] == '}' ? 1 : -1;
-    }
-}
-
-/* Like sk_member, but [*cs, *ce) is what to cut so the object stays JSON
- * without that member: its key and value with the comma after it, or, for
- * the last of several, the comma before it. */
-static int sk_member_cut(const char *p, size_t n, size_t i, const char *key, size_t *cs, size_t *ce)
+ * malformed. The first of duplicate keys wins, as in cJSON. cs, ce may be
+ * NULL; else [*cs, *ce) is what to cut so the object stays JSON without the
+ * member: its key and value with the comma after it, or, for the last of
+ * several, the comma before it. */
+static int sk_member_span(const char *p, size_t n, size_t i, const char *key, size_t *vs, size_t *ve,
+                          size_t *cs, size_t *ce)
 {
     size_t kl = strlen(key), prev = 0; /* end of the previous member's value; 0 = none */
     if (i >= n || p[i] != '{')
@@ -387,12 +356,12 @@ static int sk_member_cut(const char *p, size_t n, size_t i, const char *key, siz
             return -1;
         i = sk_ws(p, n, end);
         if ((ke - ks - 2 == kl && memcmp(p + ks + 1, key, kl) == 0) || key_escaped_eq(p, ks, ke, key)) {
-            if (i < n && p[i] == ',') {
-                *cs = ks;
-                *ce = sk_ws(p, n, i + 1);
-            } else {
-                *cs = prev ? prev : ks;
-                *ce = end;
+            *vs = v;
+            *ve = end;
+            if (cs && ce) {
+                int comma = i < n && p[i] == ',';
+                *cs = comma || !prev ? ks : prev;
+                *ce = comma ? sk_ws(p, n, i + 1) : end;
             }
             return 0;
         }
@@ -405,13 +374,18 @@ static int sk_member_cut(const char *p, size_t n, size_t i, const char *key, siz
     }
 }
 
+static int sk_member(const char *p, size_t n, size_t i, const char *key, size_t *vs, size_t *ve)
+{
+    return sk_member_span(p, n, i, key, vs, ve, NULL, NULL);
+}
+
 /* The object p[0..n) parsed without its metadata.managedFields; NULL when it
  * has none (or out of memory: the caller parses it whole). */
 static cJSON *parse_without_managed(const char *p, size_t n)
 {
-    size_t s = sk_ws(p, n, 0), vs, ve, cs, ce;
+    size_t s = sk_ws(p, n, 0), vs, ve, mvs, mve, cs, ce;
     if (sk_member(p, n, s, "metadata", &vs, &ve) != 0 || p[vs] != '{' ||
-        sk_member_cut(p, ve, vs, "managedFields", &cs, &ce) != 0)
+        sk_member_span(p, ve, vs, "managedFields", &mvs, &mve, &cs, &ce) != 0)
         return NULL;
     char *t = malloc(n - (ce - cs) + 1);
     if (!t)

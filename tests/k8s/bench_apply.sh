@@ -107,14 +107,8 @@ pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | 
 # Idle: every job admitted, nothing changing. What the controller costs then is
 # its periodic work (resyncs, lease renewals, status settles): a reconcile that
 # finds nothing changed must cost next to nothing, whatever the job count.
-full_examined() {
-  curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
-    awk '/^gangq_jobs_examined_total\{.*"full"/ { print $2 + 0; f = 1 } END { if (!f) print 0 }'
-}
-full_passes() {
-  curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
-    awk '/^gangq_reconciles_full_total / { print $2 + 0; f = 1 } END { if (!f) print 0 }'
-}
+full_examined() { gq_metric "$port" 'gangq_jobs_examined_total{how="full"}'; }
+full_passes() { gq_metric "$port" gangq_reconciles_full_total; }
 IDLE_S=${GQ_BENCH_IDLE_S:-20}
 sleep 5 # the last statuses settle (--status-settle)
 ic0=$(cpu_ticks)
