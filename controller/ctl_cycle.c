@@ -649,6 +649,112 @@ static int team_last_valid(struct rc_ctx *r, const char *name, const char *uid, 
     return ok;
 }
 
+/* What one Team object decoded to, kept across reconciles (struct
+ * ctl_team_keep): a Team changes only by an event of its own, which gives it
+ * a new resourceVersion, so most reconciles see every Team as the last one
+ * did and need not decode, validate or look up its kept valid spec again. */
+struct tmemo {
+    char uid[API_UID_MAX];
+    char rv[API_UID_MAX];
+    int64_t used;       /* the reconcile that last used it */
+    uint64_t sig;       /* obj_sig of the object */
+    struct rteam ti;    /* as gather_cb_team left it (ti.obj and ti.idx set per reconcile) */
+    int in_force;       /* a spec is in force: t */
+    struct api_team t;
+};
+
+struct ctl_team_keep {
+    struct tmemo *m; /* unordered; at most one per uid */
+    int n, cap;
+    /* rc_ctx.teams and rc_ctx.tinfo, lent to each reconcile: large structs,
+     * page-faulted again every reconcile when allocated afresh */
+    struct api_team *teams;
+    struct rteam *tinfo;
+    size_t cap_arrays;
+};
+
+void ctl_team_keep_free(struct ctl_team_keep *k)
+{
+    if (!k)
+        return;
+    free(k->m);
+    free(k->teams);
+    free(k->tinfo);
+    free(k);
+}
+
+/* Forget every Team's decode (a reconcile rolled back: the valid specs it
+ * saved are not in the store). */
+static void team_keep_forget(struct gq_ctl *c)
+{
+    if (c->team_keep)
+        c->team_keep->n = 0;
+}
+
+static struct tmemo *tmemo_find(struct ctl_team_keep *k, int guess, const char *uid, const char *rv)
+{
+    if (!k || !uid || !rv)
+        return NULL;
+    for (int x = -1; x < k->n; x++) {
+        int i = x < 0 ? guess : x;
+        if (i < 0 || i >= k->n || (x >= 0 && i == guess))
+            continue;
+        if (!strcmp(k->m[i].uid, uid))
+            return strcmp(k->m[i].rv, rv) ? NULL : &k->m[i];
+    }
+    return NULL;
+}
+
+/* Keep what gather_cb_team found for o (best effort: without memory the
+ * next reconcile decodes it again). */
+static void tmemo_put(struct rc_ctx *r, const cJSON *o, uint64_t sig, const struct rteam *ti,
+                      const struct api_team *t)
+{
+    struct ctl_team_keep *k = r->c->team_keep;
+    const char *uid = ctl_obj_str(o, "metadata", "uid"), *rv = ctl_obj_str(o, "metadata", "resourceVersion");
+    if (!k || !uid || !rv || strlen(uid) >= API_UID_MAX || strlen(rv) >= API_UID_MAX)
+        return;
+    struct tmemo *m = NULL;
+    for (int i = 0; i < k->n && !m; i++)
+        if (!strcmp(k->m[i].uid, uid))
+            m = &k->m[i];
+    if (!m) {
+        if (k->n == k->cap) {
+            int cap = k->cap ? k->cap * 2 : 16;
+            struct tmemo *nm = realloc(k->m, (size_t)cap * sizeof(*nm));
+            if (!nm)
+                return;
+            k->m = nm;
+            k->cap = cap;
+        }
+        m = &k->m[k->n++];
+    }
+    gq_strlcpy(m->uid, uid, sizeof(m->uid));
+    gq_strlcpy(m->rv, rv, sizeof(m->rv));
+    m->used = r->c->reconciles;
+    m->sig = sig;
+    m->ti = *ti;
+    m->in_force = ti->idx >= 0;
+    if (m->in_force)
+        m->t = *t;
+}
+
+/* Drop the decodes of Teams this reconcile did not see (deleted). */
+static void tmemo_sweep(struct gq_ctl *c)
+{
+    struct ctl_team_keep *k = c->team_keep;
+    if (!k)
+        return;
+    int kept = 0;
+    for (int i = 0; i < k->n; i++)
+        if (k->m[i].used == c->reconciles) {
+            if (kept != i)
+                k->m[kept] = k->m[i];
+            kept++;
+        }
+    k->n = kept;
+}
+
 static int gather_cb_team(const cJSON *o, void *ud)
 {
     struct rc_ctx *r = ud;
@@ -656,8 +762,24 @@ static int gather_cb_team(const cJSON *o, void *ud)
     api_errors_init(&e);
     struct api_team *t = &r->teams[r->nteams];
     struct rteam *ti = &r->tinfo[r->ntinfo++];
-    r->lookup_sig += obj_sig(o);
+    struct tmemo *tm = tmemo_find(r->c->team_keep, r->ntinfo - 1, ctl_obj_str(o, "metadata", "uid"),
+                                  ctl_obj_str(o, "metadata", "resourceVersion"));
+    if (tm) {
+        tm->used = r->c->reconciles;
+        r->lookup_sig += tm->sig;
+        *ti = tm->ti;
+        ti->obj = o;
+        ti->idx = -1;
+        if (tm->in_force) {
+            *t = tm->t;
+            ti->idx = r->nteams++;
+        }
+        return 0;
+    }
+    uint64_t sig = obj_sig(o);
+    r->lookup_sig += sig;
     memset(t, 0, sizeof(*t));
+    memset(ti, 0, sizeof(*ti));
     ti->obj = o;
     ti->idx = -1;
     if (api_team_decode(o, t, &e) == GQ_ENOMEM)
@@ -670,6 +792,7 @@ static int gather_cb_team(const cJSON *o, void *ud)
         ti->idx = r->nteams;
         ti->gen_in_force = t->meta.generation;
         r->nteams++;
+        tmemo_put(r, o, sig, ti, t);
         return 0;
     }
     char m[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
@@ -683,6 +806,7 @@ static int gather_cb_team(const cJSON *o, void *ud)
     }
     LOGC(r->c, GQ_LOG_DEBUG, "team spec invalid", " team=%s in_force_generation=%lld err=\"%s\"",
          ti->latest.meta.name, (long long)ti->gen_in_force, ti->bad);
+    tmemo_put(r, o, sig, ti, t);
     return 0;
 }
 
@@ -797,8 +921,19 @@ static int gather(struct rc_ctx *r)
     size_t npc = kube_cache_count(kube_informer_cache(c->inf[INF_PCS]));
     size_t nn = kube_cache_count(kube_informer_cache(c->inf[INF_NODES]));
     size_t nj = kube_cache_count(kube_informer_cache(c->inf[INF_JOBS]));
-    r->teams = calloc(nt + 1, sizeof(*r->teams));
-    r->tinfo = calloc(nt + 1, sizeof(*r->tinfo));
+    if (!c->team_keep)
+        c->team_keep = calloc(1, sizeof(*c->team_keep));
+    struct ctl_team_keep *tk = c->team_keep;
+    if (tk && tk->cap_arrays < nt + 1) {
+        free(tk->teams);
+        free(tk->tinfo);
+        tk->teams = calloc(nt + 1, sizeof(*tk->teams));
+        tk->tinfo = calloc(nt + 1, sizeof(*tk->tinfo));
+        tk->cap_arrays = tk->teams && tk->tinfo ? nt + 1 : 0;
+    }
+    /* lent by c->team_keep for this reconcile (every entry used is set by gather_cb_team) */
+    r->teams = tk && tk->cap_arrays ? tk->teams : NULL;
+    r->tinfo = tk && tk->cap_arrays ? tk->tinfo : NULL;
     r->pools = calloc(np + 1, sizeof(*r->pools));
     r->pcs = calloc(npc + 1, sizeof(*r->pcs));
     r->nodes = calloc(nn + 1, sizeof(*r->nodes));
@@ -822,8 +957,10 @@ static int gather(struct rc_ctx *r)
     c->jobs_keep_cap = 0;
     if (!r->teams || !r->tinfo || !r->pools || !r->pcs || !r->nodes || !r->jobs)
         return GQ_ENOMEM;
-    if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)) ||
-        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
+    if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)))
+        return rc;
+    tmemo_sweep(c);
+    if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PCS]), gather_cb_pc, r)) ||
         (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_NODES]), gather_cb_node, r)))
         return rc;
@@ -3055,8 +3192,7 @@ static void rc_release(struct rc_ctx *r)
     free(r->c->jobs_keep);
     r->c->jobs_keep = r->jobs;
     r->c->jobs_keep_cap = r->jobs ? r->capjobs : 0;
-    free(r->teams);
-    free(r->tinfo);
+    /* r->teams and r->tinfo are c->team_keep's */
     free(r->pools);
     free(r->pcs);
     free(r->nodes);
@@ -3288,6 +3424,7 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
     if (rc) {
         if (r->in_txn)
             store_rollback_cycle(c->st);
+        team_keep_forget(c); /* the valid Team specs it saved are not in the store */
         c->m.store_errors++;
         LOGC(c, GQ_LOG_ERROR, "reconcile failed: nothing acted on, retrying next cycle",
              " err=\"%s\" rc=%s", r->err, gq_strerror(rc));

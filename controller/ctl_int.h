@@ -356,6 +356,8 @@ struct gq_ctl {
     struct cj *jobs_keep;         /* the last reconcile's job array (ctl_cycle.c), reused
                                    * by the next; owned, freed at stop */
     size_t jobs_keep_cap;
+    struct ctl_team_keep *team_keep; /* each Team's last decode and the reconcile's Team
+                                      * arrays (ctl_cycle.c); owned, ctl_team_keep_free */
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by
                                      * the next (ctl_snap_build); owned, freed at stop */
     int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
@@ -454,6 +456,8 @@ struct ctl_rc_result {
 struct ctl_rc_result ctl_reconcile(struct gq_ctl *c);
 /* Free the kept store rows; the next reconcile reads them. */
 void ctl_rows_release(struct gq_ctl *c);
+/* Free what c->team_keep holds (NULL: nothing). */
+void ctl_team_keep_free(struct ctl_team_keep *k);
 /* Team "quota-edit" audit for an informer MODIFIED of a Team. */
 void ctl_team_changed(struct gq_ctl *c, const cJSON *old_obj, const cJSON *new_obj);
 /* Every waiting job with its exact queue position from the last schedule
