@@ -626,6 +626,26 @@ cJSON *kube_pack(cJSON *obj);
 /* 1 if obj is a kube_pack block. */
 int kube_packed(const cJSON *obj);
 
+/*
+ * The parse arena. Between kube_arena_begin and kube_arena_end every cJSON
+ * allocation of this thread comes from one bump arena, and cJSON_Delete
+ * gives nothing back for what lives there: a watch event's tree, parsed,
+ * pruned and packed (kube_pack copies it into one heap block), costs a few
+ * bumps instead of a malloc and a free per member. The next
+ * kube_arena_begin reuses the arena's memory, so nothing of it may outlive
+ * the work that began it: kube_arena_settle returns an object that lives on
+ * the heap (obj itself when it does; else a heap copy, obj given up; NULL
+ * when memory is short). The first kube_arena_begin installs cJSON hooks
+ * for the process (everything else still goes to malloc and free).
+ * Returns 1 when the arena began, 0 when it was already active (nested: the
+ * outer begin owns it and nothing is reset). kube_arena_end after a 1.
+ */
+int kube_arena_begin(void);
+void kube_arena_end(void);
+cJSON *kube_arena_settle(cJSON *obj);
+/* 1 when p lies in the arena's memory (tests). */
+int kube_arena_owns(const void *p);
+
 /* -------------------------------------------------------- request priorities */
 
 /*

@@ -450,7 +450,11 @@ static int apply_event(struct kube_informer *inf, struct kube_watch_event *ev)
         if (cJSON_IsString(nm))
             skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
     }
-    ev->object = kube_pack(ev->object); /* the cached copy in one block */
+    /* the cached copy in one block, on the heap (the parse arena's memory
+     * is reused by the next event) */
+    ev->object = kube_arena_settle(kube_pack(ev->object));
+    if (!ev->object)
+        return GQ_ENOMEM;
     rc = kube_cache_apply(inf->cache, ev->type, ev->object, relay, inf);
     ev->object = NULL; /* taken */
     return rc && rc != GQ_EINVAL ? rc : 0;
@@ -510,7 +514,12 @@ static int on_line(const char *line, size_t len, void *ud)
     struct kube_watch_event ev;
     struct kube_skipped skip;
     char err[160];
+    /* the event's tree comes from the parse arena, unless it is kept for later
+     * (event_delay_s): apply_event packs it into the heap (kube_arena_settle) */
+    int arena = inf->o.event_delay_s > 0 ? 0 : kube_arena_begin();
     int rc = kube_watch_event_parse_ex(line, len, &inf->po, &ev, &skip, err, sizeof err);
+    if (arena)
+        kube_arena_end();
     if (rc == GQ_OK && !ev.object) {
         /* a hostile object: skip the event, keep the stream */
         if (ev.resource_version[0])

@@ -880,3 +880,116 @@ int kube_packed(const cJSON *obj)
 {
     return obj && (obj->type & cJSON_IsReference) && (obj->type & cJSON_StringIsConst) && cJSON_IsObject(obj);
 }
+
+/* ---------------------------------------------------------------- arena */
+
+#define ARENA_CHUNK_MIN ((size_t)64 * 1024)
+#define ARENA_KEEP_MAX ((size_t)1024 * 1024) /* a bigger chunk is freed at the next begin */
+
+struct achunk {
+    struct achunk *next;
+    size_t cap, used;
+    _Alignas(16) unsigned char data[];
+};
+
+static _Thread_local struct achunk *ar_head; /* newest first */
+static _Thread_local int ar_active;
+static int ar_hooked;
+
+int kube_arena_owns(const void *p)
+{
+    const unsigned char *q = p;
+    for (const struct achunk *c = ar_head; c; c = c->next)
+        if (q >= c->data && q < c->data + c->cap)
+            return 1;
+    return 0;
+}
+
+static void *ar_malloc(size_t n)
+{
+    if (!ar_active)
+        return malloc(n);
+    if (n > SIZE_MAX / 2)
+        return NULL;
+    n = (n + 15) & ~(size_t)15;
+    if (!ar_head || ar_head->cap - ar_head->used < n) {
+        size_t cap = ar_head ? ar_head->cap * 2 : ARENA_CHUNK_MIN;
+        if (cap < n)
+            cap = n;
+        struct achunk *c = malloc(sizeof(*c) + cap);
+        if (!c)
+            return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = ar_head;
+        ar_head = c;
+    }
+    void *p = ar_head->data + ar_head->used;
+    ar_head->used += n;
+    return p;
+}
+
+static void ar_free(void *p)
+{
+    if (p && !kube_arena_owns(p))
+        free(p);
+}
+
+int kube_arena_begin(void)
+{
+    if (ar_active)
+        return 0;
+    if (!ar_hooked) {
+        cJSON_Hooks h = {ar_malloc, ar_free};
+        cJSON_InitHooks(&h);
+        ar_hooked = 1;
+    }
+    /* nothing of the last use is alive: keep one chunk (the newest, the
+     * largest) unless it is larger than worth keeping */
+    if (ar_head) {
+        for (struct achunk *c = ar_head->next, *nx; c; c = nx) {
+            nx = c->next;
+            free(c);
+        }
+        ar_head->next = NULL;
+        if (ar_head->cap > ARENA_KEEP_MAX) {
+            free(ar_head);
+            ar_head = NULL;
+        } else {
+            ar_head->used = 0;
+        }
+    }
+    ar_active = 1;
+    return 1;
+}
+
+void kube_arena_end(void)
+{
+    ar_active = 0;
+}
+
+/* 1 when a node of the tree below o (o included), a member name or a value
+ * string lies in the arena. */
+static int tree_in_arena(const cJSON *o)
+{
+    for (; o; o = o->next) {
+        if (kube_arena_owns(o) || (o->string && kube_arena_owns(o->string)) ||
+            (o->valuestring && kube_arena_owns(o->valuestring)) || tree_in_arena(o->child))
+            return 1;
+    }
+    return 0;
+}
+
+cJSON *kube_arena_settle(cJSON *obj)
+{
+    if (!obj || !ar_head)
+        return obj;
+    if (kube_packed(obj) ? !kube_arena_owns(obj) : !(kube_arena_owns(obj) || tree_in_arena(obj->child)))
+        return obj; /* one heap block, or a tree wholly on the heap */
+    int was = ar_active;
+    ar_active = 0; /* the copy comes from the heap */
+    cJSON *out = cJSON_Duplicate(obj, 1);
+    cJSON_Delete(obj);
+    ar_active = was;
+    return out;
+}

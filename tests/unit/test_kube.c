@@ -2115,6 +2115,71 @@ static void assert_links(const cJSON *o)
  * tree it was, frees with cJSON_Delete (ASan checks the one free), can be
  * linked into and out of an array, and an object it cannot pack (a member
  * name not interned, not an object) comes back as it was. */
+/* The parse arena: a watch event parsed in it, pruned, packed and settled
+ * lives on the heap and outlives the arena's reuse; a tree that cannot be
+ * packed is copied out whole; a heap object is left as it is. */
+static void test_parse_arena(void **st)
+{
+    static const char line[] =
+        "{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+        "\"j-1-0\",\"namespace\":\"ns\",\"uid\":\"u1\",\"resourceVersion\":\"7\",\"labels\":{\"gangq.io/job\":\"j\"},"
+        "\"managedFields\":[{\"manager\":\"m\"}]},\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\","
+        "\"image\":\"i\"}]},\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\"}]}}}";
+    static const char team[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"t\",\"resourceVersion\":\"3\"},"
+                               "\"spec\":{\"quota\":[{\"gpus\":8}]}}}";
+    const struct kube_parse_opts po = {0, 1};
+    struct kube_watch_event ev;
+    struct kube_skipped sk;
+    char err[200];
+    (void)st;
+    /* heap parse, for comparing */
+    assert_int_equal(kube_watch_event_parse_ex(line, strlen(line), &po, &ev, &sk, err, sizeof err), 0);
+    cJSON *want = ev.object;
+    kube_prune_pod(want);
+    assert_false(kube_arena_owns(want));
+
+    assert_int_equal(kube_arena_begin(), 1);
+    assert_int_equal(kube_arena_begin(), 0); /* nested: the outer one owns it */
+    assert_int_equal(kube_watch_event_parse_ex(line, strlen(line), &po, &ev, &sk, err, sizeof err), 0);
+    kube_arena_end();
+    assert_true(kube_arena_owns(ev.object));
+    assert_true(kube_arena_owns(cJSON_GetObjectItemCaseSensitive(ev.object, "metadata")));
+    kube_prune_pod(ev.object); /* frees of arena nodes are no-ops */
+    cJSON *kept = kube_arena_settle(kube_pack(ev.object));
+    assert_non_null(kept);
+    assert_true(kube_packed(kept));
+    assert_false(kube_arena_owns(kept));
+    assert_true(cJSON_Compare(kept, want, 1));
+
+    /* the next use overwrites the arena: what was settled is untouched */
+    assert_int_equal(kube_arena_begin(), 1);
+    assert_int_equal(kube_watch_event_parse_ex(team, strlen(team), &po, &ev, &sk, err, sizeof err), 0);
+    kube_arena_end();
+    assert_true(kube_arena_owns(ev.object));
+    assert_true(cJSON_Compare(kept, want, 1));
+    assert_string_equal(ctl_obj_str(kept, "spec", "nodeName"), "n1");
+    /* names not interned: kube_pack leaves the tree, settle copies it out */
+    cJSON *t = kube_pack(ev.object);
+    assert_false(kube_packed(t));
+    char *tw = cJSON_PrintUnformatted(t);
+    assert_non_null(tw);
+    cJSON *tk = kube_arena_settle(t);
+    assert_non_null(tk);
+    assert_false(kube_arena_owns(tk));
+    assert_false(kube_arena_owns(cJSON_GetObjectItemCaseSensitive(tk, "spec")));
+    char *tg = cJSON_PrintUnformatted(tk);
+    assert_string_equal(tg, tw);
+    /* a heap tree is left as it is */
+    assert_ptr_equal(kube_arena_settle(tk), tk);
+    assert_ptr_equal(kube_arena_settle(want), want);
+    assert_ptr_equal(kube_arena_settle(kept), kept);
+    free(tg);
+    free(tw);
+    cJSON_Delete(tk);
+    cJSON_Delete(kept);
+    cJSON_Delete(want);
+}
+
 static void test_pack(void **st)
 {
     static const char pod[] =
@@ -3037,6 +3102,7 @@ int main(void)
         cmocka_unit_test(test_informer_list_shrink),
         cmocka_unit_test(test_prune_pod),
         cmocka_unit_test(test_pack),
+        cmocka_unit_test(test_parse_arena),
         cmocka_unit_test(test_intern_cap),
         cmocka_unit_test(test_lanes_critical_first),
         cmocka_unit_test(test_lanes_ranked),
