@@ -626,6 +626,28 @@ static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj
     return 0;
 }
 
+/* The index of the job with id key among the first nj of s->jobs, -1 when
+ * none. The ids are keys, unique; ctl_snapin's jobs come sorted by key and
+ * the snapshot keeps their order, so a binary search finds it; should they
+ * not be (a caller of this module), a scan does. */
+static int snap_job_find(const struct ctl_snap *s, int nj, const char *key)
+{
+    int lo = 0, hi = nj;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(s->jobs[mid].id, key);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int p = 0; p < nj; p++)
+        if (!strcmp(s->jobs[p].id, key))
+            return p;
+    return -1;
+}
+
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen)
 {
     int rc = 0;
@@ -777,7 +799,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     }
 
     /* jobs */
-    int nj = 0;
+    int nj = 0, tlast = -1;
     nr = ntol = nsel = 0;
     for (int i = 0; i < in->njobs; i++) {
         const struct ctl_jobin *ji = &in->jobs[i];
@@ -785,11 +807,13 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         struct sched_job *j = &s->jobs[nj];
         j->id = ji->key;
         j->team = -1;
-        for (int t = 0; t < in->nteams; t++)
-            if (!strcmp(in->teams[t].meta.name, sp->team)) {
-                j->team = t;
-                break;
-            }
+        /* jobs come in key order, a namespace's together: most name the
+         * Team the job before them named */
+        if (tlast >= 0 && !strcmp(in->teams[tlast].meta.name, sp->team))
+            j->team = tlast;
+        for (int t = 0; t < in->nteams && j->team < 0; t++)
+            if (!strcmp(in->teams[t].meta.name, sp->team))
+                j->team = tlast = t;
         j->cls = (enum sched_class)class_idx(sp->class);
         j->priority = sp->effective_priority;
         j->preemptible = sp->preemptible == API_TRUE;
@@ -886,11 +910,9 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         const char *f = in->jobs[s->job_in[k]].terminating_for;
         if (!s->jobs[k].terminating || !f)
             continue;
-        for (int p = 0; p < nj; p++)
-            if (s->jobs[p].state == SCHED_JOB_WAITING && !strcmp(s->jobs[p].id, f)) {
-                s->jobs[k].terminating_for = p;
-                break;
-            }
+        int p = snap_job_find(s, nj, f);
+        if (p >= 0 && s->jobs[p].state == SCHED_JOB_WAITING)
+            s->jobs[k].terminating_for = p;
     }
     if ((rc = arrival_ranks(s, in, nj, err, errlen)))
         goto out;

@@ -121,8 +121,8 @@ static int pod_json(struct gq_buf *b, int i)
         rs, i, rs, rs, i, node, node / 250, node % 250, (i / 250) % 250, i % 250, (i / 250) % 250, i % 250, i);
 }
 
-enum bench_mode { MODE_PRUNED, MODE_LATE, MODE_FULL };
-static const char *const mode_names[] = {"pruned", "late", "full"};
+enum bench_mode { MODE_PRUNED, MODE_LATE, MODE_FULL, MODE_WATCH_HEAP, MODE_WATCH };
+static const char *const mode_names[] = {"pruned", "late", "full", "w-heap", "watch"};
 
 static double cpu_s(void)
 {
@@ -131,9 +131,46 @@ static double cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Take npods pods one watch event each, as the informer's watch does: the
+ * event parsed (managedFields never), pruned, packed and settled on the heap;
+ * the parse in the arena (watch) or on the heap (w-heap). */
+static int watch_take(struct kube_cache *cache, int npods, enum bench_mode mode, struct gq_buf *b,
+                      size_t *json_bytes, double *cpu)
+{
+    struct kube_parse_opts po = {KUBE_MAX_OBJECT_DEFAULT, 1};
+    char err[256];
+    int rc = 0;
+    for (int i = 0; i < npods && !rc; i++) {
+        struct kube_watch_event ev;
+        struct kube_skipped sk;
+        gq_buf_reset(b);
+        if ((rc = gq_buf_puts(b, "{\"type\":\"ADDED\",\"object\":")) || (rc = pod_json(b, i)) ||
+            (rc = gq_buf_puts(b, "}")))
+            break;
+        *json_bytes += b->len;
+        double c0 = cpu_s();
+        int arena = mode == MODE_WATCH ? kube_arena_begin() : 0;
+        rc = kube_watch_event_parse_ex(b->p, b->len, &po, &ev, &sk, err, sizeof err);
+        if (arena)
+            kube_arena_end();
+        if (!rc && !ev.object)
+            rc = GQ_EINVAL;
+        if (rc) {
+            fprintf(stderr, "bench cache: %s\n", err);
+            break;
+        }
+        kube_prune_pod(ev.object);
+        cJSON *it = kube_arena_settle(kube_pack(ev.object));
+        rc = it ? kube_cache_apply(cache, KUBE_EV_ADDED, it, NULL, NULL) : GQ_ENOMEM;
+        *cpu += cpu_s() - c0;
+    }
+    return rc;
+}
+
 /* Fill a cache with npods pods as the informer takes them (pruned: their
  * managedFields never parsed, then pruned and packed), pruned after a whole
- * parse (late), or whole (full); print one result line. */
+ * parse (late), or whole (full), or one watch event each (watch, w-heap:
+ * watch_take); print one result line. */
 static int run_mode(int npods, int page, enum bench_mode mode, int json)
 {
     struct kube_cache *cache = kube_cache_new();
@@ -151,7 +188,9 @@ static int run_mode(int npods, int page, enum bench_mode mode, int json)
     heap0 = heap_in_use();
     rss0 = status_kb("VmRSS");
     gq_buf_init(&b, (size_t)page * 16384 + 4096);
-    for (int first = 0; first < npods && !rc; first += page) {
+    if (mode == MODE_WATCH || mode == MODE_WATCH_HEAP)
+        rc = watch_take(cache, npods, mode, &b, &json_bytes, &cpu);
+    for (int first = 0; first < npods && !rc && mode != MODE_WATCH && mode != MODE_WATCH_HEAP; first += page) {
         cJSON *items = NULL, *md = NULL, *it;
         gq_buf_reset(&b);
         rc = gq_buf_puts(&b, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},"
@@ -210,7 +249,7 @@ static int run_mode(int npods, int page, enum bench_mode mode, int json)
 int bench_cache(int argc, char **argv)
 {
     int npods = 10000, page = 500, json = 0, rc = 0;
-    static const enum bench_mode modes[] = {MODE_PRUNED, MODE_LATE, MODE_FULL};
+    static const enum bench_mode modes[] = {MODE_PRUNED, MODE_LATE, MODE_FULL, MODE_WATCH_HEAP, MODE_WATCH};
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--json")) {
