@@ -111,6 +111,7 @@ struct rc_ctx {
     struct store_job **rows;
     int nrows, caprows;
     int row_hint;                 /* index of the row row_find found last */
+    int team_hint;                /* index in teams of the Team team_of found last */
     struct store_intent *intents; /* strings owned (strdup'd job_key) */
     int nintents, capintents;
     struct ikey *iidx;            /* intents sorted by job_key (nintents entries) */
@@ -343,12 +344,20 @@ static struct apply_ctx actx(struct rc_ctx *r)
     return (struct apply_ctx){r->c->st, r->now, 0, r->err, sizeof(r->err)};
 }
 
-/* The team in force a job names, or NULL. */
-static const struct api_team *team_of(const struct rc_ctx *r, const char *name)
+/* The team in force a job names, or NULL. Jobs are visited in key order, a
+ * namespace's together: the Team found last is tried first. */
+static const struct api_team *team_of(struct rc_ctx *r, const char *name)
 {
-    for (int i = 0; name && name[0] && i < r->nteams; i++)
-        if (!strcmp(r->teams[i].meta.name, name))
+    if (!name || !name[0])
+        return NULL;
+    int h = r->team_hint;
+    if (h >= 0 && h < r->nteams && !strcmp(r->teams[h].meta.name, name))
+        return &r->teams[h];
+    for (int i = 0; i < r->nteams; i++)
+        if (!strcmp(r->teams[i].meta.name, name)) {
+            r->team_hint = i;
             return &r->teams[i];
+        }
     return NULL;
 }
 
@@ -363,7 +372,7 @@ static int team_quota(const struct api_team *tm, struct sched_quota *q)
 }
 
 /* What apply_* needs of j; with q (API_MAX_QUOTA entries, filled) its Team's quota too. */
-static struct apply_job ajob(const struct rc_ctx *r, const struct cj *j, struct sched_quota *q)
+static struct apply_job ajob(struct rc_ctx *r, const struct cj *j, struct sched_quota *q)
 {
     const struct api_gpu *g = &j->job->spec.gpu;
     int nq = q ? team_quota(team_of(r, j->job->spec.team), q) : 0;
@@ -471,7 +480,7 @@ static int holds(int state)
     return apply_holds(state);
 }
 
-static int job_gpus_placed(const struct rc_ctx *r, const struct cj *j)
+static int job_gpus_placed(struct rc_ctx *r, const struct cj *j)
 {
     struct apply_job a = ajob(r, j, NULL);
     return (int)apply_gpus(&a, j->pl.n);
@@ -1057,10 +1066,7 @@ static void settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)
 
 static int team_exists(struct rc_ctx *r, const char *name)
 {
-    for (int i = 0; i < r->nteams; i++)
-        if (!strcmp(r->teams[i].meta.name, name))
-            return 1;
-    return 0;
+    return team_of(r, name) != NULL;
 }
 
 static int pool_exists(struct rc_ctx *r, const char *name)
