@@ -488,6 +488,11 @@ struct ctl_waitpub {
     int64_t msg_ms;               /* when msg was published */
     unsigned evented;             /* bit per class: a Waiting Event was sent in this wait */
     int position;                 /* published position (0 = none) */
+    /* the class of the last explanation given (not necessarily msg): a
+     * waiting job is offered the same one every reconcile, and classifying
+     * it reads it several times over (ctl_wait_publish) */
+    uint64_t in_sig;              /* hash of that explanation and invalid reason, 0 none */
+    int in_cls;
 };
 
 /* Free p's message (p stays usable: zero it to reuse). */

@@ -1114,13 +1114,20 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
     }
     if (!msg)
         msg = "";
-    int cls = ctl_wait_classify(msg, invalid_reason);
+    const unsigned char has_inv = invalid_reason ? 1u : 0u; /* "" is a reason, NULL none */
+    uint64_t sig = gq_hash_bytes(gq_hash_bytes(gq_hash_str(msg), &has_inv, 1), invalid_reason ? invalid_reason : "",
+                                 invalid_reason ? strlen(invalid_reason) : 0);
+    if (!sig)
+        sig = 1;
+    int cls = p->in_sig == sig ? p->in_cls : ctl_wait_classify(msg, invalid_reason);
+    p->in_sig = sig;
+    p->in_cls = cls;
     int fresh = !p->set || p->state != state;
     if (fresh) {
         p->evented = 0; /* a new wait (or a new waiting state) */
         p->position = 0;
     }
-    if (fresh || p->cls != cls || (strcmp(ctl_str(p->msg), msg) && now_ms - p->msg_ms >= interval_ms)) {
+    if (fresh || p->cls != cls || (now_ms - p->msg_ms >= interval_ms && strcmp(ctl_str(p->msg), msg))) {
         (void)ctl_str_set(&p->msg, msg, SCHED_MSG_MAX);
         p->msg_ms = now_ms;
     }

@@ -977,6 +977,45 @@ static void test_wait_publish(void **state)
 /* A restarted controller adopts what a waiting job's status already shows:
  * the status it computes is byte-identical to the object's (no PATCH), and
  * no second Event is sent for the same wait. */
+/* ctl_wait_publish keeps the class of the explanation it was last given:
+ * it must follow the text (even in the same buffer) and the invalid reason
+ * ("" is one, NULL none), never a stale class. */
+static void test_wait_publish_class_kept(void **state)
+{
+    (void)state;
+    struct ctl_waitpub p;
+    memset(&p, 0, sizeof(p));
+    char buf[160];
+    const int64_t IV = 60000, T = 1000000;
+    snprintf(buf, sizeof(buf), "team t1 quota 8/8 GPUs used, needs 4");
+    for (int k = 0; k < 3; k++) {
+        ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + k, IV);
+        assert_int_equal(p.cls, CTL_WAIT_QUOTA);
+    }
+    snprintf(buf, sizeof(buf), "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs"); /* same buffer, new text */
+    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + 10, IV);
+    assert_int_equal(p.cls, CTL_WAIT_NODES);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, "", T + 11, IV);
+    assert_int_equal(p.cls, CTL_WAIT_INVALID);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + 12, IV);
+    assert_int_equal(p.cls, CTL_WAIT_NODES);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "", NULL, T + 13, IV);
+    assert_int_equal(p.cls, CTL_WAIT_NONE);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, NULL, NULL, T + 14, IV);
+    assert_int_equal(p.cls, CTL_WAIT_NONE);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "waiting for 2 preempted jobs to stop", NULL, T + 15, IV);
+    assert_int_equal(p.cls, CTL_WAIT_PREEMPTING);
+    /* every class as ctl_wait_classify gives it, through the kept class */
+    static const char *const msgs[] = {"a; reserves rack r1 for it", "2/4 replicas admitted", "x; y 0/9 nodes fit",
+                                       "team t quota 1/1 GPUs used", "something else", "reserves n1"};
+    for (int r = 0; r < 2; r++)
+        for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+            ctl_wait_publish(&p, STORE_QUEUED, 1, msgs[i], NULL, T + 100 + (int64_t)i, IV);
+            assert_int_equal(p.cls, ctl_wait_classify(msgs[i], NULL));
+        }
+    ctl_waitpub_release(&p);
+}
+
 static void test_wait_adopt(void **state)
 {
     (void)state;
@@ -1352,6 +1391,7 @@ int main(void)
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
+        cmocka_unit_test(test_wait_publish_class_kept),
         cmocka_unit_test(test_prune_gpujob),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_config_table),
