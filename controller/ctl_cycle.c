@@ -2163,8 +2163,23 @@ static int run_sched(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     int rc = 0;
-    struct ctl_jobin *ins = calloc((size_t)r->njobs + 1, sizeof(*ins));
-    int *ins_job = calloc((size_t)r->njobs + 1, sizeof(*ins_job)); /* ins[k] is r->jobs[ins_job[k]] */
+    /* the core's inputs, in arrays kept from the last reconcile (fresh ones
+     * of this size come from mmap, page-faulted every reconcile) */
+    size_t nin = (size_t)r->njobs + 1;
+    if (c->ins_keep_cap < nin) {
+        size_t cap = nin + nin / 2;
+        free(c->ins_keep);
+        free(c->ins_job_keep);
+        c->ins_keep = malloc(cap * sizeof(*c->ins_keep));
+        c->ins_job_keep = malloc(cap * sizeof(*c->ins_job_keep));
+        c->ins_keep_cap = c->ins_keep && c->ins_job_keep ? cap : 0;
+    }
+    struct ctl_jobin *ins = c->ins_keep_cap ? c->ins_keep : NULL;
+    int *ins_job = c->ins_keep_cap ? c->ins_job_keep : NULL; /* ins[k] is r->jobs[ins_job[k]] */
+    if (ins) {
+        memset(ins, 0, nin * sizeof(*ins));
+        memset(ins_job, 0, nin * sizeof(*ins_job));
+    }
     double *usage = calloc((size_t)r->nteams + 1, sizeof(*usage));
     struct ctl_snap s;
     struct sched_result *res = NULL;
@@ -2272,9 +2287,7 @@ static int run_sched(struct rc_ctx *r)
 out:
     sched_result_free(res);
     c->snap_keep = s.keep; /* for the next reconcile (freed at stop) */
-    free(ins);
-    free(ins_job);
-    free(usage);
+    free(usage); /* ins and ins_job are c's */
     return rc;
 }
 

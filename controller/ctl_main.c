@@ -900,6 +900,8 @@ out:
     ctl_rows_release(c);
     ctl_snap_keep_release(&c->snap_keep);
     free(c->jobs_keep);
+    free(c->ins_keep);
+    free(c->ins_job_keep);
     ctl_team_keep_free(c->team_keep);
     store_close(c->st);
     sched_free(c->sched);

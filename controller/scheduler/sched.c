@@ -675,6 +675,16 @@ int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
         rc = GQ_ENOMEM;
         goto done;
     }
+    /* one decision per job, most cycles (a wait or an admission; preemptions
+     * add to it): sized once, not grown by doubling, each step a copy */
+    if (snap->njobs > 0) {
+        size_t cap0 = (size_t)snap->njobs + 16;
+        if (!(cy.res->d = malloc(cap0 * sizeof(*cy.res->d)))) {
+            rc = GQ_ENOMEM;
+            goto done;
+        }
+        cy.capdec = cap0;
+    }
     rc = run(&cy);
 done:
     for (int i = 0; i < cy.nsk; i++)
