@@ -1,18 +1,65 @@
 /* libFuzzer target: watch-stream bytes -> line cutter -> watch event decode, and
  * the same bytes as a kubeconfig document. Both read what the API server or a
- * user file hands us; they must never crash, leak or trip a sanitizer. */
+ * user file hands us; they must never crash, leak or trip a sanitizer.
+ * Differential: each line is also taken as the informer takes it (the parse
+ * in the arena, pruned as a pod, packed, settled) and must equal the same
+ * taken on the heap, and nothing of what is settled may lie in the arena. */
 // fuzz-sources: common/gq.c common/buf.c common/yamljson.c controller/kube/kube_util.c controller/kube/kube_config.c controller/kube/kube_cache.c
 // fuzz-libs: -lcurl -lev
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static int in_arena(const cJSON *o)
+{
+    for (; o; o = o->next)
+        if (kube_arena_owns(o) || (o->string && kube_arena_owns(o->string)) ||
+            (o->valuestring && kube_arena_owns(o->valuestring)) || in_arena(o->child))
+            return 1;
+    return 0;
+}
+
+/* The line taken as the pod informer takes it, in the arena or not; NULL when
+ * it is no object event. */
+static cJSON *take(const char *line, size_t len, int arena)
+{
+    const struct kube_parse_opts po = {0, 1};
+    struct kube_watch_event ev;
+    struct kube_skipped sk;
+    char err[256];
+    int began = arena ? kube_arena_begin() : 0;
+    int rc = kube_watch_event_parse_ex(line, len, &po, &ev, &sk, err, sizeof err);
+    if (began)
+        kube_arena_end();
+    if (rc || !ev.object || ev.type == KUBE_EV_BOOKMARK || ev.type == KUBE_EV_ERROR) {
+        kube_watch_event_release(&ev);
+        return NULL;
+    }
+    kube_prune_pod(ev.object);
+    return kube_arena_settle(kube_pack(ev.object));
+}
+
 static int on_line(const char *line, size_t len, void *ud)
 {
+    cJSON *a = take(line, len, 1), *h = take(line, len, 0);
+    if ((a == NULL) != (h == NULL) || (a && (kube_arena_owns(a) || in_arena(a->child))))
+        abort();
+    if (a) {
+        /* compared as text: cJSON_Compare finds a duplicate member's first
+         * value only, so it calls such an object unequal to itself */
+        char *ta = cJSON_PrintUnformatted(a), *th = cJSON_PrintUnformatted(h);
+        if (ta && th && strcmp(ta, th))
+            abort();
+        cJSON_free(ta);
+        cJSON_free(th);
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(h);
     struct kube_cache *cache = ud;
     struct kube_watch_event ev;
     char err[256];
