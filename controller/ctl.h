@@ -401,6 +401,11 @@ struct ctl_snap {
  * (enqueue_ms, arrival, key): creation timestamps have 1 s resolution, so a
  * burst of jobs keeps the order it arrived in instead of falling back to names. */
 int ctl_node_pool(const cJSON *node, const struct api_gpupool *pools, int npools);
+/* The index in teams[0..n) of the Team named name; -1 when none (name NULL
+ * or "" too). Jobs are looked at in key order, a namespace's together, so
+ * most lookups name the Team the last one found: *hint (that answer, -1 at
+ * first) is tried first, and set to each answer found. */
+int ctl_team_find(const struct api_team *teams, int n, const char *name, int *hint);
 /* s is zeroed (or released) before its first build; built again, it reuses
  * the memory of its arrays (s->keep) for the new snapshot, whose pointers
  * replace the old ones. */

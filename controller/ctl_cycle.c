@@ -111,7 +111,7 @@ struct rc_ctx {
     struct store_job **rows;
     int nrows, caprows;
     int row_hint;                 /* index of the row row_find found last */
-    int team_hint;                /* index in teams of the Team team_of found last */
+    int team_hint;                /* team_of's last answer (ctl_team_find) */
     int intent_hint;              /* intent_first's last answer (an iidx position) */
     struct store_intent *intents; /* strings owned (strdup'd job_key) */
     int nintents, capintents;
@@ -365,21 +365,11 @@ static struct apply_ctx actx(struct rc_ctx *r)
     return (struct apply_ctx){r->c->st, r->now, 0, r->err, sizeof(r->err)};
 }
 
-/* The team in force a job names, or NULL. Jobs are visited in key order, a
- * namespace's together: the Team found last is tried first. */
+/* The team in force a job names, or NULL. */
 static const struct api_team *team_of(struct rc_ctx *r, const char *name)
 {
-    if (!name || !name[0])
-        return NULL;
-    int h = r->team_hint;
-    if (h >= 0 && h < r->nteams && !strcmp(r->teams[h].meta.name, name))
-        return &r->teams[h];
-    for (int i = 0; i < r->nteams; i++)
-        if (!strcmp(r->teams[i].meta.name, name)) {
-            r->team_hint = i;
-            return &r->teams[i];
-        }
-    return NULL;
+    int t = ctl_team_find(r->teams, r->nteams, name, &r->team_hint);
+    return t >= 0 ? &r->teams[t] : NULL;
 }
 
 /* A Team's quota entries as the core and the ledger read them (q: API_MAX_QUOTA). */
@@ -679,6 +669,21 @@ static int team_last_valid(struct rc_ctx *r, const char *name, const char *uid, 
     return ok;
 }
 
+/* An array kept from one reconcile to the next (fresh ones of a reconcile's
+ * size come from mmap, page-faulted every time): p with room for at least n
+ * elements of size bytes, grown by half again when short (its contents are
+ * not kept then). NULL with *cap 0 when memory is short (p freed). */
+static void *keep_reserve(void *p, size_t *cap, size_t n, size_t size)
+{
+    if (p && *cap >= n)
+        return p;
+    free(p);
+    size_t c = n + n / 2;
+    p = c <= SIZE_MAX / size ? malloc(c * size) : NULL;
+    *cap = p ? c : 0;
+    return p;
+}
+
 /* What one Team object decoded to, kept across reconciles (struct
  * ctl_team_keep): a Team changes only by an event of its own, which gives it
  * a new resourceVersion, so most reconciles see every Team as the last one
@@ -696,11 +701,10 @@ struct tmemo {
 struct ctl_team_keep {
     struct tmemo *m; /* unordered; at most one per uid */
     int n, cap;
-    /* rc_ctx.teams and rc_ctx.tinfo, lent to each reconcile: large structs,
-     * page-faulted again every reconcile when allocated afresh */
+    /* rc_ctx.teams and rc_ctx.tinfo, lent to each reconcile (keep_reserve) */
     struct api_team *teams;
     struct rteam *tinfo;
-    size_t cap_arrays;
+    size_t cap_teams, cap_tinfo;
 };
 
 void ctl_team_keep_free(struct ctl_team_keep *k)
@@ -721,33 +725,29 @@ static void team_keep_forget(struct gq_ctl *c)
         c->team_keep->n = 0;
 }
 
-static struct tmemo *tmemo_find(struct ctl_team_keep *k, int guess, const char *uid, const char *rv)
+/* The kept decode of the Team with this uid, or NULL; guess (the Team's
+ * place among the Teams this reconcile, as the last one saw them) first. */
+static struct tmemo *tmemo_of(struct ctl_team_keep *k, int guess, const char *uid)
 {
-    if (!k || !uid || !rv)
+    if (!k || !uid)
         return NULL;
-    for (int x = -1; x < k->n; x++) {
-        int i = x < 0 ? guess : x;
-        if (i < 0 || i >= k->n || (x >= 0 && i == guess))
-            continue;
+    if (guess >= 0 && guess < k->n && !strcmp(k->m[guess].uid, uid))
+        return &k->m[guess];
+    for (int i = 0; i < k->n; i++)
         if (!strcmp(k->m[i].uid, uid))
-            return strcmp(k->m[i].rv, rv) ? NULL : &k->m[i];
-    }
+            return &k->m[i];
     return NULL;
 }
 
-/* Keep what gather_cb_team found for o (best effort: without memory the
- * next reconcile decodes it again). */
-static void tmemo_put(struct rc_ctx *r, const cJSON *o, uint64_t sig, const struct rteam *ti,
-                      const struct api_team *t)
+/* Keep what gather_cb_team found for the object (uid, rv) in m (its kept
+ * decode, or NULL for a new one); best effort: without memory the next
+ * reconcile decodes it again. */
+static void tmemo_put(struct rc_ctx *r, struct tmemo *m, const char *uid, const char *rv, uint64_t sig,
+                      const struct rteam *ti, const struct api_team *t)
 {
     struct ctl_team_keep *k = r->c->team_keep;
-    const char *uid = ctl_obj_str(o, "metadata", "uid"), *rv = ctl_obj_str(o, "metadata", "resourceVersion");
     if (!k || !uid || !rv || strlen(uid) >= API_UID_MAX || strlen(rv) >= API_UID_MAX)
         return;
-    struct tmemo *m = NULL;
-    for (int i = 0; i < k->n && !m; i++)
-        if (!strcmp(k->m[i].uid, uid))
-            m = &k->m[i];
     if (!m) {
         if (k->n == k->cap) {
             int cap = k->cap ? k->cap * 2 : 16;
@@ -792,9 +792,9 @@ static int gather_cb_team(const cJSON *o, void *ud)
     api_errors_init(&e);
     struct api_team *t = &r->teams[r->nteams];
     struct rteam *ti = &r->tinfo[r->ntinfo++];
-    struct tmemo *tm = tmemo_find(r->c->team_keep, r->ntinfo - 1, ctl_obj_str(o, "metadata", "uid"),
-                                  ctl_obj_str(o, "metadata", "resourceVersion"));
-    if (tm) {
+    const char *uid = ctl_obj_str(o, "metadata", "uid"), *rv = ctl_obj_str(o, "metadata", "resourceVersion");
+    struct tmemo *tm = tmemo_of(r->c->team_keep, r->ntinfo - 1, uid);
+    if (tm && rv && !strcmp(tm->rv, rv)) {
         tm->used = r->c->reconciles;
         r->lookup_sig += tm->sig;
         *ti = tm->ti;
@@ -822,7 +822,7 @@ static int gather_cb_team(const cJSON *o, void *ud)
         ti->idx = r->nteams;
         ti->gen_in_force = t->meta.generation;
         r->nteams++;
-        tmemo_put(r, o, sig, ti, t);
+        tmemo_put(r, tm, uid, rv, sig, ti, t);
         return 0;
     }
     char m[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
@@ -836,7 +836,7 @@ static int gather_cb_team(const cJSON *o, void *ud)
     }
     LOGC(r->c, GQ_LOG_DEBUG, "team spec invalid", " team=%s in_force_generation=%lld err=\"%s\"",
          ti->latest.meta.name, (long long)ti->gen_in_force, ti->bad);
-    tmemo_put(r, o, sig, ti, t);
+    tmemo_put(r, tm, uid, rv, sig, ti, t);
     return 0;
 }
 
@@ -954,16 +954,11 @@ static int gather(struct rc_ctx *r)
     if (!c->team_keep)
         c->team_keep = calloc(1, sizeof(*c->team_keep));
     struct ctl_team_keep *tk = c->team_keep;
-    if (tk && tk->cap_arrays < nt + 1) {
-        free(tk->teams);
-        free(tk->tinfo);
-        tk->teams = calloc(nt + 1, sizeof(*tk->teams));
-        tk->tinfo = calloc(nt + 1, sizeof(*tk->tinfo));
-        tk->cap_arrays = tk->teams && tk->tinfo ? nt + 1 : 0;
+    if (tk) {
+        /* lent for this reconcile (every entry used is set by gather_cb_team) */
+        r->teams = tk->teams = keep_reserve(tk->teams, &tk->cap_teams, nt + 1, sizeof(*tk->teams));
+        r->tinfo = tk->tinfo = keep_reserve(tk->tinfo, &tk->cap_tinfo, nt + 1, sizeof(*tk->tinfo));
     }
-    /* lent by c->team_keep for this reconcile (every entry used is set by gather_cb_team) */
-    r->teams = tk && tk->cap_arrays ? tk->teams : NULL;
-    r->tinfo = tk && tk->cap_arrays ? tk->tinfo : NULL;
     r->pools = calloc(np + 1, sizeof(*r->pools));
     r->pcs = calloc(npc + 1, sizeof(*r->pcs));
     r->nodes = calloc(nn + 1, sizeof(*r->nodes));
@@ -2163,20 +2158,12 @@ static int run_sched(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     int rc = 0;
-    /* the core's inputs, in arrays kept from the last reconcile (fresh ones
-     * of this size come from mmap, page-faulted every reconcile) */
+    /* the core's inputs, in arrays kept from the last reconcile */
     size_t nin = (size_t)r->njobs + 1;
-    if (c->ins_keep_cap < nin) {
-        size_t cap = nin + nin / 2;
-        free(c->ins_keep);
-        free(c->ins_job_keep);
-        c->ins_keep = malloc(cap * sizeof(*c->ins_keep));
-        c->ins_job_keep = malloc(cap * sizeof(*c->ins_job_keep));
-        c->ins_keep_cap = c->ins_keep && c->ins_job_keep ? cap : 0;
-    }
-    struct ctl_jobin *ins = c->ins_keep_cap ? c->ins_keep : NULL;
-    int *ins_job = c->ins_keep_cap ? c->ins_job_keep : NULL; /* ins[k] is r->jobs[ins_job[k]] */
-    if (ins) {
+    struct ctl_jobin *ins = c->ins_keep = keep_reserve(c->ins_keep, &c->ins_keep_cap, nin, sizeof(*ins));
+    int *ins_job = c->ins_job_keep = /* ins[k] is r->jobs[ins_job[k]] */
+        keep_reserve(c->ins_job_keep, &c->ins_job_keep_cap, nin, sizeof(*ins_job));
+    if (ins && ins_job) {
         memset(ins, 0, nin * sizeof(*ins));
         memset(ins_job, 0, nin * sizeof(*ins_job));
     }

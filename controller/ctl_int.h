@@ -358,8 +358,9 @@ struct gq_ctl {
     size_t jobs_keep_cap;
     struct ctl_jobin *ins_keep;   /* the scheduling core's job inputs (ctl_cycle.c run_sched),
                                    * reused by the next reconcile; owned, freed at stop */
-    int *ins_job_keep;            /* and their r->jobs indexes */
     size_t ins_keep_cap;
+    int *ins_job_keep;            /* and their r->jobs indexes */
+    size_t ins_job_keep_cap;
     struct ctl_team_keep *team_keep; /* each Team's last decode and the reconcile's Team
                                       * arrays (ctl_cycle.c); owned, ctl_team_keep_free */
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by

@@ -626,6 +626,18 @@ static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj
     return 0;
 }
 
+int ctl_team_find(const struct api_team *teams, int n, const char *name, int *hint)
+{
+    if (!name || !name[0])
+        return -1;
+    if (*hint >= 0 && *hint < n && !strcmp(teams[*hint].meta.name, name))
+        return *hint;
+    for (int t = 0; t < n; t++)
+        if (!strcmp(teams[t].meta.name, name))
+            return *hint = t;
+    return -1;
+}
+
 /* The index of the job with id key among the first nj of s->jobs, -1 when
  * none. The ids are keys, unique; ctl_snapin's jobs come sorted by key and
  * the snapshot keeps their order, so a binary search finds it; should they
@@ -806,14 +818,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         const struct api_gpujob_spec *sp = &ji->job->spec;
         struct sched_job *j = &s->jobs[nj];
         j->id = ji->key;
-        j->team = -1;
-        /* jobs come in key order, a namespace's together: most name the
-         * Team the job before them named */
-        if (tlast >= 0 && !strcmp(in->teams[tlast].meta.name, sp->team))
-            j->team = tlast;
-        for (int t = 0; t < in->nteams && j->team < 0; t++)
-            if (!strcmp(in->teams[t].meta.name, sp->team))
-                j->team = tlast = t;
+        j->team = ctl_team_find(in->teams, in->nteams, sp->team, &tlast);
         j->cls = (enum sched_class)class_idx(sp->class);
         j->priority = sp->effective_priority;
         j->preemptible = sp->preemptible == API_TRUE;

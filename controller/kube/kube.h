@@ -645,6 +645,13 @@ void kube_arena_end(void);
 cJSON *kube_arena_settle(cJSON *obj);
 /* 1 when p lies in the arena's memory (tests). */
 int kube_arena_owns(const void *p);
+/* 1 when obj, or a node, member name or value string below it, lies in the
+ * arena (obj's siblings are not looked at). */
+int kube_arena_holds(const cJSON *obj);
+/* What an informer's cache keeps of a parsed object (on the heap or in the
+ * arena): obj pruned (prune may be NULL), packed and settled on the heap.
+ * Takes obj; NULL when memory is short (obj freed). */
+cJSON *kube_keep_object(cJSON *obj, void (*prune)(cJSON *obj));
 
 /* -------------------------------------------------------- request priorities */
 

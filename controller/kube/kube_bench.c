@@ -159,8 +159,7 @@ static int watch_take(struct kube_cache *cache, int npods, enum bench_mode mode,
             fprintf(stderr, "bench cache: %s\n", err);
             break;
         }
-        kube_prune_pod(ev.object);
-        cJSON *it = kube_arena_settle(kube_pack(ev.object));
+        cJSON *it = kube_keep_object(ev.object, kube_prune_pod);
         rc = it ? kube_cache_apply(cache, KUBE_EV_ADDED, it, NULL, NULL) : GQ_ENOMEM;
         *cpu += cpu_s() - c0;
     }
@@ -188,9 +187,10 @@ static int run_mode(int npods, int page, enum bench_mode mode, int json)
     heap0 = heap_in_use();
     rss0 = status_kb("VmRSS");
     gq_buf_init(&b, (size_t)page * 16384 + 4096);
-    if (mode == MODE_WATCH || mode == MODE_WATCH_HEAP)
+    int watch = mode == MODE_WATCH || mode == MODE_WATCH_HEAP;
+    if (watch)
         rc = watch_take(cache, npods, mode, &b, &json_bytes, &cpu);
-    for (int first = 0; first < npods && !rc && mode != MODE_WATCH && mode != MODE_WATCH_HEAP; first += page) {
+    for (int first = 0; first < npods && !rc && !watch; first += page) {
         cJSON *items = NULL, *md = NULL, *it;
         gq_buf_reset(&b);
         rc = gq_buf_puts(&b, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},"

@@ -290,15 +290,6 @@ static void skip_cb(const struct kube_skipped *s, void *ud)
         cJSON_Delete(dup);
 }
 
-static void prune_all(struct kube_informer *inf, cJSON *items)
-{
-    cJSON *it;
-    if (!inf->o.prune)
-        return;
-    cJSON_ArrayForEach(it, items)
-        inf->o.prune(it);
-}
-
 static void list_cb(const struct kube_response *resp, void *ud)
 {
     struct kube_informer *inf = ud;
@@ -342,11 +333,10 @@ static void list_cb(const struct kube_response *resp, void *ud)
         goto out;
     md = j;
     inf->st.list_pages++;
-    prune_all(inf, items);
     {
         cJSON *it;
         while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL)
-            cJSON_AddItemToArray(inf->pages, kube_pack(it)); /* one block each */
+            cJSON_AddItemToArray(inf->pages, kube_keep_object(it, inf->o.prune)); /* one block each */
     }
     v = cJSON_GetObjectItemCaseSensitive(md, "continue");
     if (cJSON_IsString(v) && v->valuestring[0]) {
@@ -441,8 +431,10 @@ static int apply_event(struct kube_informer *inf, struct kube_watch_event *ev)
     inf->st.events++;
     if (ev->resource_version[0])
         gq_strlcpy(inf->rv, ev->resource_version, sizeof inf->rv);
-    if (inf->o.prune)
-        inf->o.prune(ev->object);
+    /* the cached copy: pruned, in one block, on the heap (the parse arena's
+     * memory is reused by the next event) */
+    if (!(ev->object = kube_keep_object(ev->object, inf->o.prune)))
+        return GQ_ENOMEM;
     if (inf->skips.n) { /* readable again (or deleted): no longer skipped */
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev->object, "metadata");
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(md, "name");
@@ -450,11 +442,6 @@ static int apply_event(struct kube_informer *inf, struct kube_watch_event *ev)
         if (cJSON_IsString(nm))
             skips_remove(&inf->skips, cJSON_IsString(ns) ? ns->valuestring : "", nm->valuestring);
     }
-    /* the cached copy in one block, on the heap (the parse arena's memory
-     * is reused by the next event) */
-    ev->object = kube_arena_settle(kube_pack(ev->object));
-    if (!ev->object)
-        return GQ_ENOMEM;
     rc = kube_cache_apply(inf->cache, ev->type, ev->object, relay, inf);
     ev->object = NULL; /* taken */
     return rc && rc != GQ_EINVAL ? rc : 0;
@@ -515,7 +502,7 @@ static int on_line(const char *line, size_t len, void *ud)
     struct kube_skipped skip;
     char err[160];
     /* the event's tree comes from the parse arena, unless it is kept for later
-     * (event_delay_s): apply_event packs it into the heap (kube_arena_settle) */
+     * (event_delay_s): apply_event keeps it on the heap (kube_keep_object) */
     int arena = inf->o.event_delay_s > 0 ? 0 : kube_arena_begin();
     int rc = kube_watch_event_parse_ex(line, len, &inf->po, &ev, &skip, err, sizeof err);
     if (arena)

@@ -968,23 +968,29 @@ void kube_arena_end(void)
     ar_active = 0;
 }
 
-/* 1 when a node of the tree below o (o included), a member name or a value
- * string lies in the arena. */
-static int tree_in_arena(const cJSON *o)
+/* 1 when o or one of its later siblings, or anything below them, lies in
+ * the arena. */
+static int list_in_arena(const cJSON *o)
 {
     for (; o; o = o->next) {
         if (kube_arena_owns(o) || (o->string && kube_arena_owns(o->string)) ||
-            (o->valuestring && kube_arena_owns(o->valuestring)) || tree_in_arena(o->child))
+            (o->valuestring && kube_arena_owns(o->valuestring)) || list_in_arena(o->child))
             return 1;
     }
     return 0;
+}
+
+int kube_arena_holds(const cJSON *obj)
+{
+    return obj && (kube_arena_owns(obj) || (obj->string && kube_arena_owns(obj->string)) ||
+                   (obj->valuestring && kube_arena_owns(obj->valuestring)) || list_in_arena(obj->child));
 }
 
 cJSON *kube_arena_settle(cJSON *obj)
 {
     if (!obj || !ar_head)
         return obj;
-    if (kube_packed(obj) ? !kube_arena_owns(obj) : !(kube_arena_owns(obj) || tree_in_arena(obj->child)))
+    if (kube_packed(obj) ? !kube_arena_owns(obj) : !kube_arena_holds(obj))
         return obj; /* one heap block, or a tree wholly on the heap */
     int was = ar_active;
     ar_active = 0; /* the copy comes from the heap */
@@ -992,4 +998,11 @@ cJSON *kube_arena_settle(cJSON *obj)
     cJSON_Delete(obj);
     ar_active = was;
     return out;
+}
+
+cJSON *kube_keep_object(cJSON *obj, void (*prune)(cJSON *obj))
+{
+    if (obj && prune)
+        prune(obj);
+    return kube_arena_settle(kube_pack(obj));
 }

@@ -15,15 +15,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int in_arena(const cJSON *o)
-{
-    for (; o; o = o->next)
-        if (kube_arena_owns(o) || (o->string && kube_arena_owns(o->string)) ||
-            (o->valuestring && kube_arena_owns(o->valuestring)) || in_arena(o->child))
-            return 1;
-    return 0;
-}
-
 /* The line taken as the pod informer takes it, in the arena or not; NULL when
  * it is no object event. */
 static cJSON *take(const char *line, size_t len, int arena)
@@ -40,14 +31,13 @@ static cJSON *take(const char *line, size_t len, int arena)
         kube_watch_event_release(&ev);
         return NULL;
     }
-    kube_prune_pod(ev.object);
-    return kube_arena_settle(kube_pack(ev.object));
+    return kube_keep_object(ev.object, kube_prune_pod);
 }
 
 static int on_line(const char *line, size_t len, void *ud)
 {
     cJSON *a = take(line, len, 1), *h = take(line, len, 0);
-    if ((a == NULL) != (h == NULL) || (a && (kube_arena_owns(a) || in_arena(a->child))))
+    if ((a == NULL) != (h == NULL) || kube_arena_holds(a))
         abort();
     if (a) {
         /* compared as text: cJSON_Compare finds a duplicate member's first
