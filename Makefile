@@ -107,6 +107,7 @@ bench: all
 	$(BUILD)/gangq bench sched
 	$(BUILD)/gangq bench store
 	$(BUILD)/gangq bench cache
+	$(BUILD)/gangq bench reconcile
 	$(BUILD)/gangq simulate --openb all --seeds 42-51 --traces $(OPENB_TRACES)
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_apply
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_cache_rss

@@ -1,4 +1,4 @@
-/* bench.c — `gangq bench sched|store|cache [--json]`. */
+/* bench.c — `gangq bench sched|store|cache|reconcile [--json]`. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,7 +7,7 @@
 int cmd_bench(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: gangq bench sched|store|cache [--json] [options]\n");
+        fprintf(stderr, "usage: gangq bench sched|store|cache|reconcile [--json] [options]\n");
         return 2;
     }
     if (!strcmp(argv[1], "sched"))
@@ -16,6 +16,8 @@ int cmd_bench(int argc, char **argv)
         return bench_store(argc - 1, argv + 1);
     if (!strcmp(argv[1], "cache"))
         return bench_cache(argc - 1, argv + 1);
-    fprintf(stderr, "gangq bench: unknown benchmark \"%s\" (known: sched, store, cache)\n", argv[1]);
+    if (!strcmp(argv[1], "reconcile"))
+        return bench_reconcile(argc - 1, argv + 1);
+    fprintf(stderr, "gangq bench: unknown benchmark \"%s\" (known: sched, store, cache, reconcile)\n", argv[1]);
     return 2;
 }

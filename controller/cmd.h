@@ -17,6 +17,7 @@ int cmd_kubectl_gangq(int argc, char **argv); /* controller/plugin/plugin_main.c
 int bench_sched(int argc, char **argv);    /* controller/scheduler/sched_bench.c */
 int bench_store(int argc, char **argv);    /* store/store_bench.c */
 int bench_cache(int argc, char **argv);    /* controller/kube/kube_bench.c */
+int bench_reconcile(int argc, char **argv); /* controller/ctl_bench.c */
 
 #define GANGQ_VERSION "0.1.0"
 

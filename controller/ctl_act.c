@@ -305,12 +305,13 @@ void ctl_act_done_committed(struct ctl_act *a, size_t n)
 {
     if (n > a->ndone)
         n = a->ndone;
+    if (!n)
+        return; /* a->done may be NULL: memmove must not see it */
     for (size_t i = 0; i < n; i++)
         inflight_del(a, a->done[i]);
     memmove(a->done, a->done + n, (a->ndone - n) * sizeof(*a->done));
     a->ndone -= n;
-    if (n)
-        LOGA(a, GQ_LOG_DEBUG, "intents done", " n=%zu", n);
+    LOGA(a, GQ_LOG_DEBUG, "intents done", " n=%zu", n);
 }
 
 /* Called when a request ends or when all were issued. */

@@ -126,6 +126,8 @@ struct rc_ctx {
     size_t done_marks;            /* intent done marks written in the transaction */
     int pub_epoch;                /* positions, pendingHead and counters are published now */
     int full;                     /* every job is examined in full (else only dirty ones) */
+    int rows_read;                /* the rows came from the store, not the last reconcile */
+    uint64_t jobs_deleted;        /* c->jobs_deleted when gathered */
     int64_t settle_next;          /* earliest status write held back by --status-settle or
                                    * --status-refresh-qps (0 = none) */
 };
@@ -320,6 +322,25 @@ static int row_insert(struct rc_ctx *r, struct store_job *row)
     return 0;
 }
 
+/* j's row (j->row) kept on its memo for the next reconcile (job_row). */
+static void row_keep(const struct rc_ctx *r, struct cj *j)
+{
+    if (j->memo) {
+        j->memo->decode.row = j->row;
+        j->memo->decode.row_gen = r->c->rows_gen;
+    }
+}
+
+/* The row of a job not examined: the one its memo kept while the rows were
+ * not freed since, else found among them. */
+static struct store_job *job_row(struct rc_ctx *r, const struct cj *j)
+{
+    const struct ctl_memo_decode *d = &j->memo->decode;
+    if (d->row && d->row_gen == r->c->rows_gen)
+        return (struct store_job *)d->row; /* r->rows holds it */
+    return row_find(r, j->key);
+}
+
 static int push_ptr(const cJSON ***arr, int *n, int *cap, const cJSON *o)
 {
     if (*n == *cap) {
@@ -448,6 +469,7 @@ static int refresh(struct rc_ctx *r, struct cj *j, int rc)
     }
     free(j->row);
     j->row = cp;
+    row_keep(r, j);
     j->state = cp->state;
     if (pl_changed)
         rc = ctl_placement_parse(cp->placement, &j->pl, r->err, sizeof(r->err));
@@ -934,9 +956,9 @@ static int index_rebuild(struct gq_ctl *c)
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next)
             m->pods.npods = 0;
-    int rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_JOBS]), index_rebuild_cb, &c->infud[INF_JOBS]);
+    int rc = kube_cache_foreach(c->cache[INF_JOBS], index_rebuild_cb, &c->infud[INF_JOBS]);
     if (!rc)
-        rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PODS]), index_rebuild_cb, &c->infud[INF_PODS]);
+        rc = kube_cache_foreach(c->cache[INF_PODS], index_rebuild_cb, &c->infud[INF_PODS]);
     if (!rc)
         c->index_stale = 0;
     return rc;
@@ -946,11 +968,11 @@ static int gather(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
     int rc;
-    size_t nt = kube_cache_count(kube_informer_cache(c->inf[INF_TEAMS]));
-    size_t np = kube_cache_count(kube_informer_cache(c->inf[INF_POOLS]));
-    size_t npc = kube_cache_count(kube_informer_cache(c->inf[INF_PCS]));
-    size_t nn = kube_cache_count(kube_informer_cache(c->inf[INF_NODES]));
-    size_t nj = kube_cache_count(kube_informer_cache(c->inf[INF_JOBS]));
+    size_t nt = kube_cache_count(c->cache[INF_TEAMS]);
+    size_t np = kube_cache_count(c->cache[INF_POOLS]);
+    size_t npc = kube_cache_count(c->cache[INF_PCS]);
+    size_t nn = kube_cache_count(c->cache[INF_NODES]);
+    size_t nj = kube_cache_count(c->cache[INF_JOBS]);
     if (!c->team_keep)
         c->team_keep = calloc(1, sizeof(*c->team_keep));
     struct ctl_team_keep *tk = c->team_keep;
@@ -982,12 +1004,12 @@ static int gather(struct rc_ctx *r)
     c->jobs_keep_cap = 0;
     if (!r->teams || !r->tinfo || !r->pools || !r->pcs || !r->nodes || !r->jobs)
         return GQ_ENOMEM;
-    if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_TEAMS]), gather_cb_team, r)))
+    if ((rc = kube_cache_foreach(c->cache[INF_TEAMS], gather_cb_team, r)))
         return rc;
     tmemo_sweep(c);
-    if ((rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_POOLS]), gather_cb_pool, r)) ||
-        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_PCS]), gather_cb_pc, r)) ||
-        (rc = kube_cache_foreach(kube_informer_cache(c->inf[INF_NODES]), gather_cb_node, r)))
+    if ((rc = kube_cache_foreach(c->cache[INF_POOLS], gather_cb_pool, r)) ||
+        (rc = kube_cache_foreach(c->cache[INF_PCS], gather_cb_pc, r)) ||
+        (rc = kube_cache_foreach(c->cache[INF_NODES], gather_cb_node, r)))
         return rc;
     if ((rc = nodes_index(r)))
         return rc;
@@ -1002,6 +1024,7 @@ static int gather(struct rc_ctx *r)
         r->jobs = nj2;
         r->capjobs = (size_t)c->jobs_set.n + 1;
     }
+    r->jobs_deleted = c->jobs_deleted;
     for (int i = 0; i < c->jobs_set.n; i++) {
         struct cj *j = &r->jobs[r->njobs];
         memset(j, 0, sizeof(*j));
@@ -1023,6 +1046,7 @@ static int gather(struct rc_ctx *r)
         c->nrows = c->caprows = 0;
     } else {
         ctl_rows_release(c);
+        r->rows_read = 1;
         if ((rc = store_jobs_each(c->st, STORE_MASK_ALL, rows_cb, r, r->err, sizeof(r->err))))
             return rc;
         if (r->nrows > 1)
@@ -1513,9 +1537,10 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->job = m->decode.job;
     j->decoded = 1;
     prep_found(j, m);
-    j->row = row_find(r, j->key);
+    j->row = job_row(r, j);
     if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
         return job_prepare_full(r, j); /* the store moved on: look again */
+    row_keep(r, j);
     j->old_gpus = j->row->gpus;
     j->state = j->row->state;
     if (placement_load(r, j)) {
@@ -1588,15 +1613,25 @@ static void job_sleep(struct rc_ctx *r, struct cj *j)
 /* A dormant job in this reconcile: its store row and state only (no decode;
  * j->job stays the empty placeholder, j->decoded 0). Returns 0 when it must
  * wake instead: dirty (an event of it or its pods), a settle timer due, or
- * its row no longer the finished one it slept with. */
+ * its row no longer the finished one it slept with. The row it slept with
+ * is used as it is while the rows were not freed since (only examining the
+ * job, which wakes it first, replaces its row): a dormant job costs no
+ * lookup among the rows. */
 static int job_dormant_view(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
     if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key))
         return 0;
-    struct store_job *row = row_find(r, j->key);
-    if (!row || !finished(row->state) || strcmp(row->uid, m->decode.job_uid))
-        return 0;
+    struct store_job *row = NULL;
+    if (m->decode.row && m->decode.row_gen == r->c->rows_gen) {
+        row = (struct store_job *)m->decode.row; /* the one it slept with: r->rows holds it */
+    } else {
+        row = row_find(r, j->key);
+        if (!row || !finished(row->state) || strcmp(row->uid, m->decode.job_uid))
+            return 0;
+        m->decode.row = row;
+        m->decode.row_gen = r->c->rows_gen;
+    }
     j->row = row;
     j->state = row->state;
     j->dormant = 1;
@@ -1614,7 +1649,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         return GQ_ENOMEM;
     if (j->ent)
         j->ent->memo = j->memo;
-    j->memo->seen_cycle = r->c->reconciles;
+    ctl_memo_seen(&r->c->memo, j->memo, r->c->reconciles);
     if (j->memo->decode.dormant) {
         if (job_dormant_view(r, j))
             return 0;
@@ -1630,6 +1665,7 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
     int rc = job_prepare_full(r, j);
     if (!rc) {
         struct ctl_memo *m = j->memo;
+        row_keep(r, j);
         m->decode.prepared = 1;
         m->decode.prep_failed_invalid = j->failed_invalid;
         m->decode.prep_invalid_reason = j->invalid_reason;
@@ -2740,7 +2776,7 @@ static struct ctl_memo *obj_memo(struct rc_ctx *r, const char *kind, const char 
     snprintf(key, keylen, "%s:%s", kind, name);
     struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, create);
     if (m)
-        m->seen_cycle = r->c->reconciles;
+        ctl_memo_seen(&r->c->memo, m, r->c->reconciles);
     return m;
 }
 
@@ -3209,6 +3245,8 @@ static void rc_release(struct rc_ctx *r)
     }
     free(r->iidx);
     free(r->nix);
+    if (r->rows)
+        r->c->rows_gen++; /* not handed back (a failed reconcile): freed below */
     for (int i = 0; i < r->nrows; i++)
         free(r->rows[i]);
     for (int i = 0; i < r->nintents; i++)
@@ -3325,9 +3363,15 @@ static int phase_observe(struct rc_ctx *r)
         if ((rc = job_prepare(r, j)) || (dirty && (rc = job_spec_rules(r, j))))
             return rc;
     }
-    /* store rows whose GPUJob is gone: deleted, then dropped from rows[] */
+    /* store rows whose GPUJob is gone: deleted, then dropped from rows[].
+     * Rows kept from the last committed reconcile each had a GPUJob then, and
+     * a row is only ever added for a GPUJob present: unless a GPUJob was
+     * deleted since (or the rows were read from the store, or this is a full
+     * pass) every row still has one, and the walk, which reads every row,
+     * is skipped. */
     int ngone = 0;
-    for (int i = 0, k = 0; i < r->nrows; i++) {
+    int walk = r->full || r->rows_read || r->jobs_deleted != c->jobs_deleted_walked;
+    for (int i = 0, k = 0; walk && i < r->nrows; i++) {
         struct store_job *row = r->rows[i];
         if (!row_gone(r, &k, row))
             continue;
@@ -3389,6 +3433,7 @@ static int phase_commit(struct rc_ctx *r)
     int rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
     if (!rc) {
         r->committed = 1;
+        r->c->jobs_deleted_walked = r->jobs_deleted; /* rows of those deleted are gone */
         ctl_act_done_committed(&r->c->act, r->done_marks);
     }
     return rc;
@@ -3446,7 +3491,9 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
     for (int p = 0; p < CTL_NPHASES && !rc; p++) {
         int64_t t0 = mono_ns();
         rc = phase_fns[p](r);
-        gq_metrics_observe(c->mh.phase_dur[p], (double)(mono_ns() - t0) / 1e9);
+        int64_t dt = mono_ns() - t0;
+        c->m.phase_ns[p] += (uint64_t)dt;
+        gq_metrics_observe(c->mh.phase_dur[p], (double)dt / 1e9);
     }
     if (rc) {
         if (r->in_txn)
@@ -3480,6 +3527,8 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
 
 void ctl_rows_release(struct gq_ctl *c)
 {
+    if (c->rows)
+        c->rows_gen++; /* row pointers kept on memos (job_sleep) are stale */
     for (int i = 0; i < c->nrows; i++)
         free(c->rows[i]);
     free(c->rows);

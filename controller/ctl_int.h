@@ -2,8 +2,9 @@
  * ctl_int.h — internals shared by the controller's files, included by each
  * of them: ctl_main.c (loop, CLI), ctl_cycle.c (reconcile), ctl_wire.c (the
  * controller's side of the actuator), ctl_memo.c (memo table, object sets,
- * pod index), ctl_clock.c (wall clock), ctl_config.c (options) and
- * tests/unit/test_ctl_perf.c (the pod index). Not a public interface. The
+ * pod index), ctl_clock.c (wall clock), ctl_config.c (options),
+ * ctl_bench.c (`gangq bench reconcile`: the reconcile on caches it fills)
+ * and tests/unit/test_ctl_perf.c (the pod index). Not a public interface. The
  * actuator (ctl_act.c) does not include it: it sees only ctl_act.h, and
  * struct gq_ctl embeds its struct ctl_act.
  *
@@ -97,6 +98,14 @@ struct ctl_memo_decode {
      * freed meanwhile (a finished job costs its cached object and a small
      * memo, not a decoded spec). */
     int dormant;
+    /* Its store row as the last reconcile that looked left it (a pointer
+     * into the controller's kept rows, not owned), valid while the
+     * controller's rows_gen is still row_gen: within a reconcile only an
+     * examination of the job replaces its row (and keeps the new one here),
+     * and rows freed wholesale bump rows_gen. So a job not examined finds
+     * its row without a search among the rows (ctl_cycle.c job_row). */
+    const struct store_job *row;
+    uint64_t row_gen;
 };
 
 /* Why the job waits and what its status shows of the wait. wait_msg,
@@ -247,6 +256,8 @@ struct ctl_memo {
 struct ctl_memo_table {
     struct ctl_memo **b;
     size_t nb, n;
+    int64_t seen_for;             /* the reconcile nseen counts for */
+    size_t nseen;                 /* memos ctl_memo_seen marked for it */
 };
 
 /* Objects by key ("ns/name"), sorted, kept by informer events: what a
@@ -273,6 +284,7 @@ struct ctl_metrics_counters {
     double last_cycle_ms;
     int64_t jobs_by_state[STORE_NSTATES];
     int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_cycle.c job_sleep) */
+    uint64_t phase_ns[6];         /* each reconcile phase's time so far, ns (CTL_NPHASES) */
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
                                    * a Team/GPUPool/class/node change) */
@@ -334,6 +346,10 @@ struct gq_ctl {
     struct kube_config kcfg;
     struct kube_client *client;
     struct kube_informer *inf[INF_COUNT];
+    /* what the reconcile and the actuator read: the informers' caches
+     * (kube_informer_cache, set in ctl_run), or a benchmark's own
+     * (controller/ctl_bench.c); borrowed */
+    const struct kube_cache *cache[INF_COUNT];
     struct kube_leader *leader;
     struct store *st;
     struct sched *sched;
@@ -374,6 +390,10 @@ struct gq_ctl {
      * empty store) = read from the store. */
     struct store_job **rows;
     int nrows, caprows;
+    uint64_t rows_gen;            /* bumped whenever rows are freed wholesale (ctl_rows_release) */
+    uint64_t jobs_deleted;        /* GPUJob DELETED events so far (ctl_object_event) */
+    uint64_t jobs_deleted_walked; /* ... when the last committed reconcile looked for rows
+                                   * whose GPUJob is gone (ctl_cycle.c phase_observe) */
     struct ctl_objset jobs_set;    /* GPUJobs (ctl_index_job) */
     struct ctl_objset foreign_set; /* bound non-terminal pods not gangq's (ctl_index_pod) */
     int stopping;
@@ -421,8 +441,12 @@ struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int cre
 /* m's job is dormant (ctl_cycle.c job_sleep): its decode, last status text,
  * placement cache, victims and wait texts are freed, decode.dormant set. */
 void ctl_memo_sleep(struct ctl_memo *m);
+/* m (of t) is kept by reconcile cycle (memo aging): seen_cycle set, and
+ * counted, so that a reconcile that saw every memo skips the walk below. */
+void ctl_memo_seen(struct ctl_memo_table *t, struct ctl_memo *m, int64_t cycle);
 /* Free the memos no reconcile has seen since cycle (and nothing waits on);
- * a dropped memo is cleared from its entry in hints (may be NULL). */
+ * a dropped memo is cleared from its entry in hints (may be NULL). Nothing
+ * to walk when cycle saw every memo of t (ctl_memo_seen). */
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle, struct ctl_objset *hints);
 /* Record that key was preempted for m's job (once); GQ_ENOMEM. */
 int ctl_memo_victim_add(struct ctl_memo *m, const char *key);
@@ -443,6 +467,51 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
 void ctl_memo_mark(struct ctl_memo_table *t, const char *key, int64_t dirty_cycle);
 /* The same for memo m (may be NULL). */
 void ctl_memo_dirty(struct ctl_memo *m, int64_t dirty_cycle);
+
+/* ctl_main.c */
+/* An informer event of resource idx (enum ctl_inf; old_obj/new_obj as for
+ * ctl_index_pod, the cache already holds new_obj): indexed (the job or pod
+ * concerned examined by the next reconcile; a Team, pool, class or node
+ * change makes it a full pass), counted, and a reconcile asked for through
+ * c->wake. The informers' callback; a benchmark (ctl_bench.c) calls it for
+ * the objects it puts in its own caches. */
+void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, const cJSON *old_obj,
+                      const cJSON *new_obj);
+/* c->scfg from c->cfg (levels, label keys, minimum runtime). */
+void ctl_scfg_init(struct gq_ctl *c);
+/* Release what c owns below the loop (the informers, client and metrics are
+ * ctl_run's): the done marks flushed, an open store transaction rolled back,
+ * the kept reconcile arrays, store, core, memo table, sets and actuator. c
+ * itself is the caller's. */
+void ctl_core_release(struct gq_ctl *c);
+
+/* ctl_bench.c: the controller's reconcile without an API server (`gangq
+ * bench reconcile`, and unit tests of the reconcile). A struct gq_ctl with
+ * its defaults, its real store at db and its actuator, reading caches the
+ * caller fills (ctl_fake_put, through ctl_object_event as the informers
+ * would); the actuator's requests are answered by ctl_fake_deliver, as an
+ * API server and a kubelet would: a pod created is cached bound and
+ * Running, a GPUJob status patch merged into the cached object (the
+ * watch's MODIFIED), a pod delete removes it, a GET of a pod answers 404,
+ * the rest succeed. The caller runs ctl_reconcile(ctl_fake_ctl(f)) itself.
+ * Owns the gq_ctl and the caches; ctl_fake_free releases them (the db file
+ * stays). */
+struct ctl_fake;
+struct ctl_fake_counts {
+    uint64_t creates, deletes, patches, events, gets; /* requests answered so far */
+};
+/* NULL on failure (err filled). */
+struct ctl_fake *ctl_fake_new(const char *db, char *err, size_t errlen);
+struct gq_ctl *ctl_fake_ctl(struct ctl_fake *f);
+/* Put obj (owned, always) in cache idx (enum ctl_inf) as an informer event
+ * of type: ADDED, MODIFIED (the cached object replaced) or DELETED (by key). */
+int ctl_fake_put(struct ctl_fake *f, int idx, enum kube_event_type type, cJSON *obj);
+/* The object cached under key ("ns/name", or "name"), borrowed; NULL if none. */
+const cJSON *ctl_fake_get(const struct ctl_fake *f, int idx, const char *key);
+/* Answer every request sent so far, then update the caches (events). */
+int ctl_fake_deliver(struct ctl_fake *f);
+struct ctl_fake_counts ctl_fake_requests(const struct ctl_fake *f);
+void ctl_fake_free(struct ctl_fake *f);
 
 /* ctl_cycle.c */
 /* What one reconcile tells the loop, which acts on it (ctl_main.c): the
@@ -475,11 +544,14 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
 
 /* ctl_wire.c: the actuator (ctl_act.h) wired to the controller, and the
  * actuator's requests that first consult the memo. */
-/* Fill c->act (client, caches, configuration, hooks): after the client and
- * the informers exist. c->act.st follows c->st (ctl_store_open). wake asks
- * the loop for a reconcile (kept in c->wake): the hooks call it when an
- * outcome needs one, from the loop or inside a call into the actuator. */
-void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c));
+/* Fill c->act (requests, caches, configuration, hooks): after c->cache is
+ * set. kube and kube_ctx send the requests (&ctl_act_kube_client and
+ * c->client in the controller; borrowed). c->act.st follows c->st
+ * (ctl_store_open). wake asks the loop for a reconcile (kept in c->wake):
+ * the hooks call it when an outcome needs one, from the loop or inside a
+ * call into the actuator. */
+void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c), const struct ctl_act_kube *kube,
+                  void *kube_ctx);
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on
  * the memo's cleanup counter of key (when it has a memo) until it ends. */
 void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *key);

@@ -234,37 +234,46 @@ static void watch_delay(struct gq_ctl *c, int idx, const cJSON *obj)
     gq_metrics_observe(c->mh.watch_delay[idx], d > 0 ? d : 0);
 }
 
-static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj, void *ud)
+void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, const cJSON *old_obj,
+                      const cJSON *new_obj)
 {
-    struct ctl_infud *u = ud;
-    struct gq_ctl *c = u->c;
     c->m.informer_events++;
-    c->inf_events[u->idx]++;
-    if (u->idx == INF_TEAMS && type == KUBE_EV_MODIFIED && old_obj && new_obj)
+    c->inf_events[idx]++;
+    if (idx == INF_JOBS && type == KUBE_EV_DELETED)
+        c->jobs_deleted++; /* the next reconcile looks for store rows whose GPUJob is gone */
+    if (idx == INF_TEAMS && type == KUBE_EV_MODIFIED && old_obj && new_obj)
         ctl_team_changed(c, old_obj, new_obj);
-    if (u->idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
+    if (idx == INF_PODS && type == KUBE_EV_DELETED && old_obj)
         ctl_pod_deleted(c, old_obj);
     /* after the first list, an ADDED event is a new object */
-    if (type == KUBE_EV_ADDED && new_obj && c->mh.watch_delay[u->idx] && kube_informer_synced(c->inf[u->idx]))
-        watch_delay(c, u->idx, new_obj);
+    if (type == KUBE_EV_ADDED && new_obj && c->mh.watch_delay[idx] && c->inf[idx] &&
+        kube_informer_synced(c->inf[idx]))
+        watch_delay(c, idx, new_obj);
     /* what changed is examined by the next reconcile (c->reconciles + 1) */
     const cJSON *now_obj = type == KUBE_EV_DELETED ? NULL : new_obj;
     int rc = GQ_OK;
-    if (u->idx == INF_PODS)
+    if (idx == INF_PODS)
         rc = ctl_index_pod(&c->memo, &c->foreign_set, old_obj, now_obj, c->reconciles + 1);
-    else if (u->idx == INF_JOBS)
+    else if (idx == INF_JOBS)
         rc = ctl_index_job(&c->memo, &c->jobs_set, old_obj, now_obj, c->reconciles + 1);
-    else if (!((u->idx == INF_TEAMS || u->idx == INF_POOLS) && type == KUBE_EV_MODIFIED &&
+    else if (!((idx == INF_TEAMS || idx == INF_POOLS) && type == KUBE_EV_MODIFIED &&
                status_only(old_obj, new_obj)))
         c->full_next = 1; /* Teams, pools, priority classes, nodes: every job may be concerned */
     if (rc) {
         /* a set is incomplete: start over from a relist of that resource */
         gq_log(c->cfg.log_level, GQ_LOG_ERROR, "ctl", "out of memory indexing an informer event: "
-               "the next reconcile rebuilds the index from the caches", " informer=%d", u->idx);
+               "the next reconcile rebuilds the index from the caches", " informer=%d", idx);
         c->index_stale = 1;
         c->full_next = 1;
     }
-    ctl_mark_dirty(c);
+    if (c->wake)
+        c->wake(c);
+}
+
+static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj, void *ud)
+{
+    struct ctl_infud *u = ud;
+    ctl_object_event(u->c, u->idx, type, old_obj, new_obj);
 }
 
 /* An object the informer had to skip (too large, too deep, undecodable): it
@@ -735,7 +744,7 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
     return 0;
 }
 
-static void ctl_scfg_init(struct gq_ctl *c)
+void ctl_scfg_init(struct gq_ctl *c)
 {
     sched_config_default(&c->scfg);
     c->scfg.nlevels = GQ_MIN(c->cfg.levels.nlevels, SCHED_LEVELS_MAX);
@@ -826,8 +835,9 @@ int ctl_run(const struct ctl_config *cfg)
             gq_log(ll, GQ_LOG_ERROR, "ctl", err, NULL);
             goto out;
         }
+        c->cache[i] = kube_informer_cache(c->inf[i]);
     }
-    ctl_act_wire(c, ctl_mark_dirty);
+    ctl_act_wire(c, ctl_mark_dirty, &ctl_act_kube_client, c->client);
     ev_timer_init(&c->debounce, debounce_cb, c->cfg.debounce_s, 0.);
     c->debounce.data = c;
     ev_timer_init(&c->resync, resync_cb, c->cfg.cycle_interval_s, c->cfg.cycle_interval_s);
@@ -893,8 +903,16 @@ out:
     for (int i = 0; i < INF_COUNT; i++)
         kube_informer_free(c->inf[i]);
     kube_client_free(c->client);
-    ctl_act_flush_done(&c->act); /* intents acted on before the stop */
     kube_config_release(&c->kcfg);
+    ctl_core_release(c);
+    free(c);
+    kube_global_cleanup();
+    return rc;
+}
+
+void ctl_core_release(struct gq_ctl *c)
+{
+    ctl_act_flush_done(&c->act); /* intents acted on before the stop */
     if (c->st && store_in_cycle(c->st))
         store_rollback_cycle(c->st);
     ctl_rows_release(c);
@@ -909,9 +927,6 @@ out:
     ctl_objset_release(&c->jobs_set);
     ctl_objset_release(&c->foreign_set);
     ctl_act_release(&c->act);
-    free(c);
-    kube_global_cleanup();
-    return rc;
 }
 
 /* ------------------------------------------------------------ CLI */

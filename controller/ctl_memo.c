@@ -152,8 +152,22 @@ struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int cre
 
 static int objset_find(const struct ctl_objset *s, const char *key, int *at);
 
+void ctl_memo_seen(struct ctl_memo_table *t, struct ctl_memo *m, int64_t cycle)
+{
+    if (t->seen_for != cycle) {
+        t->seen_for = cycle;
+        t->nseen = 0;
+    }
+    if (m->seen_cycle < cycle) {
+        m->seen_cycle = cycle;
+        t->nseen++;
+    }
+}
+
 void ctl_memo_drop_unseen(struct ctl_memo_table *t, int64_t cycle, struct ctl_objset *hints)
 {
+    if (t->seen_for == cycle && t->nseen >= t->n)
+        return; /* every memo was seen: none to drop */
     for (size_t i = 0; i < t->nb; i++) {
         struct ctl_memo **pp = &t->b[i];
         while (*pp) {

@@ -125,14 +125,15 @@ static const cJSON *const *hook_job_pods(void *ctx, const char *key, int *n)
     return m->pods.pods;
 }
 
-void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c))
+void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c), const struct ctl_act_kube *kube,
+                  void *kube_ctx)
 {
     c->wake = wake;
     const struct ctl_act_hooks hooks = {c, hook_settled, hook_pod_create_sent, hook_pod_create_refused,
                                         hook_pod_confirmed, hook_status_end, hook_mark_dirty,
                                         hook_job_pods};
-    ctl_act_init(&c->act, &ctl_act_kube_client, c->client, kube_informer_cache(c->inf[INF_JOBS]),
-                 kube_informer_cache(c->inf[INF_PODS]), &hooks, c->cfg.log_level, c->cfg.max_grace_period_s,
+    ctl_act_init(&c->act, kube, kube_ctx, c->cache[INF_JOBS],
+                 c->cache[INF_PODS], &hooks, c->cfg.log_level, c->cfg.max_grace_period_s,
                  c->identity);
     c->act.st = c->st;
     ctl_act_event_budget(&c->act, c->cfg.event_qps, c->cfg.event_burst);
@@ -177,7 +178,7 @@ static int known_state(struct gq_ctl *c, const struct ctl_memo *m, const char *m
     memcpy(ns, memo_key, (size_t)(slash - memo_key));
     ns[slash - memo_key] = 0;
     gq_strlcpy(name, slash + 1, sizeof(name));
-    const cJSON *obj = kube_informer_get(c->inf[INF_JOBS], ns, name);
+    const cJSON *obj = kube_cache_get(c->cache[INF_JOBS], ns, name);
     const char *state = ctl_obj_str(obj, "status", "state");
     if (!state)
         return 0;

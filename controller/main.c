@@ -12,7 +12,7 @@ static void usage(FILE *f)
             "commands:\n"
             "  controller  run the controller against a Kubernetes API server\n"
             "  simulate    run the scheduler on a simulated cluster and job trace\n"
-            "  bench       benchmarks: `gangq bench sched`, `gangq bench store`\n"
+            "  bench       benchmarks: `gangq bench sched|store|cache|reconcile`\n"
             "  audit       read the audit log from a gangq database\n"
             "  validate    decode and validate GPUJob/Team/GPUPool manifests\n"
             "  kubectl     the kubectl plugin (`gangq kubectl queue`; installed as\n"
