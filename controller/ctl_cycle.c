@@ -326,6 +326,8 @@ static int row_insert(struct rc_ctx *r, struct store_job *row)
 static void row_keep(const struct rc_ctx *r, struct cj *j)
 {
     if (j->memo) {
+        if (j->memo->decode.row != j->row)
+            j->memo->pl.pl_row = NULL; /* placement_load compares the texts again */
         j->memo->decode.row = j->row;
         j->memo->decode.row_gen = r->c->rows_gen;
     }
@@ -1487,7 +1489,8 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
     const char *t = j->row->placement ? j->row->placement : "";
-    if (!m->pl.pl_text || strcmp(m->pl.pl_text, t)) {
+    int same_row = m->pl.pl_text && m->pl.pl_row == j->row && m->pl.pl_row_gen == r->c->rows_gen;
+    if (!same_row && (!m->pl.pl_text || strcmp(m->pl.pl_text, t))) {
         struct ctl_placement p;
         ctl_placement_init(&p);
         int rc = ctl_placement_parse(t, &p, r->err, sizeof(r->err));
@@ -1501,6 +1504,8 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
         m->pl.pl_text = dup;
         m->pl.pl_cache = p;
     }
+    m->pl.pl_row = j->row;
+    m->pl.pl_row_gen = r->c->rows_gen;
     return placement_copy(&j->pl, &m->pl.pl_cache);
 }
 

@@ -212,10 +212,17 @@ struct ctl_memo_status {
 };
 
 /* The job's placement as last parsed from its store row (ctl_cycle.c
- * placement_load): pl_cache is ctl_placement_parse(pl_text), both owned. */
+ * placement_load): pl_cache is ctl_placement_parse(pl_text), both owned.
+ * pl_row (not owned, only compared) is the row it was last checked against
+ * while the controller's rows_gen was pl_row_gen: a row's placement never
+ * changes while it is kept (a change replaces the row, and the job's
+ * row_keep then clears pl_row), so the same row needs no comparison of
+ * the texts. */
 struct ctl_memo_placement {
     char *pl_text;
     struct ctl_placement pl_cache;
+    const struct store_job *pl_row;
+    uint64_t pl_row_gen;
 };
 
 /* Keys of the jobs preempted for this job since it was last admitted
