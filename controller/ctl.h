@@ -385,7 +385,11 @@ struct ctl_snap {
     struct sched_label *sels; /* jobs' template nodeSelector terms (strings: the api jobs') */
     int *job_in;          /* snapshot job index -> ctl_snapin.jobs index */
     int64_t *gangq_milli; /* per node: GPU milli held by running gangq jobs */
-    struct ctl_snap_nodeix { const char *name; int i; } *node_ix; /* nodes sorted by name */
+    /* nodes by name: an open-addressed table of node_ixcap (a power of two,
+     * at least twice the nodes) entries, name NULL = empty; h the name's
+     * gq_hash_str; the first node of a name only */
+    struct ctl_snap_nodeix { const char *name; uint64_t h; int i; } *node_ix;
+    size_t node_ixcap;
     /* The memory of the arrays above, owned, kept when the snapshot is built
      * again: a controller builds one per reconcile, and fresh arrays of that
      * size (megabytes at 15,000 jobs) come from mmap, page-faulted and zeroed

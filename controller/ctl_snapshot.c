@@ -490,11 +490,14 @@ static int taint_effect(const char *e)
     return SCHED_NO_SCHEDULE;
 }
 
-static int nodeix_cmp(const void *a, const void *b)
+/* The slot of name (hash h) in the node table: its entry, or the empty one
+ * where it would go. */
+static size_t nodeix_slot(const struct ctl_snap *s, const char *name, uint64_t h)
 {
-    const struct ctl_snap_nodeix *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->i > y->i) - (x->i < y->i);
+    size_t mask = s->node_ixcap - 1, k = (size_t)h & mask;
+    while (s->node_ix[k].name && (s->node_ix[k].h != h || strcmp(s->node_ix[k].name, name)))
+        k = (k + 1) & mask;
+    return k;
 }
 
 int ctl_snap_node(const struct ctl_snap *s, const char *name)
@@ -505,16 +508,10 @@ int ctl_snap_node(const struct ctl_snap *s, const char *name)
                 return i;
         return -1;
     }
-    /* first entry of that name: the lowest index, as the linear scan */
-    int lo = 0, hi = s->snap.nnodes;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (strcmp(s->node_ix[mid].name, name) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->snap.nnodes && !strcmp(s->node_ix[lo].name, name) ? s->node_ix[lo].i : -1;
+    /* one hash and, mostly, one comparison: a bound replica of every running
+     * job is looked up here in every reconcile */
+    size_t k = nodeix_slot(s, name, gq_hash_str(name));
+    return s->node_ix[k].name ? s->node_ix[k].i : -1;
 }
 
 /* The kept arrays of a snapshot, one slot each. */
@@ -770,11 +767,17 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
     }
     s->snap.nodes = s->nodes;
     s->snap.nnodes = in->nnodes;
-    if ((s->node_ix = keep_zalloc(s, KEEP_NODE_IX, ((size_t)in->nnodes + 1) * sizeof(*s->node_ix)))) {
-        for (int i = 0; i < in->nnodes; i++)
-            s->node_ix[i] = (struct ctl_snap_nodeix){s->nodes[i].name, i};
-        if (in->nnodes > 1)
-            qsort(s->node_ix, (size_t)in->nnodes, sizeof(*s->node_ix), nodeix_cmp);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)in->nnodes)
+        cap *= 2;
+    if ((s->node_ix = keep_zalloc(s, KEEP_NODE_IX, cap * sizeof(*s->node_ix)))) {
+        s->node_ixcap = cap;
+        for (int i = 0; i < in->nnodes; i++) {
+            uint64_t h = gq_hash_str(s->nodes[i].name);
+            size_t k = nodeix_slot(s, s->nodes[i].name, h);
+            if (!s->node_ix[k].name) /* the first node of a name, as a scan finds it */
+                s->node_ix[k] = (struct ctl_snap_nodeix){s->nodes[i].name, h, i};
+        }
     } /* else ctl_snap_node scans */
 
     /* foreign usage */

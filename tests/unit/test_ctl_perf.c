@@ -1,7 +1,7 @@
 /* Unit tests for the controller's lookup structures added for CPU per
  * admission: node lookup by name in a snapshot (controller/ctl_snapshot.c;
- * sorted index) must give the same answers as a scan, for nodes given in
- * any order, including unknown names; the event-kept object sets and pod
+ * hashed index) must give the same answers as a scan, for nodes given in
+ * any order, including unknown names and a name given twice (the first); the event-kept object sets and pod
  * lists of the event-driven reconcile (controller/ctl_memo.c) must equal
  * what a walk of the cache would find after any sequence of events. */
 #include <setjmp.h>
@@ -41,6 +41,7 @@ static void test_snap_node_lookup(void **state)
     sched_config_default(&cfg);
     struct ctl_snapin in = {&cfg, 1, nodes, NN, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0};
     struct ctl_snap s;
+    memset(&s, 0, sizeof(s)); /* no kept arrays yet */
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
     assert_non_null(s.node_ix);
@@ -57,6 +58,37 @@ static void test_snap_node_lookup(void **state)
     ctl_snap_release(&s);
     assert_null(s.node_ix);
     for (int i = 0; i < NN; i++)
+        cJSON_Delete(objs[i]);
+}
+
+static void test_snap_node_dup(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"x", "y", "x", "z"};
+    cJSON *objs[4];
+    const cJSON *nodes[4];
+    for (int i = 0; i < 4; i++) {
+        char json[256];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"},"
+                 "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+                 names[i]);
+        nodes[i] = objs[i] = cJSON_Parse(json);
+        assert_non_null(objs[i]);
+    }
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    struct ctl_snapin in = {&cfg, 1, nodes, 4, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0};
+    struct ctl_snap s;
+    memset(&s, 0, sizeof(s)); /* no kept arrays yet */
+    char err[256];
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    assert_int_equal(ctl_snap_node(&s, "x"), 0); /* the first, as a scan */
+    assert_int_equal(ctl_snap_node(&s, "y"), 1);
+    assert_int_equal(ctl_snap_node(&s, "z"), 3);
+    assert_int_equal(ctl_snap_node(&s, "w"), -1);
+    ctl_snap_release(&s);
+    for (int i = 0; i < 4; i++)
         cJSON_Delete(objs[i]);
 }
 
@@ -251,6 +283,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_snap_node_lookup),
+        cmocka_unit_test(test_snap_node_dup),
         cmocka_unit_test(test_objset_order),
         cmocka_unit_test(test_index_pod_events),
         cmocka_unit_test(test_index_job_events),
