@@ -1543,8 +1543,14 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->decoded = 1;
     prep_found(j, m);
     j->row = job_row(r, j);
-    if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
-        return job_prepare_full(r, j); /* the store moved on: look again */
+    if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation) {
+        /* the store moved on: look again (which may replace the row: keep
+         * the new one, the memo's may be freed) */
+        int rc = job_prepare_full(r, j);
+        if (!rc)
+            row_keep(r, j);
+        return rc;
+    }
     row_keep(r, j);
     j->old_gpus = j->row->gpus;
     j->state = j->row->state;

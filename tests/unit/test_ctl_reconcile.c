@@ -257,6 +257,31 @@ static void test_reconcile_event_driven(void **state)
     assert_int_equal(pods_of(e, victim, keys), 0); /* its pod was deleted */
     assert_int_equal(state_of(e, done[1]), STORE_SUCCEEDED); /* the other dormant one stays */
 
+    /* a kept row that no longer matches its job (as if the store moved on
+     * without an event): the job is looked at again, its row replaced, and
+     * the next reconciles use the new row (the old one is freed: ASan's to
+     * see if a memo still pointed at it) */
+    int moved = -1;
+    for (int i = 0; i < 10 && moved < 0; i++)
+        if (holding(state_of(e, i)) && i != victim)
+            moved = i;
+    assert_true(moved >= 0);
+    snprintf(key, sizeof(key), "a/j%d", moved);
+    int found = 0;
+    for (int k = 0; k < e->c->nrows; k++)
+        if (!strcmp(e->c->rows[k]->key, key)) {
+            e->c->rows[k]->generation += 7;
+            found = 1;
+        }
+    assert_true(found);
+    full0 = e->c->m.jobs_full;
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(ctl_reconcile(e->c).rc, 0);
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+    }
+    assert_true(e->c->m.jobs_full > full0);
+    assert_true(holding(state_of(e, moved)));
+
     /* the deleted held job re-created (a new uid): a fresh row, admitted */
     put_job(e, victim, "u-new");
     settle(e);
