@@ -305,9 +305,16 @@ struct ctl_fake *ctl_fake_new(const char *db, char *err, size_t errlen)
     ctl_scfg_init(c);
     gq_strlcpy(c->identity, "gangq-fake", sizeof(c->identity));
     c->leading = 1;
-    if (store_open(c->cfg.db, NULL, &c->st, err, errlen) || !(c->sched = sched_new())) {
-        if (!c->st || !err[0])
-            gq_errf(err, errlen, "%s", c->st ? "out of memory" : err);
+    if (errlen)
+        err[0] = 0;
+    if (store_open(c->cfg.db, NULL, &c->st, err, errlen)) {
+        if (errlen && !err[0])
+            gq_errf(err, errlen, "cannot open the store %s", db);
+        ctl_fake_free(f);
+        return NULL;
+    }
+    if (!(c->sched = sched_new())) {
+        gq_errf(err, errlen, "out of memory");
         ctl_fake_free(f);
         return NULL;
     }
