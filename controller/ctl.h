@@ -272,6 +272,11 @@ static inline const char *ctl_str(const char *s)
 const char *ctl_obj_label(const cJSON *obj, const char *key);
 const char *ctl_obj_annotation(const cJSON *obj, const char *key);
 const char *ctl_obj_str(const cJSON *obj, const char *a, const char *b); /* obj.a.b string */
+/* obj[k] = the string v (any member k replaced); 0 or GQ_ENOMEM. */
+int ctl_obj_set_str(cJSON *obj, const char *k, const char *v);
+/* The object member k of parent, added (replacing a non-object k) when
+ * missing; borrowed from parent; NULL without memory. */
+cJSON *ctl_obj_child(cJSON *parent, const char *k);
 
 struct ctl_nodeinfo {
     int ready;

@@ -479,20 +479,6 @@ int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, cons
 
 /* ------------------------------------------------------------ pods */
 
-static int set_str(cJSON *obj, const char *k, const char *v)
-{
-    cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
-    return cJSON_AddStringToObject(obj, k, v) ? 0 : GQ_ENOMEM;
-}
-
-static cJSON *obj_child(cJSON *parent, const char *k)
-{
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, k);
-    if (cJSON_IsObject(v))
-        return v;
-    cJSON_DeleteItemFromObjectCaseSensitive(parent, k);
-    return cJSON_AddObjectToObject(parent, k);
-}
 
 /* ------------------------------------------------------------ rendezvous */
 
@@ -608,7 +594,7 @@ int ctl_rdv_apply(cJSON *pspec, const char *ns, const char *job, int replica, in
     if (replicas > 1 && dns) {
         snprintf(host, sizeof(host), "%s-%d", job, replica);
         snprintf(master, sizeof(master), "%s-0.%s.%s.svc", job, job, ns ? ns : "default");
-        if (set_str(pspec, "hostname", host) || set_str(pspec, "subdomain", job))
+        if (ctl_obj_set_str(pspec, "hostname", host) || ctl_obj_set_str(pspec, "subdomain", job))
             return GQ_ENOMEM;
     } else {
         gq_strlcpy(master, "localhost", sizeof(master));
@@ -651,8 +637,8 @@ static cJSON *owner_refs(const char *name, const char *uid)
         cJSON_Delete(ref);
         return NULL;
     }
-    if (set_str(ref, "apiVersion", API_GROUP_VERSION) || set_str(ref, "kind", "GPUJob") ||
-        set_str(ref, "name", name) || set_str(ref, "uid", uid ? uid : "") ||
+    if (ctl_obj_set_str(ref, "apiVersion", API_GROUP_VERSION) || ctl_obj_set_str(ref, "kind", "GPUJob") ||
+        ctl_obj_set_str(ref, "name", name) || ctl_obj_set_str(ref, "uid", uid ? uid : "") ||
         !cJSON_AddTrueToObject(ref, "controller") || !cJSON_AddTrueToObject(ref, "blockOwnerDeletion")) {
         cJSON_Delete(refs);
         return NULL;
@@ -668,10 +654,10 @@ cJSON *ctl_rdv_service(const char *ns, const char *job, const char *uid)
     cJSON *spec = svc ? cJSON_AddObjectToObject(svc, "spec") : NULL;
     cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;
     cJSON *refs = owner_refs(job, uid);
-    int ok = svc && meta && labels && spec && sel && refs && !set_str(svc, "apiVersion", "v1") &&
-             !set_str(svc, "kind", "Service") && !set_str(meta, "name", job) &&
-             !set_str(meta, "namespace", ns) && !set_str(labels, CTL_LABEL_JOB, job) &&
-             !set_str(spec, "clusterIP", "None") && !set_str(sel, CTL_LABEL_JOB, job) &&
+    int ok = svc && meta && labels && spec && sel && refs && !ctl_obj_set_str(svc, "apiVersion", "v1") &&
+             !ctl_obj_set_str(svc, "kind", "Service") && !ctl_obj_set_str(meta, "name", job) &&
+             !ctl_obj_set_str(meta, "namespace", ns) && !ctl_obj_set_str(labels, CTL_LABEL_JOB, job) &&
+             !ctl_obj_set_str(spec, "clusterIP", "None") && !ctl_obj_set_str(sel, CTL_LABEL_JOB, job) &&
              cJSON_AddTrueToObject(spec, "publishNotReadyAddresses");
     if (ok && !cJSON_AddItemToObject(meta, "ownerReferences", refs))
         ok = 0;
@@ -714,35 +700,35 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
     int ok = pod && t && !api_pod_template_sanitize(t, max_grace_s);
     cJSON *meta = NULL, *pspec = NULL, *labels = NULL, *ann = NULL;
     if (ok) {
-        meta = obj_child(t, "metadata");
-        pspec = obj_child(t, "spec");
+        meta = ctl_obj_child(t, "metadata");
+        pspec = ctl_obj_child(t, "spec");
         ok = meta && pspec;
     }
     if (ok) {
-        labels = obj_child(meta, "labels");
-        ann = obj_child(meta, "annotations");
+        labels = ctl_obj_child(meta, "labels");
+        ann = ctl_obj_child(meta, "annotations");
         ok = labels && ann;
     }
     if (ok) {
-        ok = !set_str(pod, "apiVersion", "v1") && !set_str(pod, "kind", "Pod") &&
-             !set_str(meta, "name", podname) && !set_str(meta, "namespace", ns);
+        ok = !ctl_obj_set_str(pod, "apiVersion", "v1") && !ctl_obj_set_str(pod, "kind", "Pod") &&
+             !ctl_obj_set_str(meta, "name", podname) && !ctl_obj_set_str(meta, "namespace", ns);
         cJSON_DeleteItemFromObjectCaseSensitive(meta, "generateName");
-        ok = ok && !set_str(labels, CTL_LABEL_JOB, name) && !set_str(labels, CTL_LABEL_TEAM, row->team);
+        ok = ok && !ctl_obj_set_str(labels, CTL_LABEL_JOB, name) && !ctl_obj_set_str(labels, CTL_LABEL_TEAM, row->team);
         snprintf(buf, sizeof(buf), "%d", p->replica);
-        ok = ok && !set_str(labels, CTL_LABEL_REPLICA, buf);
+        ok = ok && !ctl_obj_set_str(labels, CTL_LABEL_REPLICA, buf);
         snprintf(buf, sizeof(buf), "%d", pl->attempt);
-        ok = ok && !set_str(labels, CTL_LABEL_ATTEMPT, buf);
+        ok = ok && !ctl_obj_set_str(labels, CTL_LABEL_ATTEMPT, buf);
         if (ok && p->devs) {
             char devs[160] = "";
             size_t off = 0;
             for (int d = 0; d < 32 && off < sizeof(devs) - 4; d++)
                 if (p->devs & (1u << (unsigned)d))
                     off += (size_t)snprintf(devs + off, sizeof(devs) - off, "%s%d", off ? "," : "", d);
-            ok = !set_str(ann, CTL_ANN_GPU_DEVICES, devs);
+            ok = !ctl_obj_set_str(ann, CTL_ANN_GPU_DEVICES, devs);
         }
         if (ok && shares && !count) {
             snprintf(buf, sizeof(buf), "%d", shares);
-            ok = !set_str(ann, CTL_ANN_GPU_MILLI, buf);
+            ok = !ctl_obj_set_str(ann, CTL_ANN_GPU_MILLI, buf);
         }
     }
     if (ok) {
@@ -754,16 +740,16 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
         }
     }
     if (ok) {
-        ok = !set_str(pspec, "nodeName", p->node) &&
+        ok = !ctl_obj_set_str(pspec, "nodeName", p->node) &&
              !ctl_rdv_apply(pspec, ns, name, p->replica, spec_replicas(spec), spec_port(spec));
         cJSON *cs = cJSON_GetObjectItemCaseSensitive(pspec, "containers");
         cJSON *c0 = cJSON_GetArrayItem(cs, 0);
         if (ok && c0 && count > 0) {
-            cJSON *res = obj_child(c0, "resources");
-            cJSON *req = res ? obj_child(res, "requests") : NULL;
-            cJSON *lim = res ? obj_child(res, "limits") : NULL;
+            cJSON *res = ctl_obj_child(c0, "resources");
+            cJSON *req = res ? ctl_obj_child(res, "requests") : NULL;
+            cJSON *lim = res ? ctl_obj_child(res, "limits") : NULL;
             snprintf(buf, sizeof(buf), "%d", count);
-            ok = req && lim && !set_str(req, CTL_GPU_RESOURCE, buf) && !set_str(lim, CTL_GPU_RESOURCE, buf);
+            ok = req && lim && !ctl_obj_set_str(req, CTL_GPU_RESOURCE, buf) && !ctl_obj_set_str(lim, CTL_GPU_RESOURCE, buf);
         }
     }
     if (ok) {

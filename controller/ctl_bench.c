@@ -114,18 +114,6 @@ static int fk_push(struct ctl_fake *f, enum fk_kind kind, kube_response_cb cb, v
     return 0;
 }
 
-static int fk_set_str(cJSON *o, const char *k, const char *v)
-{
-    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-    return cJSON_AddStringToObject(o, k, v) ? 0 : GQ_ENOMEM;
-}
-
-static cJSON *fk_child(cJSON *o, const char *k)
-{
-    cJSON *c = cJSON_GetObjectItemCaseSensitive(o, k);
-    return c ? c : cJSON_AddObjectToObject(o, k);
-}
-
 /* "ns/name" of path ".../namespaces/NS/<resource>/NAME[/status]". */
 static int fk_path_key(const char *path, const char *resource, char *out, size_t len)
 {
@@ -156,12 +144,12 @@ static int fk_create(void *k, enum kube_prio prio, const char *coll, const cJSON
         return fk_push(f, FK_PLAIN, cb, ud, 201, NULL, NULL);
     /* the pod as the API server stores it and a kubelet starts it */
     cJSON *pod = cJSON_Duplicate(obj, 1);
-    cJSON *meta = pod ? fk_child(pod, "metadata") : NULL, *st = pod ? fk_child(pod, "status") : NULL;
+    cJSON *meta = pod ? ctl_obj_child(pod, "metadata") : NULL, *st = pod ? ctl_obj_child(pod, "status") : NULL;
     char uid[64], rv[32];
     snprintf(uid, sizeof(uid), "bench-pod-%llu", (unsigned long long)++f->seq);
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)++f->seq);
-    if (!meta || !st || fk_set_str(meta, "uid", uid) || fk_set_str(meta, "resourceVersion", rv) ||
-        fk_set_str(st, "phase", "Running")) {
+    if (!meta || !st || ctl_obj_set_str(meta, "uid", uid) || ctl_obj_set_str(meta, "resourceVersion", rv) ||
+        ctl_obj_set_str(st, "phase", "Running")) {
         cJSON_Delete(pod);
         return GQ_ENOMEM;
     }
@@ -230,10 +218,10 @@ static int fk_job_status(struct ctl_fake *f, const char *key, const cJSON *patch
     if (!cur || !cJSON_IsObject(pst))
         return 0;
     cJSON *obj = cJSON_Duplicate(cur, 1);
-    cJSON *st = obj ? fk_child(obj, "status") : NULL, *meta = obj ? fk_child(obj, "metadata") : NULL;
+    cJSON *st = obj ? ctl_obj_child(obj, "status") : NULL, *meta = obj ? ctl_obj_child(obj, "metadata") : NULL;
     char rv[32];
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)++f->seq);
-    if (!st || !meta || fk_set_str(meta, "resourceVersion", rv)) {
+    if (!st || !meta || ctl_obj_set_str(meta, "resourceVersion", rv)) {
         cJSON_Delete(obj);
         return GQ_ENOMEM;
     }
@@ -326,8 +314,7 @@ struct ctl_fake *ctl_fake_new(const char *db, char *err, size_t errlen)
         }
         c->cache[i] = f->cache[i];
     }
-    ctl_act_wire(c, fk_wake, &fk_kube, f);
-    c->act.st = c->st;
+    ctl_act_wire(c, fk_wake, &fk_kube, f); /* c->act.st too */
     return f;
 }
 
@@ -451,7 +438,7 @@ static double cpu_s(void)
 struct stage {
     int reconciles;
     double rc_cpu, deliver_cpu;
-    uint64_t full0, admitted0;
+    uint64_t full0;
     uint64_t phase0[CTL_NPHASES];
 };
 
@@ -459,6 +446,21 @@ static uint64_t admitted_total(const struct gq_ctl *c)
 {
     return c->m.jobs_by_state[STORE_ADMITTED] + c->m.jobs_by_state[STORE_RUNNING] +
            c->m.jobs_by_state[STORE_SUCCEEDED];
+}
+
+/* The jobs by state as the last reconcile counted them, for a stage's line. */
+static void jobs_what(const struct gq_ctl *c, char *out, size_t len)
+{
+    snprintf(out, len, "(nothing changed; %lld jobs waiting, %lld running, %lld finished, %lld dormant)",
+             (long long)(c->m.jobs_by_state[STORE_QUEUED] + c->m.jobs_by_state[STORE_PREEMPTED]),
+             (long long)(c->m.jobs_by_state[STORE_ADMITTED] + c->m.jobs_by_state[STORE_RUNNING]),
+             (long long)c->m.jobs_by_state[STORE_SUCCEEDED], (long long)c->m.jobs_dormant);
+}
+
+/* Pod creates and deletes and status patches sent so far. */
+static uint64_t writes_sent(const struct ctl_fake *f)
+{
+    return f->counts.creates + f->counts.patches + f->counts.deletes;
 }
 
 /* One reconcile, then the answers to its requests; 0, or an error printed. */
@@ -524,10 +526,10 @@ static int finish_some(struct ctl_fake *f, int n, int *done)
         for (int p = 0; p < nk; p++) {
             const cJSON *cur = kube_cache_get_key(f->cache[INF_PODS], keys[p]);
             cJSON *pod = cur ? cJSON_Duplicate(cur, 1) : NULL;
-            cJSON *st = pod ? fk_child(pod, "status") : NULL;
+            cJSON *st = pod ? ctl_obj_child(pod, "status") : NULL;
             char rv[32];
             snprintf(rv, sizeof(rv), "%llu", (unsigned long long)++f->seq);
-            if (!st || fk_set_str(st, "phase", "Succeeded") || fk_set_str(fk_child(pod, "metadata"), "resourceVersion", rv)) {
+            if (!st || ctl_obj_set_str(st, "phase", "Succeeded") || ctl_obj_set_str(ctl_obj_child(pod, "metadata"), "resourceVersion", rv)) {
                 cJSON_Delete(pod);
                 return GQ_ENOMEM;
             }
@@ -564,27 +566,24 @@ int bench_reconcile(int argc, char **argv)
     int njobs = 15000, teams = 30, gpn = 24, idle = 20, rounds = 50, finish = 20, nnodes = -1, after = -1;
     double fit = 0.4;
     const char *db = NULL;
-    for (int i = 1; i < argc; i++) {
+    const struct {
+        const char *name;
+        int lo, hi;
+        int *v;
+    } iopts[] = {{"--jobs", 1, 1000000, &njobs},  {"--nodes", 1, 100000, &nnodes},
+                 {"--gpus-per-node", 1, 64, &gpn}, {"--teams", 1, 1000, &teams},
+                 {"--idle", 0, 100000, &idle},     {"--after", 0, 100000, &after},
+                 {"--rounds", 0, 100000, &rounds}, {"--finish", 1, 100000, &finish}};
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = !v;
-        if (!v)
+        int bad = !v, known = 0;
+        for (size_t o = 0; v && o < GQ_ARRAY_LEN(iopts) && !known; o++)
+            if (!strcmp(a, iopts[o].name)) {
+                known = 1;
+                bad = int_arg(v, iopts[o].lo, iopts[o].hi, iopts[o].v);
+            }
+        if (!v || known)
             ;
-        else if (!strcmp(a, "--jobs"))
-            bad = int_arg(v, 1, 1000000, &njobs);
-        else if (!strcmp(a, "--nodes"))
-            bad = int_arg(v, 1, 100000, &nnodes);
-        else if (!strcmp(a, "--gpus-per-node"))
-            bad = int_arg(v, 1, 64, &gpn);
-        else if (!strcmp(a, "--teams"))
-            bad = int_arg(v, 1, 1000, &teams);
-        else if (!strcmp(a, "--idle"))
-            bad = int_arg(v, 0, 100000, &idle);
-        else if (!strcmp(a, "--after"))
-            bad = int_arg(v, 0, 100000, &after);
-        else if (!strcmp(a, "--rounds"))
-            bad = int_arg(v, 0, 100000, &rounds);
-        else if (!strcmp(a, "--finish"))
-            bad = int_arg(v, 1, 100000, &finish);
         else if (!strcmp(a, "--fit")) {
             char *end;
             fit = strtod(v, &end);
@@ -597,7 +596,6 @@ int bench_reconcile(int argc, char **argv)
             fprintf(stderr, "gangq bench reconcile: bad option %s%s%s\n", a, v ? " " : "", v ? v : "");
             return bench_usage();
         }
-        i++;
     }
     /* the mix asks 2.4 GPUs per job on average (7 x 1 + 2 x 5 + 1 x 20 over ten) */
     if (nnodes < 0)
@@ -640,31 +638,26 @@ int bench_reconcile(int argc, char **argv)
     struct stage s;
     /* admit: until a reconcile admits nothing and sends nothing */
     stage_begin(f, &s);
-    uint64_t a0 = 0;
     for (int k = 0; k < 1000; k++) {
-        uint64_t before = admitted_total(c);
-        uint64_t sent = f->counts.creates + f->counts.patches + f->counts.deletes;
+        uint64_t before = admitted_total(c), sent = writes_sent(f);
         if (step(f, &s))
             goto out;
-        if (k > 0 && admitted_total(c) == before && f->counts.creates + f->counts.patches + f->counts.deletes == sent)
+        if (k > 0 && admitted_total(c) == before && writes_sent(f) == sent)
             break;
     }
-    stage_print(f, "admit", &s, (long)(admitted_total(c) - a0),
-                "(the jobs arrive at once; reconciles until nothing changes)");
+    stage_print(f, "admit", &s, (long)admitted_total(c), "(the jobs arrive at once; reconciles until nothing changes)");
     /* idle */
     stage_begin(f, &s);
     for (int k = 0; k < idle; k++)
         if (step(f, &s))
             goto out;
-    long waiting = (long)c->m.jobs_by_state[STORE_QUEUED] + (long)c->m.jobs_by_state[STORE_PREEMPTED];
     char what[160];
-    snprintf(what, sizeof(what), "(nothing changed; %ld jobs waiting, %llu running)", waiting,
-             (unsigned long long)c->m.jobs_by_state[STORE_RUNNING] + c->m.jobs_by_state[STORE_ADMITTED]);
+    jobs_what(c, what, sizeof(what));
     stage_print(f, "idle", &s, 0, what);
     /* one: a waiting job's metadata changes, one reconcile */
     stage_begin(f, &s);
     for (int k = 0; k < idle; k++) {
-        int i = njobs - 1 - (k % (njobs > 0 ? njobs : 1));
+        int i = njobs - 1 - k % njobs;
         int bad = job_json(&b, i, teams, k % 2 ? "a" : "b", 1);
         cJSON *o = parse_owned(&b, bad);
         if (!o)
@@ -691,10 +684,7 @@ int bench_reconcile(int argc, char **argv)
     for (int k = 0; k < (after >= 0 ? after : idle); k++)
         if (step(f, &s))
             goto out;
-    waiting = (long)c->m.jobs_by_state[STORE_QUEUED] + (long)c->m.jobs_by_state[STORE_PREEMPTED];
-    snprintf(what, sizeof(what), "(nothing changed; %ld jobs waiting, %llu running, %llu finished, %llu dormant)",
-             waiting, (unsigned long long)c->m.jobs_by_state[STORE_RUNNING] + c->m.jobs_by_state[STORE_ADMITTED],
-             (unsigned long long)c->m.jobs_by_state[STORE_SUCCEEDED], (unsigned long long)c->m.jobs_dormant);
+    jobs_what(c, what, sizeof(what));
     stage_print(f, "after", &s, 0, what);
     printf("requests answered: %llu creates, %llu status patches, %llu deletes, %llu events, %llu gets\n",
            (unsigned long long)f->counts.creates, (unsigned long long)f->counts.patches,
@@ -707,12 +697,7 @@ out:
     ctl_fake_free(f);
     gq_buf_release(&b);
     if (made) {
-        unlink(dbpath);
-        char side[PATH_MAX + 8];
-        snprintf(side, sizeof(side), "%s-wal", dbpath);
-        unlink(side);
-        snprintf(side, sizeof(side), "%s-shm", dbpath);
-        unlink(side);
+        store_remove_files(dbpath);
         rmdir(tmpdir);
     }
     return rc;

@@ -322,7 +322,7 @@ static int row_insert(struct rc_ctx *r, struct store_job *row)
     return 0;
 }
 
-/* j's row (j->row) kept on its memo for the next reconcile (job_row). */
+/* j's row (j->row) kept on its memo for the next reconcile (row_kept). */
 static void row_keep(const struct rc_ctx *r, struct cj *j)
 {
     if (j->memo) {
@@ -333,14 +333,13 @@ static void row_keep(const struct rc_ctx *r, struct cj *j)
     }
 }
 
-/* The row of a job not examined: the one its memo kept while the rows were
- * not freed since, else found among them. */
-static struct store_job *job_row(struct rc_ctx *r, const struct cj *j)
+/* The row m's job kept (row_keep) while the rows were not freed since,
+ * else NULL. */
+static struct store_job *row_kept(const struct rc_ctx *r, const struct ctl_memo *m)
 {
-    const struct ctl_memo_decode *d = &j->memo->decode;
-    if (d->row && d->row_gen == r->c->rows_gen)
-        return (struct store_job *)d->row; /* r->rows holds it */
-    return row_find(r, j->key);
+    if (m->decode.row && m->decode.row_gen == r->c->rows_gen)
+        return (struct store_job *)m->decode.row; /* r->rows holds it */
+    return NULL;
 }
 
 static int push_ptr(const cJSON ***arr, int *n, int *cap, const cJSON *o)
@@ -1512,6 +1511,16 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
 /* Decode (cached), default, validate; upsert the store row. */
 static int job_prepare_full(struct rc_ctx *r, struct cj *j);
 
+/* job_prepare_full, then the row it leaves kept on the memo (it may have
+ * replaced the row the memo kept, which is then freed). */
+static int job_look_again(struct rc_ctx *r, struct cj *j)
+{
+    int rc = job_prepare_full(r, j);
+    if (!rc)
+        row_keep(r, j);
+    return rc;
+}
+
 /* What the job's last full examination found (job_prepare) into j. */
 static void prep_found(struct cj *j, const struct ctl_memo *m)
 {
@@ -1542,15 +1551,11 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->job = m->decode.job;
     j->decoded = 1;
     prep_found(j, m);
-    j->row = job_row(r, j);
-    if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation) {
-        /* the store moved on: look again (which may replace the row: keep
-         * the new one, the memo's may be freed) */
-        int rc = job_prepare_full(r, j);
-        if (!rc)
-            row_keep(r, j);
-        return rc;
-    }
+    j->row = row_kept(r, m);
+    if (!j->row)
+        j->row = row_find(r, j->key);
+    if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
+        return job_look_again(r, j); /* the store moved on */
     row_keep(r, j);
     j->old_gpus = j->row->gpus;
     j->state = j->row->state;
@@ -1633,17 +1638,14 @@ static int job_dormant_view(struct rc_ctx *r, struct cj *j)
     struct ctl_memo *m = j->memo;
     if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key))
         return 0;
-    struct store_job *row = NULL;
-    if (m->decode.row && m->decode.row_gen == r->c->rows_gen) {
-        row = (struct store_job *)m->decode.row; /* the one it slept with: r->rows holds it */
-    } else {
+    struct store_job *row = row_kept(r, m); /* the one it slept with */
+    if (!row) {
         row = row_find(r, j->key);
         if (!row || !finished(row->state) || strcmp(row->uid, m->decode.job_uid))
             return 0;
-        m->decode.row = row;
-        m->decode.row_gen = r->c->rows_gen;
     }
     j->row = row;
+    row_keep(r, j);
     j->state = row->state;
     j->dormant = 1;
     prep_found(j, m);
@@ -1673,10 +1675,9 @@ static int job_prepare(struct rc_ctx *r, struct cj *j)
         return job_prepare_clean(r, j);
     }
     r->c->m.jobs_full++;
-    int rc = job_prepare_full(r, j);
+    int rc = job_look_again(r, j);
     if (!rc) {
         struct ctl_memo *m = j->memo;
-        row_keep(r, j);
         m->decode.prepared = 1;
         m->decode.prep_failed_invalid = j->failed_invalid;
         m->decode.prep_invalid_reason = j->invalid_reason;
@@ -3539,7 +3540,7 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
 void ctl_rows_release(struct gq_ctl *c)
 {
     if (c->rows)
-        c->rows_gen++; /* row pointers kept on memos (job_sleep) are stale */
+        c->rows_gen++; /* row pointers kept on memos (row_keep) are stale */
     for (int i = 0; i < c->nrows; i++)
         free(c->rows[i]);
     free(c->rows);

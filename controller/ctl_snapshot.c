@@ -168,6 +168,21 @@ const char *ctl_obj_str(const cJSON *obj, const char *a, const char *b)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+int ctl_obj_set_str(cJSON *obj, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+    return cJSON_AddStringToObject(obj, k, v) ? 0 : GQ_ENOMEM;
+}
+
+cJSON *ctl_obj_child(cJSON *parent, const char *k)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, k);
+    if (cJSON_IsObject(v))
+        return v;
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, k);
+    return cJSON_AddObjectToObject(parent, k);
+}
+
 const char *ctl_obj_label(const cJSON *obj, const char *key)
 {
     const cJSON *v = obj_get(obj_get(obj_get(obj, "metadata"), "labels"), key);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -562,6 +563,15 @@ fail:
         sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     store_close(st);
     return ret;
+}
+
+void store_remove_files(const char *path)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    char p[PATH_MAX + 16];
+    for (size_t i = 0; i < GQ_ARRAY_LEN(sfx); i++)
+        if ((size_t)snprintf(p, sizeof(p), "%s%s", path, sfx[i]) < sizeof(p))
+            unlink(p);
 }
 
 void store_close(struct store *st)

@@ -100,6 +100,9 @@ struct store_opts {
 int store_open(const char *path, const struct store_opts *opts, struct store **out,
                char *err, size_t errlen);
 void store_close(struct store *st);
+/* Remove a closed store's database file at path and its SQLite side files
+ * (-wal, -shm, -journal); missing ones are no error. */
+void store_remove_files(const char *path);
 const char *store_path(const struct store *st);
 /* user_version of the open file (== STORE_SCHEMA_VERSION unless readonly). */
 int store_schema_version(const struct store *st);

@@ -65,7 +65,7 @@ int bench_store(int argc, char **argv)
 {
     int json = 0, i, rc = 1, ret;
     int64_t njobs = 100000, cycle = 1000, ncycles = 100, k, c;
-    char dir[] = "/tmp/gangq-bench-XXXXXX", path[128], side[160], key[64], team[16], err[512];
+    char dir[] = "/tmp/gangq-bench-XXXXXX", path[128], key[64], team[16], err[512];
     struct store *st = NULL;
     struct reload_acc acc = {0};
     double t0, c0, t_insert = 0, t_trans = 0, t_open = 0, t_reload = 0, c_trans = 0;
@@ -217,12 +217,7 @@ fail:
 out:
     store_close(st);
     if (have_dir) {
-        static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-        size_t s;
-        for (s = 0; s < GQ_ARRAY_LEN(sfx); s++) {
-            snprintf(side, sizeof side, "%s%s", path, sfx[s]);
-            unlink(side);
-        }
+        store_remove_files(path);
         rmdir(dir);
     }
     return rc;

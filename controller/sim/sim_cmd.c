@@ -18,6 +18,7 @@
 #include "sim_openb.h"
 #include "sim_report.h"
 #include "sim_run.h"
+#include "store.h"
 
 static void usage(FILE *f)
 {
@@ -74,20 +75,6 @@ static int join(char *out, size_t len, const char *dir, const char *file)
     return w < 0 || (size_t)w >= len ? GQ_ELIMIT : GQ_OK;
 }
 
-static void remove_db(const char *path)
-{
-    char p[1200];
-    size_t n = strlen(path);
-    unlink(path);
-    if (n + 5 > sizeof(p))
-        return;
-    memcpy(p, path, n);
-    memcpy(p + n, "-wal", 5);
-    unlink(p);
-    memcpy(p + n, "-shm", 5);
-    unlink(p);
-}
-
 static int run_trace(const char *cpath, const char *tpath, const char *outdir, const char *db,
                      const char *json_file, int json_stdout, int64_t until, int64_t min_runtime,
                      int64_t grace, long long seed)
@@ -119,7 +106,7 @@ static int run_trace(const char *cpath, const char *tpath, const char *outdir, c
             goto out;
         }
         if (!db)
-            remove_db(dbp); /* our own output from an earlier run */
+            store_remove_files(dbp); /* our own output from an earlier run */
     }
     if (db) {
         if (access(db, F_OK) == 0) {

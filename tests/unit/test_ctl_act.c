@@ -301,17 +301,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    char p[160];
     ctl_act_release(&f->a);
     mock_release(&f->m);
     kube_cache_free(f->jobs);
     kube_cache_free(f->pods);
     store_close(f->st);
-    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-        snprintf(p, sizeof(p), "%s%s", f->path, sfx[i]);
-        unlink(p);
-    }
+    store_remove_files(f->path);
     rmdir(f->dir);
     free(f);
     return 0;

@@ -109,8 +109,7 @@ static void pod_phase(struct env *e, const char *key, const char *phase)
     cJSON *pod = cJSON_Duplicate(cur, 1);
     cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status");
     assert_non_null(st);
-    cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
-    assert_non_null(cJSON_AddStringToObject(st, "phase", phase));
+    assert_int_equal(ctl_obj_set_str(st, "phase", phase), 0);
     assert_int_equal(ctl_fake_put(e->f, INF_PODS, KUBE_EV_MODIFIED, pod), 0);
 }
 
@@ -148,12 +147,7 @@ static int teardown(void **state)
 {
     struct env *e = *state;
     ctl_fake_free(e->f);
-    char p[160];
-    static const char *const sfx[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof(p), "%s%s", e->db, sfx[i]);
-        unlink(p);
-    }
+    store_remove_files(e->db);
     rmdir(e->dir);
     free(e);
     return 0;

@@ -609,12 +609,7 @@ static void test_run_store(void **st)
     assert_string_equal(j->preempted_by, "sim/H");
     store_job_free(j);
     store_close(s);
-    unlink(db);
-    char p[160];
-    snprintf(p, sizeof(p), "%s-wal", db);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", db);
-    unlink(p);
+    store_remove_files(db);
     rmdir(dir);
 }
 
