@@ -1,7 +1,7 @@
 /*
  * apply.h — applying a decision to the store: the one path by which the
- * controller (ctl_cycle.c) and the simulator (sim/sim_run.c) record what was
- * decided about a job. Each call writes, for one job, the state transition,
+ * controller (the reconcile: ctl_observe.c, ctl_decide.c) and the simulator
+ * (sim/sim_run.c) record what was decided about a job. Each call writes, for one job, the state transition,
  * its quota-ledger row, the intent the actuator acts on and the audit row,
  * always in the same shape: one rule per decision, whoever applies it.
  *

@@ -23,7 +23,7 @@
  *  - The API server is the durable record: a GPUJob's status holds its state
  *    for a generation, attempt, retries, enqueue time and arrival, so a store
  *    row lost or older than the API server is rebuilt from status and pods
- *    (ctl_cycle.c row_recover): a Succeeded or Failed job never runs again
+ *    (ctl_observe.c row_recover): a Succeeded or Failed job never runs again
  *    for the same spec, running gangs are adopted.
  *  - GPUs held by live pods are never offered again: a job holding a
  *    placement stays in the snapshot whatever its Team, pool or spec became;

@@ -1,6 +1,7 @@
 /*
  * ctl_int.h — internals shared by the controller's files, included by each
- * of them: ctl_main.c (loop, CLI), ctl_cycle.c (reconcile), ctl_wire.c (the
+ * of them: ctl_main.c (loop, CLI), the reconcile (ctl_cycle.c and the files
+ * of its phases, whose own declarations are in ctl_rc.h), ctl_wire.c (the
  * controller's side of the actuator), ctl_memo.c (memo table, object sets,
  * pod index), ctl_clock.c (wall clock), ctl_config.c (options),
  * ctl_bench.c (`gangq bench reconcile`: the reconcile on caches it fills)
@@ -12,14 +13,15 @@
  *   ctl_main.c   -> ctl_cycle.c  ctl_reconcile (returns struct ctl_rc_result:
  *                                the loop acts on it: readiness, settle
  *                                timer), ctl_team_changed, ctl_pod_deleted,
- *                                ctl_queue_render, ctl_rows_release
+ *                                ctl_rows_release
+ *                -> ctl_report.c ctl_queue_render
  *                -> ctl_wire.c   ctl_act_wire (hands over c->wake)
  *                -> ctl_memo.c   informer events indexed, table released
- *   ctl_cycle.c  -> ctl_wire.c   status writes, pod deletes and GETs
+ *   reconcile    -> ctl_wire.c   status writes, pod deletes and GETs
  *                -> ctl_memo.c   memos, victims, texts; marks jobs dirty
  *                                itself (dirty_upto: no loop needed)
  *   ctl_wire.c   -> ctl_memo.c   memos looked up again by key in every hook
- *   ctl_main.c, ctl_cycle.c, ctl_wire.c -> ctl_clock.c (ctl_now_ms), and down
+ *   ctl_main.c, the reconcile, ctl_wire.c -> ctl_clock.c (ctl_now_ms), and down
  *   to ctl_act.c and ctl_snapshot.c, which see only ctl_act.h and ctl.h.
  * The loop is reached from below only through function pointers: the
  * actuator's hooks (ctl_wire.c, called by ctl_act.c from the loop or inside
@@ -32,7 +34,7 @@
  * an entry may be dropped while a request for it is in flight. A memo is
  * grouped by concern (decode, wait, pods, status, pl, victims: each part
  * says who writes it and what it owns). A job's memo also caches its decoded
- * GPUJob (ctl_cycle.c borrows it for one reconcile; the memo is not dropped
+ * GPUJob (the reconcile borrows it for one reconcile; the memo is not dropped
  * during the reconcile that saw it).
  */
 #ifndef GQ_CTL_INT_H
@@ -65,12 +67,12 @@ struct ctl_podfacts {
  * is freed by ctl_memo.c (memo_free), which releases what each part owns. */
 
 /* The GPUJob decode cache, and what the last full examination of the job
- * found. Written by ctl_cycle.c only (job_decode_cached, job_prepare*), read
+ * found. Written by ctl_observe.c only (job_decode_cached, rc_job_prepare*), read
  * by the reconcile (struct cj borrows &job for one reconcile: the memo is not
  * dropped during the reconcile that saw it) and by ctl_queue_render. */
 struct ctl_memo_decode {
     /* job is the decoded+defaulted+validated form of the object with
-     * (job_uid, job_rv = generation or resourceVersion key, ctl_cycle.c
+     * (job_uid, job_rv = generation or resourceVersion key, ctl_observe.c
      * job_cache_key) under the Teams/PriorityClasses signature job_lookup;
      * job_nerr/job_err are its decode/validate errors.
      * job is owned (heap, NULL when none; released and freed by ctl_memo.c
@@ -90,7 +92,7 @@ struct ctl_memo_decode {
     int prep_failed_invalid;
     const char *prep_invalid_reason; /* static text or NULL */
     char *prep_invalid_msg;       /* (str) */
-    /* The job is finished and settled (ctl_cycle.c job_sleep): Succeeded or
+    /* The job is finished and settled (ctl_observe.c rc_job_sleep): Succeeded or
      * Failed in the store, its status written, every pod of it terminated,
      * nothing of it pending. Reconciles, full passes included, skip it (no
      * decode, no rules, no status) until an event of the job or its pods
@@ -103,17 +105,17 @@ struct ctl_memo_decode {
      * controller's rows_gen is still row_gen: within a reconcile only an
      * examination of the job replaces its row (and keeps the new one here),
      * and rows freed wholesale bump rows_gen. So a job not examined finds
-     * its row without a search among the rows (ctl_cycle.c job_row). */
+     * its row without a search among the rows (ctl_rc.c rc_row_kept). */
     const struct store_job *row;
     uint64_t row_gen;
 };
 
 /* Why the job waits and what its status shows of the wait. wait_msg,
  * wait_gen, unsched_msg, position, gposition and reserved are renewed by
- * each scheduling cycle (ctl_cycle.c run_sched; phase_observe sets wait_msg
- * to a spec problem, waiting_publish clears it once the job neither waits
- * nor holds); pub is written by waiting_publish (ctl_wait_publish,
- * ctl_wait_adopt). Read by job_status, the Teams' pendingHead and /queue. */
+ * each scheduling cycle (ctl_decide.c rc_run_sched; phase_observe sets wait_msg
+ * to a spec problem, rc_waiting_publish clears it once the job neither waits
+ * nor holds); pub is written by rc_waiting_publish (ctl_wait_publish,
+ * ctl_wait_adopt). Read by rc_job_status, the Teams' pendingHead and /queue. */
 struct ctl_memo_wait {
     char *wait_msg;               /* (str) last WAIT explanation */
     char *unsched_msg;            /* (str) last WAIT's unschedulable_msg ("" = fits an empty cluster) */
@@ -130,7 +132,7 @@ struct ctl_memo_wait {
  * npods, podcap: ctl_memo.c ctl_index_pod, which creates the memo), and what
  * is known of them beyond the cache: API answers (ctl_wire.c's hooks,
  * ctl_cycle.c ctl_pod_deleted) and the reconcile's own bookkeeping
- * (ctl_cycle.c: missing pods, released and stray pods). A memo with pods or
+ * (missing pods, released and stray pods). A memo with pods or
  * stray deletes in flight is not dropped. */
 struct ctl_memo_pods {
     /* this job's pods in the pod cache (array owned, objects borrowed: an
@@ -148,7 +150,7 @@ struct ctl_memo_pods {
     /* The last pod create submitted (its attempt, name, when; ctl_wire.c
      * hook_pod_create_sent): until the cache shows a pod of that attempt or
      * newer, or the API server says it is gone, the pod may run unseen, so
-     * the job is not placed again while it holds nothing (ctl_cycle.c
+     * the job is not placed again while it holds nothing (ctl_decide.c
      * earlier_attempt_runs). 0 = none pending. created_pod is (str), NULL
      * when none or out of memory: the job then waits for the cache alone
      * (never placed again sooner). */
@@ -156,7 +158,7 @@ struct ctl_memo_pods {
     int64_t created_ms;
     char *created_pod;
     int64_t missing_since_ms;     /* a placed replica's pod is absent since (or last asked for) */
-    /* The last lifecycle look (ctl_cycle.c job_lifecycle) found the admitted
+    /* The last lifecycle look (ctl_observe.c rc_job_lifecycle) found the admitted
      * job with nothing time can change: every placed replica's pod seen, none
      * failed, stopping or on a node not Ready. Only an event (its own, its
      * pods', a node's: a full pass) or a write of its row changes that, so
@@ -179,22 +181,23 @@ struct ctl_memo_pods {
     char *create_err;             /* (str, at most 255 bytes) a pod create the API server
                                    * refused (4xx): the job fails
                                    * (ctl_wire.c hook_pod_create_refused; read and cleared by
-                                   * ctl_cycle.c job_create_refused) */
+                                   * ctl_observe.c rc_job_create_refused) */
 };
 
 /* The object's status subresource as we wrote it (jobs, Teams, pools).
  * last_status, status_gen and status_inflight are written by ctl_wire.c
  * (ctl_status_write, hook_status_end), status_state by hook_status_end; the
- * other fields by ctl_cycle.c (job_status, status_held, counted_status). */
+ * other fields by ctl_report.c (rc_job_status, counted_status) and ctl_observe.c
+ * (rc_status_held). */
 struct ctl_memo_status {
     char *last_status;            /* JSON last written successfully, or submitted (owned; a
                                    * failed or dropped latest write clears it: written again) */
     /* a hash of the inputs last_status was computed from (jobs: status_sig
-     * in ctl_cycle.c; Teams and pools: what must be written at once): equal
+     * in ctl_report.c; Teams and pools: what must be written at once): equal
      * inputs give the same status, so it is not written again. 0 = none */
     uint64_t status_sig;
     uint64_t urgent_sig;          /* jobs: status_sig without position and message text, of
-                                   * the status last taken for writing (ctl_cycle.c job_status) */
+                                   * the status last taken for writing (ctl_report.c rc_job_status) */
     int status_inflight;          /* state transitions queued or on the wire */
     int since_state;              /* the store state seen last, since state_since_ms */
     /* status writes (ctl_status_write): status_gen numbers them (only the latest
@@ -211,12 +214,12 @@ struct ctl_memo_status {
     int64_t state_since_ms;       /* (0 = not seen yet) */
 };
 
-/* The job's placement as last parsed from its store row (ctl_cycle.c
+/* The job's placement as last parsed from its store row (ctl_observe.c
  * placement_load): pl_cache is ctl_placement_parse(pl_text), both owned.
  * pl_row (not owned, only compared) is the row it was last checked against
  * while the controller's rows_gen was pl_row_gen: a row's placement never
  * changes while it is kept (a change replaces the row, and the job's
- * row_keep then clears pl_row), so the same row needs no comparison of
+ * rc_row_keep then clears pl_row), so the same row needs no comparison of
  * the texts. */
 struct ctl_memo_placement {
     char *pl_text;
@@ -227,7 +230,7 @@ struct ctl_memo_placement {
 
 /* Keys of the jobs preempted for this job since it was last admitted
  * (owned: the array and each key; ctl_memo_victim_add, ctl_memo_victims_clear,
- * called by ctl_cycle.c), passed to the core as its preempted_victims. In
+ * called by ctl_decide.c), passed to the core as its preempted_victims. In
  * memory only: a restart forgets it (the victims' stored preempted_by
  * remains). */
 struct ctl_memo_victims {
@@ -247,7 +250,7 @@ struct ctl_memo {
     int64_t dirty_upto;
     /* its status is computed again (not the rest of a full examination) by
      * the reconcile numbered status_upto: what the scheduling core says of it
-     * or what is published of its wait changed (job_touch_status) */
+     * or what is published of its wait changed (ctl_rc.c rc_job_touch_status) */
     int64_t status_upto;
     int64_t seen_cycle;           /* last reconcile that saw the object or row (memo aging) */
     /* Team memo: generation whose invalid edit was last reported (Event, audit) */
@@ -290,7 +293,7 @@ struct ctl_metrics_counters {
     uint64_t informer_events;
     double last_cycle_ms;
     int64_t jobs_by_state[STORE_NSTATES];
-    int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_cycle.c job_sleep) */
+    int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_observe.c rc_job_sleep) */
     uint64_t phase_ns[6];         /* each reconcile phase's time so far, ns (CTL_NPHASES) */
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
@@ -376,21 +379,21 @@ struct gq_ctl {
     int full_next;
     int64_t last_full_ms;      /* the last full reconcile began */
     int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
-    struct cj *jobs_keep;         /* the last reconcile's job array (ctl_cycle.c), reused
+    struct cj *jobs_keep;         /* the last reconcile's job array (ctl_gather.c), reused
                                    * by the next; owned, freed at stop */
     size_t jobs_keep_cap;
-    struct ctl_jobin *ins_keep;   /* the scheduling core's job inputs (ctl_cycle.c run_sched),
+    struct ctl_jobin *ins_keep;   /* the scheduling core's job inputs (ctl_decide.c rc_run_sched),
                                    * reused by the next reconcile; owned, freed at stop */
     size_t ins_keep_cap;
     int *ins_job_keep;            /* and their r->jobs indexes */
     size_t ins_job_keep_cap;
     struct ctl_team_keep *team_keep; /* each Team's last decode and the reconcile's Team
-                                      * arrays (ctl_cycle.c); owned, ctl_team_keep_free */
+                                      * arrays (ctl_gather.c); owned, ctl_team_keep_free */
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by
                                      * the next (ctl_snap_build); owned, freed at stop */
     int index_stale;           /* indexing an event failed: rebuild the sets from the caches */
     /* The store's job rows as the last committed reconcile left them (owned,
-     * sorted by key; row_copy blocks): the controller is the store's only
+     * sorted by key; rc_row_copy blocks): the controller is the store's only
      * writer and every write in a reconcile refreshes its row, so a reconcile
      * starts from these instead of reading every row again. NULL (none kept:
      * the first reconcile after leading, one that failed or rolled back, an
@@ -445,7 +448,7 @@ int64_t ctl_now_ms(void);
 /* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O.
  * (ctl_str_set and ctl_str: ctl.h) */
 struct ctl_memo *ctl_memo_get(struct ctl_memo_table *t, const char *key, int create);
-/* m's job is dormant (ctl_cycle.c job_sleep): its decode, last status text,
+/* m's job is dormant (ctl_observe.c rc_job_sleep): its decode, last status text,
  * placement cache, victims and wait texts are freed, decode.dormant set. */
 void ctl_memo_sleep(struct ctl_memo *m);
 /* m (of t) is kept by reconcile cycle (memo aging): seen_cycle set, and
@@ -520,7 +523,8 @@ int ctl_fake_deliver(struct ctl_fake *f);
 struct ctl_fake_counts ctl_fake_requests(const struct ctl_fake *f);
 void ctl_fake_free(struct ctl_fake *f);
 
-/* ctl_cycle.c */
+/* The reconcile: ctl_cycle.c, and ctl_gather.c (ctl_team_keep_free),
+ * ctl_report.c (ctl_queue_render). */
 /* What one reconcile tells the loop, which acts on it (ctl_main.c): the
  * reconcile itself never calls into the loop. */
 struct ctl_rc_result {

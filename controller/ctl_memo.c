@@ -3,7 +3,7 @@
  * each GPUJob between reconciles (struct ctl_memo's parts: decoded spec
  * cache, wait, pods, published status, placement, victims), keyed by
  * namespace/name; the object sets and each job's pod index kept by informer
- * events. No loop and no I/O: called by ctl_main.c, ctl_cycle.c and ctl_wire.c.
+ * events. No loop and no I/O: called by ctl_main.c, the reconcile and ctl_wire.c.
  */
 #include <stdlib.h>
 #include <string.h>
