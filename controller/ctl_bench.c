@@ -597,6 +597,7 @@ int bench_reconcile(int argc, char **argv)
             return bench_usage();
         }
     }
+    ctl_heap_init(); /* the controller's heap, as ctl_run sets it */
     /* the mix asks 2.4 GPUs per job on average (7 x 1 + 2 x 5 + 1 x 20 over ten) */
     if (nnodes < 0)
         nnodes = (int)((double)njobs * 2.4 * fit / gpn + 0.5) + 1;

@@ -489,6 +489,9 @@ void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, cons
                       const cJSON *new_obj);
 /* c->scfg from c->cfg (levels, label keys, minimum runtime). */
 void ctl_scfg_init(struct gq_ctl *c);
+/* The heap tuned for the controller (glibc mallopt): called first by ctl_run
+ * and by the reconcile benchmark, before their caches are filled. */
+void ctl_heap_init(void);
 /* Release what c owns below the loop (the informers, client and metrics are
  * ctl_run's): the done marks flushed, an open store transaction rolled back,
  * the kept reconcile arrays, store, core, memo table, sets and actuator. c
