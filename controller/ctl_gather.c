@@ -2,8 +2,9 @@
  * ctl_gather.c — the reconcile's gather phase: the informer caches read into
  * one struct rc_ctx (Teams decoded once per resourceVersion and their last
  * valid spec kept in the store, GPU pools, PriorityClasses, nodes, the
- * GPUJobs to examine), the committed store rows (kept from the last
- * reconcile unless the store moved) and the pending intents.
+ * GPUJobs to examine), the committed store rows (handed on by the last
+ * reconcile; read from the store after a restart or once released) and the
+ * pending intents.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,18 +14,11 @@
 
 #include "ctl_rc.h"
 
-
 static int rows_cb(void *ud, const struct store_job *j)
 {
     struct rc_ctx *r = ud;
-    if (r->nrows == r->caprows) {
-        int cap = r->caprows ? r->caprows * 2 : 64;
-        struct store_job **n = realloc(r->rows, (size_t)cap * sizeof(*n));
-        if (!n)
-            return GQ_ENOMEM;
-        r->rows = n;
-        r->caprows = cap;
-    }
+    if (rc_rows_reserve(r))
+        return GQ_ENOMEM;
     if (!(r->rows[r->nrows] = rc_row_copy(j)))
         return GQ_ENOMEM;
     r->nrows++;

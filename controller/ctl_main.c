@@ -766,13 +766,9 @@ void ctl_scfg_init(struct gq_ctl *c)
 void ctl_heap_init(void)
 {
     (void)mallopt(M_MMAP_THRESHOLD, CTL_MMAP_THRESHOLD);
-    /* No fastbins: the controller frees many small objects at once (a status
-     * rendered, a pod built, a watch event replaced) among long-lived ones,
-     * and glibc consolidates fastbins again at every larger request (SQLite's
-     * pages, a reconcile's arrays). With 15,000 jobs that took about 40 % of
-     * a busy reconcile's CPU; without them small chunks are merged when freed
-     * (gangq bench reconcile: 96-101 ms per churn reconcile against 55-58). */
-    (void)mallopt(M_MXFAST, 0);
+    /* Not M_MXFAST 0 (no fastbins): it made gangq bench reconcile's churn
+     * stage 40 % cheaper, but the controller against the API server used
+     * 10 % more CPU (bench_kueue, two runs each; docs/measurements.md). */
 }
 
 int ctl_run(const struct ctl_config *cfg)

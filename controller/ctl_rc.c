@@ -138,9 +138,8 @@ struct store_job *rc_row_find(struct rc_ctx *r, const char *key)
     return f ? *f : NULL;
 }
 
-/* Insert a new row (owned by r from here) at its sorted place: one memmove,
- * not a sort of every row per new job. */
-int rc_row_insert(struct rc_ctx *r, struct store_job *row)
+/* Room for one more row in r->rows (doubling). GQ_ENOMEM. */
+int rc_rows_reserve(struct rc_ctx *r)
 {
     if (r->nrows == r->caprows) {
         int cap = r->caprows ? r->caprows * 2 : 64;
@@ -150,6 +149,15 @@ int rc_row_insert(struct rc_ctx *r, struct store_job *row)
         r->rows = n;
         r->caprows = cap;
     }
+    return 0;
+}
+
+/* Insert a new row (owned by r from here) at its sorted place: one memmove,
+ * not a sort of every row per new job. */
+int rc_row_insert(struct rc_ctx *r, struct store_job *row)
+{
+    if (rc_rows_reserve(r))
+        return GQ_ENOMEM;
     int lo = 0, hi = r->nrows;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;

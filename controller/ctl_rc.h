@@ -146,6 +146,7 @@ int rc_intent_first(struct rc_ctx *r, const char *key);
 uint64_t rc_obj_sig(const cJSON *o);
 int rc_row_cmp(const void *a, const void *b);
 struct store_job *rc_row_find(struct rc_ctx *r, const char *key);
+int rc_rows_reserve(struct rc_ctx *r);
 int rc_row_insert(struct rc_ctx *r, struct store_job *row);
 void rc_row_keep(const struct rc_ctx *r, struct cj *j);
 struct store_job *rc_row_kept(const struct rc_ctx *r, const struct ctl_memo *m);
