@@ -81,19 +81,21 @@ integration: all
 
 # The controller image: build deploy/Dockerfile with buildah on a Debian 12 base bootstrapped
 # by mmdebstrap (cached in ~/.cache/gangq/) and run its controller against the test API server.
-# Fails when buildah/mmdebstrap are missing; `make test` skips it instead (and never installs
-# them: apt-get install -y buildah mmdebstrap to enable it).
+# buildah and mmdebstrap are installed first (scripts/deps.sh image; apt-get, as root).
 image-test:
+	@scripts/deps.sh image
 	@deploy/test-image.sh
 
 # Every suite: unit tests, the same under ASan+UBSan, fuzz smoke, the integration tests
-# against a real kube-apiserver + etcd, then the image test when buildah and mmdebstrap are
-# installed (else it prints `image-test: SKIPPED (reason: ...)`).
+# against a real kube-apiserver + etcd, then the image test (its tools installed as for
+# image-test; it needs root for rootful buildah: run by another user it prints
+# `image-test: SKIPPED (reason: not root ...)`).
 test: all
 	@tests/run-unit.sh $(BUILD)
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory integration
+	@scripts/deps.sh image
 	@deploy/test-image.sh --skip-if-missing
 
 # Benchmarks (not tests): the core's cycle, the store, the pod cache's memory, the openb

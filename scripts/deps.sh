@@ -3,8 +3,13 @@
 # otherwise print the exact apt-get line and stop.
 #   scripts/deps.sh          everything: build, sanitizers, fuzzing, integration tests
 #   scripts/deps.sh build    only what building the gangq binary needs (container images)
+#   scripts/deps.sh image    only what the image test needs (buildah, mmdebstrap)
 set -euo pipefail
 need=()
+if [ "${1:-}" = image ]; then
+  command -v buildah >/dev/null || need+=(buildah)
+  command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+else
 chk_pc() { pkg-config --exists "$1" 2>/dev/null || need+=("$2"); }
 chk_h()  { [ -f "/usr/include/$1" ] || need+=("$2"); }
 command -v cc >/dev/null || need+=(gcc)
@@ -31,6 +36,7 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v jq >/dev/null || need+=(jq)
 command -v ss >/dev/null || need+=(iproute2)
+fi
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
