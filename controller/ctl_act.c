@@ -477,9 +477,6 @@ int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, cons
     return 0;
 }
 
-/* ------------------------------------------------------------ pods */
-
-
 /* ------------------------------------------------------------ rendezvous */
 
 const char *const ctl_rdv_vars[CTL_RDV_NVARS] = {
@@ -637,7 +634,8 @@ static cJSON *owner_refs(const char *name, const char *uid)
         cJSON_Delete(ref);
         return NULL;
     }
-    if (ctl_obj_set_str(ref, "apiVersion", API_GROUP_VERSION) || ctl_obj_set_str(ref, "kind", "GPUJob") ||
+    if (ctl_obj_set_str(ref, "apiVersion", API_GROUP_VERSION) ||
+        ctl_obj_set_str(ref, "kind", "GPUJob") ||
         ctl_obj_set_str(ref, "name", name) || ctl_obj_set_str(ref, "uid", uid ? uid : "") ||
         !cJSON_AddTrueToObject(ref, "controller") || !cJSON_AddTrueToObject(ref, "blockOwnerDeletion")) {
         cJSON_Delete(refs);
@@ -654,7 +652,8 @@ cJSON *ctl_rdv_service(const char *ns, const char *job, const char *uid)
     cJSON *spec = svc ? cJSON_AddObjectToObject(svc, "spec") : NULL;
     cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;
     cJSON *refs = owner_refs(job, uid);
-    int ok = svc && meta && labels && spec && sel && refs && !ctl_obj_set_str(svc, "apiVersion", "v1") &&
+    int ok = svc && meta && labels && spec && sel && refs &&
+             !ctl_obj_set_str(svc, "apiVersion", "v1") &&
              !ctl_obj_set_str(svc, "kind", "Service") && !ctl_obj_set_str(meta, "name", job) &&
              !ctl_obj_set_str(meta, "namespace", ns) && !ctl_obj_set_str(labels, CTL_LABEL_JOB, job) &&
              !ctl_obj_set_str(spec, "clusterIP", "None") && !ctl_obj_set_str(sel, CTL_LABEL_JOB, job) &&
@@ -713,7 +712,8 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
         ok = !ctl_obj_set_str(pod, "apiVersion", "v1") && !ctl_obj_set_str(pod, "kind", "Pod") &&
              !ctl_obj_set_str(meta, "name", podname) && !ctl_obj_set_str(meta, "namespace", ns);
         cJSON_DeleteItemFromObjectCaseSensitive(meta, "generateName");
-        ok = ok && !ctl_obj_set_str(labels, CTL_LABEL_JOB, name) && !ctl_obj_set_str(labels, CTL_LABEL_TEAM, row->team);
+        ok = ok && !ctl_obj_set_str(labels, CTL_LABEL_JOB, name) &&
+             !ctl_obj_set_str(labels, CTL_LABEL_TEAM, row->team);
         snprintf(buf, sizeof(buf), "%d", p->replica);
         ok = ok && !ctl_obj_set_str(labels, CTL_LABEL_REPLICA, buf);
         snprintf(buf, sizeof(buf), "%d", pl->attempt);
@@ -749,7 +749,8 @@ static cJSON *build_pod(const cJSON *job, const struct store_job *row, const str
             cJSON *req = res ? ctl_obj_child(res, "requests") : NULL;
             cJSON *lim = res ? ctl_obj_child(res, "limits") : NULL;
             snprintf(buf, sizeof(buf), "%d", count);
-            ok = req && lim && !ctl_obj_set_str(req, CTL_GPU_RESOURCE, buf) && !ctl_obj_set_str(lim, CTL_GPU_RESOURCE, buf);
+            ok = req && lim && !ctl_obj_set_str(req, CTL_GPU_RESOURCE, buf) &&
+                 !ctl_obj_set_str(lim, CTL_GPU_RESOURCE, buf);
         }
     }
     if (ok) {

@@ -144,7 +144,8 @@ static int fk_create(void *k, enum kube_prio prio, const char *coll, const cJSON
         return fk_push(f, FK_PLAIN, cb, ud, 201, NULL, NULL);
     /* the pod as the API server stores it and a kubelet starts it */
     cJSON *pod = cJSON_Duplicate(obj, 1);
-    cJSON *meta = pod ? ctl_obj_child(pod, "metadata") : NULL, *st = pod ? ctl_obj_child(pod, "status") : NULL;
+    cJSON *meta = pod ? ctl_obj_child(pod, "metadata") : NULL;
+    cJSON *st = pod ? ctl_obj_child(pod, "status") : NULL;
     char uid[64], rv[32];
     snprintf(uid, sizeof(uid), "bench-pod-%llu", (unsigned long long)++f->seq);
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)++f->seq);
@@ -218,7 +219,8 @@ static int fk_job_status(struct ctl_fake *f, const char *key, const cJSON *patch
     if (!cur || !cJSON_IsObject(pst))
         return 0;
     cJSON *obj = cJSON_Duplicate(cur, 1);
-    cJSON *st = obj ? ctl_obj_child(obj, "status") : NULL, *meta = obj ? ctl_obj_child(obj, "metadata") : NULL;
+    cJSON *st = obj ? ctl_obj_child(obj, "status") : NULL;
+    cJSON *meta = obj ? ctl_obj_child(obj, "metadata") : NULL;
     char rv[32];
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)++f->seq);
     if (!st || !meta || ctl_obj_set_str(meta, "resourceVersion", rv)) {
@@ -529,7 +531,8 @@ static int finish_some(struct ctl_fake *f, int n, int *done)
             cJSON *st = pod ? ctl_obj_child(pod, "status") : NULL;
             char rv[32];
             snprintf(rv, sizeof(rv), "%llu", (unsigned long long)++f->seq);
-            if (!st || ctl_obj_set_str(st, "phase", "Succeeded") || ctl_obj_set_str(ctl_obj_child(pod, "metadata"), "resourceVersion", rv)) {
+            if (!st || ctl_obj_set_str(st, "phase", "Succeeded") ||
+                ctl_obj_set_str(ctl_obj_child(pod, "metadata"), "resourceVersion", rv)) {
                 cJSON_Delete(pod);
                 return GQ_ENOMEM;
             }
@@ -646,7 +649,8 @@ int bench_reconcile(int argc, char **argv)
         if (k > 0 && admitted_total(c) == before && writes_sent(f) == sent)
             break;
     }
-    stage_print(f, "admit", &s, (long)admitted_total(c), "(the jobs arrive at once; reconciles until nothing changes)");
+    stage_print(f, "admit", &s, (long)admitted_total(c),
+                "(the jobs arrive at once; reconciles until nothing changes)");
     /* idle */
     stage_begin(f, &s);
     for (int k = 0; k < idle; k++)

@@ -24,7 +24,6 @@
  * counted_status, --status-settle), pl (placement_load) and victims
  * (rc_run_sched); and on struct gq_ctl the committed store rows.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +79,7 @@ static int released_pods(struct rc_ctx *r)
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
-            const cJSON **pods = rc_memo_pods(r, m, &np);
+            const cJSON **pods = rc_memo_pods(m, &np);
             if (!np || (!m->pods.rel_any && !memo_pods_dirty(r, m)))
                 continue; /* no released pod last time, and nothing changed since */
             struct cj *j = rc_job_find(r, m->key);
@@ -107,7 +106,7 @@ static void cleanup_strays(struct rc_ctx *r)
     for (size_t b = 0; b < c->memo.nb; b++)
         for (struct ctl_memo *m = c->memo.b[b]; m; m = m->next) {
             int np = 0;
-            const cJSON **pods = rc_memo_pods(r, m, &np);
+            const cJSON **pods = rc_memo_pods(m, &np);
             if (!np || (!m->pods.stray_any && !memo_pods_dirty(r, m)))
                 continue; /* no stray pod last time, and nothing changed since */
             m->pods.stray_any = 1; /* until a look below finds none */

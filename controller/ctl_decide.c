@@ -5,11 +5,8 @@
  * to the store (in the cycle's transaction) with its Event; waiting jobs'
  * explanations and positions kept on their memos.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_rc.h"
 
@@ -41,8 +38,8 @@ static int earlier_attempt_runs(struct rc_ctx *r, struct cj *j)
     int np = 0;
     if (!m)
         return 0;
-    const cJSON **pods = rc_memo_pods(r, m, &np);
-    rc_created_seen(r, m);
+    const cJSON **pods = rc_memo_pods(m, &np);
+    rc_created_seen(m);
     if (m->pods.created_attempt) {
         if (r->now - m->pods.created_ms > CTL_MISSING_GRACE_MS && m->pods.created_pod) {
             ctl_pod_confirm(r->c, j->key, j->job->meta.namespace, m->pods.created_pod);
@@ -86,7 +83,7 @@ static int decide_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched
         /* ... and above the attempt its status records (a store older than the API server) */
         const cJSON *sa = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j->obj, "status"), "attempt");
         int64_t floor = cJSON_IsNumber(sa) && sa->valuedouble > 0 && sa->valuedouble < 1000000 ? (int64_t)sa->valuedouble : 0;
-        j->pl.attempt = (int)GQ_MAX(GQ_MAX(j->row->attempts, rc_max_pod_attempt(r, j->memo)), floor) + 1;
+        j->pl.attempt = (int)GQ_MAX(GQ_MAX(j->row->attempts, rc_max_pod_attempt(j->memo)), floor) + 1;
     }
     if (d->domain && !partial)
         gq_strlcpy(j->pl.domain, d->domain, sizeof(j->pl.domain));

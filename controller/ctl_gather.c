@@ -6,11 +6,9 @@
  * reconcile; read from the store after a restart or once released) and the
  * pending intents.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_rc.h"
 
@@ -317,19 +315,6 @@ static int gather_cb_node(const cJSON *o, void *ud)
     struct rc_ctx *r = ud;
     r->nodes[r->nnodes++] = o;
     return 0;
-}
-
-/* The job's pods in the pod cache and their facts (parallel arrays, kept by
- * the pod informer's events: ctl_index_pod). */
-const cJSON **rc_memo_pods(struct rc_ctx *r, struct ctl_memo *m, int *n)
-{
-    (void)r;
-    if (!m) {
-        *n = 0;
-        return NULL;
-    }
-    *n = m->pods.npods;
-    return m->pods.pods;
 }
 
 static int index_rebuild_cb(const cJSON *o, void *ud)

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_rc.h"
 
@@ -73,10 +72,10 @@ static int pool_exists(struct rc_ctx *r, const char *name)
 }
 
 /* Highest gangq.io/attempt label among the job's pods (0 when none). */
-int rc_max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
+int rc_max_pod_attempt(struct ctl_memo *m)
 {
     int np = 0, best = 0;
-    rc_memo_pods(r, m, &np);
+    rc_memo_pods(m, &np);
     for (int i = 0; i < np; i++) {
         const char *a = m->pods.pf[i].attempt;
         int64_t v;
@@ -86,18 +85,17 @@ int rc_max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m)
     return best;
 }
 
-
 /* A job new to the store whose pods already run (the store was lost or is
  * another replica's): find the newest complete attempt, to adopt instead of
  * admitting the gang a second time. Its live pods and those that Succeeded
  * (a finished replica of that attempt; the lifecycle completes the job when all
  * did) make the placement; an attempt older than the one the status records is
  * not adopted (its pods are strays). Returns 1 with *pl filled when adoptable. */
-static int adopt_scan(struct rc_ctx *r, struct cj *j, int64_t status_attempt, struct ctl_placement *pl)
+static int adopt_scan(struct cj *j, int64_t status_attempt, struct ctl_placement *pl)
 {
     int np = 0;
-    const cJSON **pods = rc_memo_pods(r, j->memo, &np);
-    int attempt = rc_max_pod_attempt(r, j->memo);
+    const cJSON **pods = rc_memo_pods(j->memo, &np);
+    int attempt = rc_max_pod_attempt(j->memo);
     if (!np || !attempt || attempt < status_attempt)
         return 0;
     pl->attempt = attempt;
@@ -204,8 +202,8 @@ static int row_recover(struct rc_ctx *r, struct cj *j, struct store_job *sj, str
         sj->state = STORE_PREEMPTED;
         sj->message = st->message;
     }
-    int pod_attempt = rc_max_pod_attempt(r, j->memo);
-    if (adopt_scan(r, j, st->attempt, &rec->pl)) {
+    int pod_attempt = rc_max_pod_attempt(j->memo);
+    if (adopt_scan(j, st->attempt, &rec->pl)) {
         int rc = ctl_placement_format(&rec->pl, &rec->text);
         if (rc)
             return rc;
@@ -277,7 +275,7 @@ static int status_running_adopt(struct rc_ctx *r, struct cj *j)
     int rc = 0, s = j->state;
     ctl_placement_init(&pl);
     gq_buf_init(&b, 1u << 20);
-    if (!adopt_scan(r, j, st.attempt, &pl))
+    if (!adopt_scan(j, st.attempt, &pl))
         goto out;
     if ((rc = ctl_placement_format(&pl, &b)) ||
         (rc = rc_transition(r, j, STORE_ADMITTED, b.p, "adopted from existing pods", NULL, NULL, 0)) ||
@@ -524,10 +522,10 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
 
 /* The last pod created for m's job is in the cache (or gone): the cache
  * follows it from now on. */
-void rc_created_seen(struct rc_ctx *r, struct ctl_memo *m)
+void rc_created_seen(struct ctl_memo *m)
 {
     if (m->pods.created_attempt &&
-        (rc_max_pod_attempt(r, m) >= m->pods.created_attempt ||
+        (rc_max_pod_attempt(m) >= m->pods.created_attempt ||
          (m->pods.created_pod && !strcmp(ctl_str(m->pods.gone_pod), m->pods.created_pod)))) {
         m->pods.created_attempt = 0;
         (void)ctl_str_set(&m->pods.created_pod, NULL, 0);
@@ -566,7 +564,7 @@ void rc_job_sleep(struct rc_ctx *r, struct cj *j)
     const char *cached = ctl_obj_str(j->obj, "status", "state");
     if (!cached || strcmp(cached, acc))
         return;
-    rc_created_seen(r, m);
+    rc_created_seen(m);
     if (m->pods.rel_any || m->pods.stray_any || m->pods.confirm_inflight || m->pods.cleanup_inflight ||
         m->pods.created_attempt || m->wait.wait_msg)
         return;
@@ -879,7 +877,7 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
     if (j->failed_invalid || !j->row ||
         (s != STORE_QUEUED && s != STORE_PREEMPTED && s != STORE_SUSPENDED && !rc_holds(s)))
         return 0;
-    const cJSON **pods = rc_memo_pods(r, j->memo, &np);
+    const cJSON **pods = rc_memo_pods(j->memo, &np);
     int ngone = j->memo->pods.gone_ok ? cJSON_GetArraySize(j->memo->pods.gone_ok) : 0;
     int a = 0;
     if (ngone) {
@@ -925,7 +923,7 @@ int rc_job_lifecycle(struct rc_ctx *r, struct cj *j)
         return rc0;
     int unready = 0; /* a live pod on a node not Ready (lost once its grace ends) */
     int np = 0;
-    const cJSON **pods = rc_memo_pods(r, j->memo, &np);
+    const cJSON **pods = rc_memo_pods(j->memo, &np);
     int running = 0, succeeded = 0, missing = 0;
     int lost_rep[API_REPLICAS_MAX];
     int nlost = 0;

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_rc.h"
 
@@ -333,7 +332,6 @@ int rc_transition(struct rc_ctx *r, struct cj *j, int state, const char *placeme
     return rc_refresh(r, j, store_job_transition(r->c->st, j->key, &t, r->now, r->err, sizeof(r->err)));
 }
 
-
 void rc_act_begin(struct rc_ctx *r, const struct cj *j, struct act *a)
 {
     a->x = rc_actx(r);
@@ -470,6 +468,17 @@ struct cj *rc_job_find(struct rc_ctx *r, const char *key)
     return bsearch(key, r->jobs, (size_t)r->njobs, sizeof(*r->jobs), cj_key_cmp);
 }
 
+/* The job's pods in the pod cache and their facts (m->pods.pf, parallel,
+ * kept by the pod informer's events: ctl_index_pod); none without a memo. */
+const cJSON **rc_memo_pods(struct ctl_memo *m, int *n)
+{
+    if (!m) {
+        *n = 0;
+        return NULL;
+    }
+    *n = m->pods.npods;
+    return m->pods.pods;
+}
 
 /* An array kept from one reconcile to the next (fresh ones of a reconcile's
  * size come from mmap, page-faulted every time): p with room for at least n

@@ -73,7 +73,6 @@ struct rteam {
     struct api_team latest;  /* the latest spec as decoded (namespaces, for job messages) */
 };
 
-
 struct pend_event {
     const cJSON *obj;
     const char *type, *reason;
@@ -124,7 +123,6 @@ struct rc_ctx {
     int64_t settle_next;          /* earliest status write held back by --status-settle or
                                    * --status-refresh-qps (0 = none) */
 };
-
 
 /* One decision rule applied to j: rc_act_begin takes j as it is now (its
  * Team's quota included), the apply_* call writes, rc_act_end makes the
@@ -177,22 +175,22 @@ int rc_pod_held(const struct cj *j, const struct ctl_podfacts *f);
 int rc_node_lost_at(struct rc_ctx *r, struct rnode *n, const char *name, char *why, size_t len);
 int rc_node_lost(struct rc_ctx *r, const char *name, char *why, size_t len);
 struct cj *rc_job_find(struct rc_ctx *r, const char *key);
+const cJSON **rc_memo_pods(struct ctl_memo *m, int *n);
 void *rc_keep_reserve(void *p, size_t *cap, size_t n, size_t size);
 
 /* ctl_gather.c (gather) */
 void rc_team_keep_forget(struct gq_ctl *c);
 const struct rteam *rc_team_invalid_for(const struct rc_ctx *r, const struct api_gpujob *job);
-const cJSON **rc_memo_pods(struct rc_ctx *r, struct ctl_memo *m, int *n);
 int rc_gather(struct rc_ctx *r);
 
 /* ctl_observe.c (observe: one job at a time) */
 int64_t rc_creation_ms(const struct cj *j, int64_t now);
 int64_t rc_status_held(const struct rc_ctx *r, const struct cj *j);
 void rc_settle_hold(struct rc_ctx *r, struct cj *j, int64_t due);
-int rc_max_pod_attempt(struct rc_ctx *r, struct ctl_memo *m);
+int rc_max_pod_attempt(struct ctl_memo *m);
 int rc_finished(int state);
 int rc_reports_invalid(const struct cj *j);
-void rc_created_seen(struct rc_ctx *r, struct ctl_memo *m);
+void rc_created_seen(struct ctl_memo *m);
 void rc_job_sleep(struct rc_ctx *r, struct cj *j);
 int rc_job_prepare(struct rc_ctx *r, struct cj *j);
 int rc_job_spec_rules(struct rc_ctx *r, struct cj *j);

@@ -5,11 +5,9 @@
  * statuses (usage per quota entry, pending head), the published waits of
  * waiting jobs (ctl_wait_publish) and the /queue view (ctl_queue_render).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_rc.h"
 

@@ -6,10 +6,24 @@
 #   scripts/deps.sh image    only what the image test needs (buildah, mmdebstrap)
 set -euo pipefail
 need=()
+# Install what is in need (none: nothing to do), then exit.
+install_needed() {
+  [ ${#need[@]} -eq 0 ] && exit 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "gangq: missing dependencies. Run:" >&2
+    echo "  sudo apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+  echo "gangq: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "${need[@]}"; }
+  exit 0
+}
 if [ "${1:-}" = image ]; then
   command -v buildah >/dev/null || need+=(buildah)
   command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
-else
+  install_needed
+fi
 chk_pc() { pkg-config --exists "$1" 2>/dev/null || need+=("$2"); }
 chk_h()  { [ -f "/usr/include/$1" ] || need+=("$2"); }
 command -v cc >/dev/null || need+=(gcc)
@@ -37,13 +51,4 @@ command -v curl >/dev/null || need+=(curl)
 command -v jq >/dev/null || need+=(jq)
 command -v ss >/dev/null || need+=(iproute2)
 fi
-fi
-[ ${#need[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" != 0 ]; then
-  echo "gangq: missing build dependencies. Run:" >&2
-  echo "  sudo apt-get install -y ${need[*]}" >&2
-  exit 1
-fi
-echo "gangq: installing ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "${need[@]}"; }
+install_needed
