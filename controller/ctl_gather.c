@@ -42,6 +42,7 @@ static int intents_cb(void *ud, const struct store_intent *in)
     r->nintents++;
     return 0;
 }
+
 /* Keep a valid Team spec in the store (once per generation), so a later
  * invalid edit leaves it in force, across restarts too. */
 static void team_save_valid(struct rc_ctx *r, const cJSON *o, const struct api_team *t)
@@ -97,6 +98,7 @@ static int team_last_valid(struct rc_ctx *r, const char *name, const char *uid, 
     store_team_free(sv);
     return ok;
 }
+
 /* What one Team object decoded to, kept across reconciles (struct
  * ctl_team_keep): a Team changes only by an event of its own, which gives it
  * a new resourceVersion, so most reconciles see every Team as the last one

@@ -720,13 +720,9 @@ static int job_prepare_full(struct rc_ctx *r, struct cj *j)
         }
         if (rc)
             return rc;
-        struct store_job *g = NULL;
-        if ((rc = store_job_get(r->c->st, j->key, &g, r->err, sizeof(r->err))))
+        struct store_job *cp = NULL;
+        if ((rc = rc_row_read(r, j->key, &cp)))
             return rc;
-        struct store_job *cp = rc_row_copy(g);
-        store_job_free(g);
-        if (!cp)
-            return GQ_ENOMEM;
         int replaced = 0;
         if (j->row) {
             struct store_job **at = bsearch(&j->row, r->rows, (size_t)r->nrows, sizeof(*r->rows), rc_row_cmp);

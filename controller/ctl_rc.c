@@ -293,6 +293,19 @@ int rc_job_dirty(const struct rc_ctx *r, const struct cj *j)
            (j->memo->status.settle_due_ms && j->memo->status.settle_due_ms <= r->now);
 }
 
+/* The store's row of key now, as an rc_row_copy block (*out, the caller's
+ * to free). GQ_ENOMEM, or the store's error (r->err). */
+int rc_row_read(struct rc_ctx *r, const char *key, struct store_job **out)
+{
+    struct store_job *g = NULL;
+    int rc = store_job_get(r->c->st, key, &g, r->err, sizeof(r->err));
+    if (rc)
+        return rc;
+    *out = rc_row_copy(g);
+    store_job_free(g);
+    return *out ? 0 : GQ_ENOMEM;
+}
+
 /* After a write of j's row (an apply_* call, or a transition below, that
  * returned rc): on success the reconcile's view follows the store (state,
  * row, placement when it changed) and j is examined in full again. */
@@ -301,13 +314,9 @@ int rc_refresh(struct rc_ctx *r, struct cj *j, int rc)
     if (rc)
         return rc;
     job_touch(r, j);
-    struct store_job *fresh = NULL;
-    if ((rc = store_job_get(r->c->st, j->key, &fresh, r->err, sizeof(r->err))))
+    struct store_job *cp = NULL;
+    if ((rc = rc_row_read(r, j->key, &cp)))
         return rc;
-    struct store_job *cp = rc_row_copy(fresh);
-    store_job_free(fresh);
-    if (!cp)
-        return GQ_ENOMEM;
     int pl_changed = !j->row || strcmp(j->row->placement, cp->placement);
     /* rows[] keeps the old pointer (sorted by key): replace it in place */
     if (j->row) {

@@ -146,6 +146,7 @@ int rc_row_cmp(const void *a, const void *b);
 struct store_job *rc_row_find(struct rc_ctx *r, const char *key);
 int rc_rows_reserve(struct rc_ctx *r);
 int rc_row_insert(struct rc_ctx *r, struct store_job *row);
+int rc_row_read(struct rc_ctx *r, const char *key, struct store_job **out);
 void rc_row_keep(const struct rc_ctx *r, struct cj *j);
 struct store_job *rc_row_kept(const struct rc_ctx *r, const struct ctl_memo *m);
 int rc_push_ptr(const cJSON ***arr, int *n, int *cap, const cJSON *o);
