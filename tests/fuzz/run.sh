@@ -77,6 +77,13 @@ for src in "${targets[@]}"; do
   else
     echo "fuzz: $name: FAILED (log $B/logs/$name.run, artifacts $B/artifacts/$name-*)"
     grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$B/logs/$name.run" | head -10
+    # enough to act on from the CI output alone: where it stopped, and the input
+    grep -E "^ +#[0-9]+ 0x[0-9a-f]+ in " "$B/logs/$name.run" | grep -v -E "libFuzzer|fuzzer::|libc\.so|_start" | head -12
+    for a in "$B/artifacts/$name"-*; do
+      [ -f "$a" ] || continue
+      echo "fuzz: $name: input $(basename "$a") ($(wc -c <"$a") bytes), first 512 as hex:"
+      head -c 512 "$a" | od -An -tx1 -v | tr -s ' ' | head -40
+    done
     fail=$((fail+1)); failed+=("$name")
   fi
 done
