@@ -152,17 +152,79 @@ out:
     return rc;
 }
 
+/* The first index of s->team at or after team (its place if absent). */
+static size_t settle_find(const struct apply_settle_set *s, const char *team)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(s->team[mid], team) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int apply_settle_add(struct apply_settle_set *s, const char *team)
+{
+    size_t i = settle_find(s, team);
+    if (i < s->n && !strcmp(s->team[i], team))
+        return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        char **nt = realloc(s->team, cap * sizeof(*nt));
+        if (!nt)
+            return GQ_ENOMEM;
+        s->team = nt;
+        s->cap = cap;
+    }
+    char *t = strdup(team);
+    if (!t)
+        return GQ_ENOMEM;
+    memmove(s->team + i + 1, s->team + i, (s->n - i) * sizeof(*s->team));
+    s->team[i] = t;
+    s->n++;
+    return 0;
+}
+
+void apply_settle_clear(struct apply_settle_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->team[i]);
+    s->n = 0;
+}
+
+void apply_settle_release(struct apply_settle_set *s)
+{
+    apply_settle_clear(s);
+    free(s->team);
+    s->team = NULL;
+    s->cap = 0;
+}
+
+/* After j's row changed: settle its Team now, or leave it to the caller. */
+static int ledger_changed(const struct apply_ctx *x, const struct apply_job *j)
+{
+    if (!x->defer || !j->team || !j->team[0])
+        return apply_ledger_settle(x, j->team, j->quota, j->nquota);
+    int rc = apply_settle_add(x->defer, j->team);
+    if (rc)
+        gq_errf(x->err, x->errlen, "out of memory noting team %s for its ledger", j->team);
+    return rc;
+}
+
 int apply_ledger_set(const struct apply_ctx *x, const struct apply_job *j, int nrep, const char *gpu_type)
 {
     struct store_alloc a = {j->key, j->team ? j->team : "", gpu_type ? gpu_type : "", apply_gpus(j, nrep), 0};
     int rc = store_alloc_set(x->st, &a, x->err, x->errlen);
-    return rc ? rc : apply_ledger_settle(x, j->team, j->quota, j->nquota);
+    return rc ? rc : ledger_changed(x, j);
 }
 
 int apply_ledger_clear(const struct apply_ctx *x, const struct apply_job *j)
 {
     int rc = store_alloc_clear(x->st, j->key, x->err, x->errlen);
-    return rc ? rc : apply_ledger_settle(x, j->team, j->quota, j->nquota);
+    return rc ? rc : ledger_changed(x, j);
 }
 
 /* ---- the pieces every decision is made of ---- */

@@ -15,7 +15,8 @@
  *    "*"), the rows' borrowed GPUs add up to what the Team holds there above
  *    its nominal quota, borne by the rows set last (apply_borrowed, walking
  *    the Team's rows in the order they were set). Every set or clear of a
- *    row settles its Team's rows again (apply_ledger_settle), so a row's
+ *    row settles its Team's rows again (apply_ledger_settle; with a
+ *    deferring context, once per Team before the commit), so a row's
  *    borrowed figure shrinks when earlier work of its Team goes;
  *  - audit rows: actor "gangq", old value = the state before, new value = the
  *    state after (admit and replace-replica: the placement text);
@@ -44,13 +45,34 @@
 #include "sched.h"
 #include "store.h"
 
+/* Teams whose ledger rows are settled once, before the caller commits,
+ * instead of at every set or clear of one of their rows: a reconcile that
+ * admits or finishes k jobs of a Team reads the Team's rows once, not k
+ * times. The result at commit is the same: a Team's settled figures depend
+ * only on its rows and quota then. Owns its strings (apply_settle_release). */
+struct apply_settle_set {
+    char **team; /* sorted, distinct */
+    size_t n, cap;
+};
+
 struct apply_ctx {
     struct store *st; /* borrowed, required */
     int64_t now_ms;   /* wall time of the decision (Unix ms) */
     int act_at_once;  /* no actuator (the simulator): intents are recorded done at once */
     char *err;        /* caller's buffer */
     size_t errlen;
+    /* borrowed, may be NULL: apply_ledger_set and apply_ledger_clear add
+     * their Team here and leave the settling to the caller, who calls
+     * apply_ledger_settle for each Team in it before committing; NULL:
+     * they settle at once */
+    struct apply_settle_set *defer;
 };
+
+/* Add team to s (once). 0 or GQ_ENOMEM. */
+int apply_settle_add(struct apply_settle_set *s, const char *team);
+/* Forget every Team (the capacity is kept). */
+void apply_settle_clear(struct apply_settle_set *s);
+void apply_settle_release(struct apply_settle_set *s);
 
 /* The job a decision is about (all borrowed). */
 struct apply_job {
@@ -86,7 +108,7 @@ int apply_placement_add(struct ctl_placement *pl, const struct sched_node *nodes
 int apply_audit(const struct apply_ctx *x, const char *action, const char *team, const char *key,
                 const char *oldv, const char *newv, const char *reason);
 /* Set j's ledger row for nrep replicas on gpu_type; clear it. Both settle
- * the Team's rows (j->quota). */
+ * the Team's rows (j->quota), or add the Team to x->defer when set. */
 int apply_ledger_set(const struct apply_ctx *x, const struct apply_job *j, int nrep, const char *gpu_type);
 int apply_ledger_clear(const struct apply_ctx *x, const struct apply_job *j);
 /* Recompute the borrowed figure of every ledger row of team under quota

@@ -181,6 +181,7 @@ static void rc_release(struct rc_ctx *r)
     }
     free(r->iidx);
     free(r->nix);
+    apply_settle_release(&r->settle);
     if (r->rows)
         r->c->rows_gen++; /* not handed back (a failed reconcile): freed below */
     for (int i = 0; i < r->nrows; i++)
@@ -314,12 +315,9 @@ static int phase_observe(struct rc_ctx *r)
         ngone++;
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
                                 store_state_name(row->state), "", "GPUJob deleted"};
-        struct apply_ctx x = rc_actx(r);
-        struct sched_quota q[API_MAX_QUOTA];
-        int nq = rc_team_quota(rc_team_of(r, row->team), q);
         if ((rc = rc_intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
             (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
-            (rc = apply_ledger_settle(&x, row->team, q, nq)) ||
+            (rc = rc_settle_later(r, row->team)) ||
             (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
             return rc;
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
@@ -363,10 +361,28 @@ static int phase_schedule(struct rc_ctx *r)
     return rc ? rc : rc_run_sched(r);
 }
 
+/* The ledger rows of every Team whose rows changed in this reconcile
+ * settled, once each (apply.h, struct apply_settle_set). */
+static int settle_teams(struct rc_ctx *r)
+{
+    struct apply_ctx x = rc_actx(r);
+    int rc = 0;
+    for (size_t i = 0; i < r->settle.n && !rc; i++) {
+        struct sched_quota q[API_MAX_QUOTA];
+        int nq = rc_team_quota(rc_team_of(r, r->settle.team[i]), q);
+        rc = apply_ledger_settle(&x, r->settle.team[i], q, nq);
+    }
+    apply_settle_clear(&r->settle);
+    return rc;
+}
+
 static int phase_commit(struct rc_ctx *r)
 {
+    int rc = settle_teams(r);
+    if (rc)
+        return rc; /* rolled back by ctl_reconcile */
     r->in_txn = 0;
-    int rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
+    rc = store_commit_cycle(r->c->st, r->err, sizeof(r->err));
     if (!rc) {
         r->committed = 1;
         r->c->jobs_deleted_walked = r->jobs_deleted; /* rows of those deleted are gone */

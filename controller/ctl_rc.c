@@ -231,7 +231,17 @@ void rc_event_add(struct rc_ctx *r, const cJSON *obj, const char *type, const ch
 /* The store writes of this reconcile's decisions (controller/apply.h). */
 struct apply_ctx rc_actx(struct rc_ctx *r)
 {
-    return (struct apply_ctx){r->c->st, r->now, 0, r->err, sizeof(r->err)};
+    return (struct apply_ctx){r->c->st, r->now, 0, r->err, sizeof(r->err), &r->settle};
+}
+
+int rc_settle_later(struct rc_ctx *r, const char *team)
+{
+    if (!team || !team[0])
+        return 0;
+    int rc = apply_settle_add(&r->settle, team);
+    if (rc)
+        gq_errf(r->err, sizeof(r->err), "out of memory noting team %s for its ledger", team);
+    return rc;
 }
 
 /* The team in force a job names, or NULL. */

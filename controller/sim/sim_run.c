@@ -132,6 +132,7 @@ struct run {
     struct sched *sched;
     struct store *st;
     int in_txn, txn_cycles;
+    struct apply_settle_set settle; /* Teams whose ledger rows are settled at the commit */
     /* core views */
     struct sched_node *nodes;
     struct sched_label *labels;
@@ -183,6 +184,20 @@ static int st_commit(struct run *r)
 {
     if (!r->st || !r->in_txn)
         return GQ_OK;
+    /* the ledger rows of the Teams whose rows changed, settled once each, as
+     * the controller's reconcile does (apply.h, struct apply_settle_set) */
+    struct apply_ctx x = {r->st, ms(r, r->now), 1, r->err, r->errlen, NULL};
+    int rc = 0;
+    for (size_t i = 0; i < r->settle.n && !rc; i++) {
+        const struct sched_team *tm = NULL;
+        for (size_t k = 0; k < r->c->nteams && !tm; k++)
+            if (r->teams[k].name && !strcmp(r->teams[k].name, r->settle.team[i]))
+                tm = &r->teams[k];
+        rc = apply_ledger_settle(&x, r->settle.team[i], tm ? tm->quota : NULL, tm ? tm->nquota : 0);
+    }
+    apply_settle_clear(&r->settle);
+    if (rc)
+        return rc;
     r->in_txn = 0;
     r->txn_cycles = 0;
     return store_commit_cycle(r->st, r->err, r->errlen);
@@ -197,7 +212,7 @@ static int st_apply(struct run *r, const struct rjob *j, struct apply_ctx *x, st
         return 0;
     const struct sim_job *s = &r->t->jobs[j - r->jobs];
     const struct sched_team *tm = j->sj.team >= 0 ? &r->teams[j->sj.team] : NULL;
-    *x = (struct apply_ctx){r->st, ms(r, r->now), 1, r->err, r->errlen};
+    *x = (struct apply_ctx){r->st, ms(r, r->now), 1, r->err, r->errlen, &r->settle};
     *a = (struct apply_job){j->key, s->team, j->sstate, s->gpus, s->gpus > 0 ? 0 : s->shares,
                             tm ? tm->quota : NULL, tm ? tm->nquota : 0};
     return 1;
@@ -1111,6 +1126,7 @@ done:
     if (rc && r.in_txn)
         store_rollback_cycle(r.st);
     store_close(r.st);
+    apply_settle_release(&r.settle);
     sched_free(r.sched);
     if (r.jobs)
         for (size_t i = 0; i < t->njobs; i++) {

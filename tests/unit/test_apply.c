@@ -256,7 +256,7 @@ static const struct sched_quota QA[] = {{"A100", 8, -1, -1}, {"*", 4, -1, -1}};
 
 static void sequence(struct store *st, int at_once, char *err, size_t errlen)
 {
-    struct apply_ctx x = {st, T0 + 1000, at_once, err, errlen};
+    struct apply_ctx x = {st, T0 + 1000, at_once, err, errlen, NULL};
     struct ctl_placement pl;
     struct sched_node nodes[2];
     memset(nodes, 0, sizeof(nodes));
@@ -356,7 +356,7 @@ static void test_borrowed(void **state)
 {
     struct fx *fx = *state;
     struct store *st = fx->st[0];
-    struct apply_ctx x = {st, T0, 0, fx->err, sizeof(fx->err)};
+    struct apply_ctx x = {st, T0, 0, fx->err, sizeof(fx->err), NULL};
     struct sched_node nodes[3];
     memset(nodes, 0, sizeof(nodes));
     nodes[0].name = "a0";
@@ -431,6 +431,101 @@ static void test_borrowed(void **state)
     assert_int_equal(alloc_of(st, "ns/c").a.borrowed, 2);
 #undef ADMIT
     ctl_placement_release(&pl);
+}
+
+/* ---- the ledger settled once per Team before the commit ---- */
+
+static void test_settle_set(void **state)
+{
+    (void)state;
+    struct apply_settle_set s = {NULL, 0, 0};
+    const char *in[] = {"t", "b", "t", "a", "b", "z", "t"};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(in); i++)
+        assert_int_equal(apply_settle_add(&s, in[i]), 0);
+    assert_int_equal(s.n, 4); /* each Team once, in order */
+    assert_string_equal(s.team[0], "a");
+    assert_string_equal(s.team[1], "b");
+    assert_string_equal(s.team[2], "t");
+    assert_string_equal(s.team[3], "z");
+    apply_settle_clear(&s);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(apply_settle_add(&s, "x"), 0);
+    assert_int_equal(s.n, 1);
+    apply_settle_release(&s);
+    assert_null(s.team);
+}
+
+/* The same admissions and finishes applied at once (store 0) and with the
+ * settling deferred (store 1): until the caller settles, a deferred row
+ * keeps the borrowed figure it was written with; once each Team in the set
+ * is settled, both ledgers are the same. */
+static void test_borrowed_deferred(void **state)
+{
+    struct fx *fx = *state;
+    struct apply_settle_set set = {NULL, 0, 0};
+    struct apply_ctx x[2] = {{fx->st[0], T0, 0, fx->err, sizeof(fx->err), NULL},
+                             {fx->st[1], T0, 0, fx->err, sizeof(fx->err), &set}};
+    struct sched_node nodes[2];
+    memset(nodes, 0, sizeof(nodes));
+    nodes[0].name = "a0";
+    nodes[1].name = "a1";
+    struct sched_replica r8[] = {{0, 0xFF}}, r4[] = {{1, 0x0F}};
+    struct ctl_placement pl;
+    ctl_placement_init(&pl);
+    for (int k = 0; k < 2; k++) {
+        struct store *st = fx->st[k];
+        upsert(st, "ns/a", "t", 8);
+        upsert(st, "ns/b", "t", 4);
+        upsert(st, "ns/o", "other", 4);
+        struct apply_job a = {"ns/a", "t", STORE_QUEUED, 8, 0, QA, 2};
+        struct apply_job b = {"ns/b", "t", STORE_QUEUED, 4, 0, QA, 2};
+        struct apply_job o = {"ns/o", "other", STORE_QUEUED, 4, 0, NULL, 0};
+        struct {
+            struct apply_job *j;
+            struct sched_replica *r;
+        } seq[] = {{&a, r8}, {&b, r4}, {&o, r4}};
+        assert_int_equal(store_begin_cycle(st, fx->err, sizeof(fx->err)), 0);
+        for (size_t i = 0; i < GQ_ARRAY_LEN(seq); i++) {
+            ctl_placement_release(&pl);
+            pl.attempt = 1;
+            assert_int_equal(apply_placement_add(&pl, nodes, seq[i].r, 1, 0), 0);
+            assert_int_equal(apply_admit(&x[k], seq[i].j, &pl, "A100", ""), 0);
+            seq[i].j->state = STORE_ADMITTED;
+        }
+        /* b is admitted over the nominal 8: it borrows 4, once settled */
+        assert_int_equal(alloc_of(st, "ns/b").a.borrowed, k ? 0 : 4);
+        if (k) {
+            assert_int_equal(set.n, 2);
+            for (size_t i = 0; i < set.n; i++)
+                assert_int_equal(apply_ledger_settle(&x[k], set.team[i], strcmp(set.team[i], "t") ? NULL : QA,
+                                                     strcmp(set.team[i], "t") ? 0 : 2),
+                                 0);
+            apply_settle_clear(&set);
+            assert_int_equal(alloc_of(st, "ns/b").a.borrowed, 4);
+        }
+        /* a finishes: b no longer borrows, once settled */
+        assert_int_equal(apply_succeed(&x[k], &a, "every replica succeeded", 0), 0);
+        assert_int_equal(alloc_of(st, "ns/b").a.borrowed, k ? 4 : 0);
+        if (k) {
+            assert_int_equal(set.n, 1);
+            assert_string_equal(set.team[0], "t");
+            assert_int_equal(apply_ledger_settle(&x[k], "t", QA, 2), 0);
+            apply_settle_clear(&set);
+        }
+        assert_int_equal(alloc_of(st, "ns/b").a.borrowed, 0);
+        assert_int_equal(store_commit_cycle(st, fx->err, sizeof(fx->err)), 0);
+    }
+    struct gq_buf d[2];
+    for (int k = 0; k < 2; k++) {
+        gq_buf_init(&d[k], 1 << 20);
+        assert_int_equal(store_allocs_each(fx->st[k], dump_alloc, &d[k], fx->err, sizeof(fx->err)), 0);
+    }
+    assert_string_equal(d[0].p ? d[0].p : "", d[1].p ? d[1].p : "");
+    assert_non_null(strstr(d[0].p ? d[0].p : "", "alloc ns/b t A100 gpus=4 borrowed=0"));
+    for (int k = 0; k < 2; k++)
+        gq_buf_release(&d[k]);
+    ctl_placement_release(&pl);
+    apply_settle_release(&set);
 }
 
 /* ---- the simulator writes the same thing, borrowed included ---- */
@@ -519,6 +614,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_same_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_intents_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_borrowed, setup, teardown),
+        cmocka_unit_test(test_settle_set),
+        cmocka_unit_test_setup_teardown(test_borrowed_deferred, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_borrows, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
