@@ -299,6 +299,7 @@ struct ctl_metrics_counters {
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
                                    * a Team/GPUPool/class/node change) */
     uint64_t jobs_full, jobs_reused; /* jobs examined in full / whose last examination was reused */
+    uint64_t job_status_events;      /* GPUJob events that changed the status alone (ctl_object_event) */
     uint64_t refresh_sent, refresh_held; /* status refreshes written / put off (--status-refresh-qps) */
     uint64_t status_deferred;     /* cosmetic statuses not built: the low lane was full */
 };
@@ -467,7 +468,7 @@ void ctl_memo_table_release(struct ctl_memo_table *t);
  * add; new_obj: the object now cached, NULL on delete): keep a job's pods on
  * its memo (gangq pods, by job label; the memo is created) and the other bound,
  * non-terminal pods in foreign; GPUJobs in jobs. The memo of the job concerned
- * is examined in full up to reconcile dirty_cycle. GQ_ENOMEM (the caller then
+ * is examined in full up to reconcile dirty_cycle (0: not marked). GQ_ENOMEM (the caller then
  * asks for a relist: the sets would be incomplete). */
 int ctl_index_pod(struct ctl_memo_table *t, struct ctl_objset *foreign, const cJSON *old_obj,
                   const cJSON *new_obj, int64_t dirty_cycle);

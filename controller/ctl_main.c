@@ -251,11 +251,20 @@ void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, cons
         watch_delay(c, idx, new_obj);
     /* what changed is examined by the next reconcile (c->reconciles + 1) */
     const cJSON *now_obj = type == KUBE_EV_DELETED ? NULL : new_obj;
-    int rc = GQ_OK;
+    int rc = GQ_OK, quiet = 0;
     if (idx == INF_PODS)
         rc = ctl_index_pod(&c->memo, &c->foreign_set, old_obj, now_obj, c->reconciles + 1);
-    else if (idx == INF_JOBS)
-        rc = ctl_index_job(&c->memo, &c->jobs_set, old_obj, now_obj, c->reconciles + 1);
+    else if (idx == INF_JOBS) {
+        /* A change of the status alone (gangq's own status write coming
+         * back, as a rule) changes nothing a reconcile reads of the job: the
+         * status to write is compared with the one last written, kept on the
+         * memo (ctl_report.c), not with the object's. The object is kept,
+         * the job is not examined again for it, and no reconcile is asked. */
+        quiet = type == KUBE_EV_MODIFIED && old_obj && new_obj && status_only(old_obj, new_obj);
+        rc = ctl_index_job(&c->memo, &c->jobs_set, old_obj, now_obj, quiet ? 0 : c->reconciles + 1);
+        if (quiet)
+            c->m.job_status_events++;
+    }
     else if (!((idx == INF_TEAMS || idx == INF_POOLS) && type == KUBE_EV_MODIFIED &&
                status_only(old_obj, new_obj)))
         c->full_next = 1; /* Teams, pools, priority classes, nodes: every job may be concerned */
@@ -265,8 +274,9 @@ void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, cons
                "the next reconcile rebuilds the index from the caches", " informer=%d", idx);
         c->index_stale = 1;
         c->full_next = 1;
+        quiet = 0;
     }
-    if (c->wake)
+    if (c->wake && !quiet)
         c->wake(c);
 }
 
@@ -568,6 +578,10 @@ static void metrics_work(struct gq_ctl *c)
     counters_to(c, "gangq_jobs_examined_total",
                 "GPUJobs a reconcile examined: in full (dirty, or a full pass), or reusing their last examination",
                 "how", exn, ex, GQ_ARRAY_LEN(ex));
+    counters_to(c, "gangq_gpujob_status_events_total",
+                "GPUJob watch events that changed the status alone (gangq's own status writes coming back, "
+                "as a rule): the job is not examined again for them",
+                NULL, NULL, &c->m.job_status_events, 1);
     counters_to(c, "gangq_reconciles_full_total",
                 "Reconciles that examined every job (every --full-resync-interval; a Team, GPUPool, node or "
                 "PriorityClass change)",

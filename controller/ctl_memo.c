@@ -369,7 +369,8 @@ int ctl_index_job(struct ctl_memo_table *t, struct ctl_objset *jobs, const cJSON
     int kl = snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (kl < 0 || (size_t)kl >= sizeof(key))
         return GQ_OK; /* longer than the API allows: never gathered, never truncated */
-    ctl_memo_mark(t, key, dirty_cycle);
+    if (dirty_cycle)
+        ctl_memo_mark(t, key, dirty_cycle);
     if (!new_obj) {
         ctl_objset_del(jobs, key);
         return GQ_OK;

@@ -38,6 +38,21 @@ r1=$(recs)
 assert_eq 0 "$(( f1 - f0 ))" "jobs examined in full by $(( r1 - r0 )) idle reconciles (4 steady Running jobs)"
 pass "4 Running jobs, $(( r1 - r0 )) idle reconciles: none of them examined again"
 
+# A change of a job's status alone (what gangq's own status writes look like when they come
+# back) is not a reason to examine the job again; a change of anything else is.
+echoes() { gq_metric "$port" gangq_gpujob_status_events_total; }
+above() { [ "$($1)" -gt "$2" ]; } # FUNCTION VALUE
+e0=$(echoes)
+f0=$(full)
+k -n st patch gj a --subresource=status --type=merge -p '{"status":{"message":"written by someone else"}}' >/dev/null ||
+  fail "status patch of job a"
+wait_for 10 "the status-only event counted" above echoes "$e0"
+sleep 1 # three resyncs
+assert_eq 0 "$(( $(full) - f0 ))" "jobs examined in full after a status-only change of job a"
+k -n st annotate gj a example.com/note=x >/dev/null || fail "annotating job a"
+wait_for 10 "job a examined in full after a change of its metadata" above full "$f0"
+pass "a status-only change examines no job; an annotation examines the job again"
+
 # s1 NotReady: one event (a full pass); then only time: its jobs are lost after 3 s.
 on_s1=$(k -n st get pods -o jsonpath='{range .items[?(@.spec.nodeName=="s1")]}{.metadata.labels.gangq\.io/job}{"\n"}{end}' | sort -u)
 [ -n "$on_s1" ] || fail "no job placed on s1"
