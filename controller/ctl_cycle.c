@@ -407,7 +407,7 @@ static int phase_report(struct rc_ctx *r)
     struct gq_ctl *c = r->c;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
-        if (rc_job_dirty(r, j) || (!j->dormant && j->memo && j->memo->status_upto >= c->reconciles))
+        if (rc_job_status_due(r, j))
             rc_job_status(r, j);
     }
     if (r->full || r->pub_epoch)

@@ -299,8 +299,20 @@ int rc_job_dirty(const struct rc_ctx *r, const struct cj *j)
 {
     if (j->dormant)
         return 0;
-    return r->full || !j->memo || !j->memo->decode.prepared || j->memo->dirty_upto >= r->c->reconciles ||
-           (j->memo->status.settle_due_ms && j->memo->status.settle_due_ms <= r->now);
+    return r->full || !j->memo || !j->memo->decode.prepared || j->memo->dirty_upto >= r->c->reconciles;
+}
+
+/* Its status is computed again by this reconcile's report: examined in
+ * full, or its status alone is due (rc_job_touch_status, or a status write
+ * held by --status-settle whose time has come: what is held is a status,
+ * nothing else of the job changed for it). */
+int rc_job_status_due(const struct rc_ctx *r, const struct cj *j)
+{
+    if (rc_job_dirty(r, j))
+        return 1;
+    return !j->dormant && j->memo &&
+           (j->memo->status_upto >= r->c->reconciles ||
+            (j->memo->status.settle_due_ms && j->memo->status.settle_due_ms <= r->now));
 }
 
 /* The store's row of key now, as an rc_row_copy block (*out, the caller's

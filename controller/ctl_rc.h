@@ -163,6 +163,7 @@ int rc_audit(struct rc_ctx *r, const char *action, const struct cj *j, const cha
              const char *oldv, const char *newv, const char *reason);
 void rc_job_touch_status(struct rc_ctx *r, struct cj *j);
 int rc_job_dirty(const struct rc_ctx *r, const struct cj *j);
+int rc_job_status_due(const struct rc_ctx *r, const struct cj *j);
 int rc_refresh(struct rc_ctx *r, struct cj *j, int rc);
 int rc_transition(struct rc_ctx *r, struct cj *j, int state, const char *placement,
                   const char *message, const char *by, const char *why, int bump);
