@@ -203,14 +203,31 @@ void apply_settle_release(struct apply_settle_set *s)
     s->cap = 0;
 }
 
-/* After j's row changed: settle its Team now, or leave it to the caller. */
-static int ledger_changed(const struct apply_ctx *x, const struct apply_job *j)
+int apply_ledger_changed(const struct apply_ctx *x, const char *team, const struct sched_quota *quota,
+                         int nquota)
 {
-    if (!x->defer || !j->team || !j->team[0])
-        return apply_ledger_settle(x, j->team, j->quota, j->nquota);
-    int rc = apply_settle_add(x->defer, j->team);
+    if (!x->defer || !team || !team[0])
+        return apply_ledger_settle(x, team, quota, nquota);
+    int rc = apply_settle_add(x->defer, team);
     if (rc)
-        gq_errf(x->err, x->errlen, "out of memory noting team %s for its ledger", j->team);
+        gq_errf(x->err, x->errlen, "out of memory noting team %s for its ledger", team);
+    return rc;
+}
+
+int apply_settle_flush(const struct apply_ctx *x, apply_quota_fn quota_of, void *ud)
+{
+    struct apply_settle_set *s = x->defer;
+    struct apply_ctx now = *x;
+    int rc = 0;
+    now.defer = NULL;
+    for (size_t i = 0; s && i < s->n && !rc; i++) {
+        struct sched_quota buf[API_MAX_QUOTA];
+        int nq = 0;
+        const struct sched_quota *q = quota_of(ud, s->team[i], buf, &nq);
+        rc = apply_ledger_settle(&now, s->team[i], q, nq);
+    }
+    if (s)
+        apply_settle_clear(s);
     return rc;
 }
 
@@ -218,13 +235,13 @@ int apply_ledger_set(const struct apply_ctx *x, const struct apply_job *j, int n
 {
     struct store_alloc a = {j->key, j->team ? j->team : "", gpu_type ? gpu_type : "", apply_gpus(j, nrep), 0};
     int rc = store_alloc_set(x->st, &a, x->err, x->errlen);
-    return rc ? rc : ledger_changed(x, j);
+    return rc ? rc : apply_ledger_changed(x, j->team, j->quota, j->nquota);
 }
 
 int apply_ledger_clear(const struct apply_ctx *x, const struct apply_job *j)
 {
     int rc = store_alloc_clear(x->st, j->key, x->err, x->errlen);
-    return rc ? rc : ledger_changed(x, j);
+    return rc ? rc : apply_ledger_changed(x, j->team, j->quota, j->nquota);
 }
 
 /* ---- the pieces every decision is made of ---- */

@@ -74,6 +74,15 @@ int apply_settle_add(struct apply_settle_set *s, const char *team);
 void apply_settle_clear(struct apply_settle_set *s);
 void apply_settle_release(struct apply_settle_set *s);
 
+/* The quota in force of team, for apply_settle_flush: *nq entries, in buf
+ * (API_MAX_QUOTA entries, the callee's to fill) or in storage of the
+ * callee's that outlives the call; NULL with *nq 0 when it has none. */
+typedef const struct sched_quota *(*apply_quota_fn)(void *ud, const char *team, struct sched_quota *buf,
+                                                    int *nq);
+/* Settle each Team in x->defer once (apply_ledger_settle, its quota from
+ * quota_of) and empty the set: what the caller does before committing. */
+int apply_settle_flush(const struct apply_ctx *x, apply_quota_fn quota_of, void *ud);
+
 /* The job a decision is about (all borrowed). */
 struct apply_job {
     const char *key;  /* "namespace/name" */
@@ -108,13 +117,18 @@ int apply_placement_add(struct ctl_placement *pl, const struct sched_node *nodes
 int apply_audit(const struct apply_ctx *x, const char *action, const char *team, const char *key,
                 const char *oldv, const char *newv, const char *reason);
 /* Set j's ledger row for nrep replicas on gpu_type; clear it. Both settle
- * the Team's rows (j->quota), or add the Team to x->defer when set. */
+ * the Team's rows (j->quota), or add the Team to x->defer when set
+ * (apply_ledger_changed). */
 int apply_ledger_set(const struct apply_ctx *x, const struct apply_job *j, int nrep, const char *gpu_type);
 int apply_ledger_clear(const struct apply_ctx *x, const struct apply_job *j);
 /* Recompute the borrowed figure of every ledger row of team under quota
  * (nquota 0: no limit, nothing borrowed) and write those that changed: for a
  * row removed without apply_ledger_clear (store_job_delete), or a quota edit. */
 int apply_ledger_settle(const struct apply_ctx *x, const char *team, const struct sched_quota *quota, int nquota);
+/* A ledger row of team changed (set, cleared, or removed with its job):
+ * settle the Team now, or add it to x->defer when set. */
+int apply_ledger_changed(const struct apply_ctx *x, const char *team, const struct sched_quota *quota,
+                         int nquota);
 
 /* ---- decisions ---- */
 

@@ -315,9 +315,12 @@ static int phase_observe(struct rc_ctx *r)
         ngone++;
         struct store_audit a = {0, r->now, "gangq", "delete", row->team, row->key,
                                 store_state_name(row->state), "", "GPUJob deleted"};
+        struct apply_ctx x = rc_actx(r);
+        struct sched_quota q[API_MAX_QUOTA];
+        int nq = rc_team_quota(rc_team_of(r, row->team), q);
         if ((rc = rc_intent(r, STORE_INTENT_DELETE, row->key, "gone")) ||
             (rc = store_job_delete(c->st, row->key, r->err, sizeof(r->err))) ||
-            (rc = rc_settle_later(r, row->team)) ||
+            (rc = apply_ledger_changed(&x, row->team, q, nq)) ||
             (rc = store_audit_add(c->st, &a, r->err, sizeof(r->err))))
             return rc;
         LOGC(c, GQ_LOG_INFO, "job deleted: released", " job=%s was=%s", row->key,
@@ -361,24 +364,18 @@ static int phase_schedule(struct rc_ctx *r)
     return rc ? rc : rc_run_sched(r);
 }
 
-/* The ledger rows of every Team whose rows changed in this reconcile
- * settled, once each (apply.h, struct apply_settle_set). */
-static int settle_teams(struct rc_ctx *r)
+/* The quota in force of a Team of this reconcile (apply_quota_fn). */
+static const struct sched_quota *team_quota(void *ud, const char *team, struct sched_quota *buf, int *nq)
 {
-    struct apply_ctx x = rc_actx(r);
-    int rc = 0;
-    for (size_t i = 0; i < r->settle.n && !rc; i++) {
-        struct sched_quota q[API_MAX_QUOTA];
-        int nq = rc_team_quota(rc_team_of(r, r->settle.team[i]), q);
-        rc = apply_ledger_settle(&x, r->settle.team[i], q, nq);
-    }
-    apply_settle_clear(&r->settle);
-    return rc;
+    *nq = rc_team_quota(rc_team_of(ud, team), buf);
+    return buf;
 }
 
 static int phase_commit(struct rc_ctx *r)
 {
-    int rc = settle_teams(r);
+    /* the ledger rows of every Team whose rows changed, settled once each */
+    struct apply_ctx x = rc_actx(r);
+    int rc = apply_settle_flush(&x, team_quota, r);
     if (rc)
         return rc; /* rolled back by ctl_reconcile */
     r->in_txn = 0;

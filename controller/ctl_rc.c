@@ -234,16 +234,6 @@ struct apply_ctx rc_actx(struct rc_ctx *r)
     return (struct apply_ctx){r->c->st, r->now, 0, r->err, sizeof(r->err), &r->settle};
 }
 
-int rc_settle_later(struct rc_ctx *r, const char *team)
-{
-    if (!team || !team[0])
-        return 0;
-    int rc = apply_settle_add(&r->settle, team);
-    if (rc)
-        gq_errf(r->err, sizeof(r->err), "out of memory noting team %s for its ledger", team);
-    return rc;
-}
-
 /* The team in force a job names, or NULL. */
 const struct api_team *rc_team_of(struct rc_ctx *r, const char *name)
 {

@@ -154,9 +154,6 @@ int rc_push_ptr(const cJSON ***arr, int *n, int *cap, const cJSON *o);
 void rc_event_add(struct rc_ctx *r, const cJSON *obj, const char *type, const char *reason,
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 struct apply_ctx rc_actx(struct rc_ctx *r);
-/* team's ledger rows settled before this reconcile commits (a row of it
- * removed other than by apply_ledger_clear). 0 or GQ_ENOMEM (r->err). */
-int rc_settle_later(struct rc_ctx *r, const char *team);
 const struct api_team *rc_team_of(struct rc_ctx *r, const char *name);
 int rc_team_quota(const struct api_team *tm, struct sched_quota *q);
 int rc_audit(struct rc_ctx *r, const char *action, const struct cj *j, const char *key,

@@ -180,22 +180,28 @@ static int st_txn(struct run *r)
     return rc;
 }
 
+/* The quota of a team of the cluster (apply_quota_fn). */
+static const struct sched_quota *team_quota(void *ud, const char *team, struct sched_quota *buf, int *nq)
+{
+    const struct run *r = ud;
+    (void)buf;
+    for (size_t k = 0; k < r->c->nteams; k++)
+        if (r->teams[k].name && !strcmp(r->teams[k].name, team)) {
+            *nq = r->teams[k].nquota;
+            return r->teams[k].quota;
+        }
+    *nq = 0;
+    return NULL;
+}
+
 static int st_commit(struct run *r)
 {
     if (!r->st || !r->in_txn)
         return GQ_OK;
     /* the ledger rows of the Teams whose rows changed, settled once each, as
      * the controller's reconcile does (apply.h, struct apply_settle_set) */
-    struct apply_ctx x = {r->st, ms(r, r->now), 1, r->err, r->errlen, NULL};
-    int rc = 0;
-    for (size_t i = 0; i < r->settle.n && !rc; i++) {
-        const struct sched_team *tm = NULL;
-        for (size_t k = 0; k < r->c->nteams && !tm; k++)
-            if (r->teams[k].name && !strcmp(r->teams[k].name, r->settle.team[i]))
-                tm = &r->teams[k];
-        rc = apply_ledger_settle(&x, r->settle.team[i], tm ? tm->quota : NULL, tm ? tm->nquota : 0);
-    }
-    apply_settle_clear(&r->settle);
+    struct apply_ctx x = {r->st, ms(r, r->now), 1, r->err, r->errlen, &r->settle};
+    int rc = apply_settle_flush(&x, team_quota, r);
     if (rc)
         return rc;
     r->in_txn = 0;

@@ -455,6 +455,15 @@ static void test_settle_set(void **state)
     assert_null(s.team);
 }
 
+/* Team "t" has quota QA, any other none (apply_quota_fn). */
+static const struct sched_quota *quota_t(void *ud, const char *team, struct sched_quota *buf, int *nq)
+{
+    (void)ud;
+    (void)buf;
+    *nq = strcmp(team, "t") ? 0 : 2;
+    return *nq ? QA : NULL;
+}
+
 /* The same admissions and finishes applied at once (store 0) and with the
  * settling deferred (store 1): until the caller settles, a deferred row
  * keeps the borrowed figure it was written with; once each Team in the set
@@ -496,11 +505,7 @@ static void test_borrowed_deferred(void **state)
         assert_int_equal(alloc_of(st, "ns/b").a.borrowed, k ? 0 : 4);
         if (k) {
             assert_int_equal(set.n, 2);
-            for (size_t i = 0; i < set.n; i++)
-                assert_int_equal(apply_ledger_settle(&x[k], set.team[i], strcmp(set.team[i], "t") ? NULL : QA,
-                                                     strcmp(set.team[i], "t") ? 0 : 2),
-                                 0);
-            apply_settle_clear(&set);
+            assert_int_equal(apply_settle_flush(&x[k], quota_t, NULL), 0);
             assert_int_equal(alloc_of(st, "ns/b").a.borrowed, 4);
         }
         /* a finishes: b no longer borrows, once settled */
@@ -509,8 +514,7 @@ static void test_borrowed_deferred(void **state)
         if (k) {
             assert_int_equal(set.n, 1);
             assert_string_equal(set.team[0], "t");
-            assert_int_equal(apply_ledger_settle(&x[k], "t", QA, 2), 0);
-            apply_settle_clear(&set);
+            assert_int_equal(apply_settle_flush(&x[k], quota_t, NULL), 0);
         }
         assert_int_equal(alloc_of(st, "ns/b").a.borrowed, 0);
         assert_int_equal(store_commit_cycle(st, fx->err, sizeof(fx->err)), 0);
