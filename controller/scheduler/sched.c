@@ -393,6 +393,7 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
         m->capreps = nc;
     }
     size_t off = m->nreps;
+    cy->epoch++;
     memcpy(&m->reps[off], reps, (size_t)got * sizeof(*reps));
     m->nreps += (size_t)got;
     cy_charge(cy, cy->j[pc->jx].team, &pc->r, reps, got, 1);

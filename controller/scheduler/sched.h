@@ -338,6 +338,8 @@ struct sched_stats {
     int preempted;
     int placements_tried;
     int shape_cache_hits;
+    int preempt_plans;      /* preemption plans run for blocked jobs */
+    int preempt_remembered; /* blocked jobs answered by an equal plan that found nothing */
 };
 
 struct sched_result {

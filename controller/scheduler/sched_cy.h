@@ -177,6 +177,16 @@ enum {
     SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART, SL_PV
 };
 
+/* A preemption plan that found no victim set, remembered while the cycle's
+ * state stays as it was (cy.epoch): see cy_preempt. */
+#define CY_PMEMO 16
+struct cy_pmemo {
+    uint64_t epoch;
+    int32_t key, skfull, team, cls, pool, quota_blocked, priority;
+    struct sc_req r, full;
+    int64_t until;
+};
+
 struct cy {
     struct sched *ctx;
     const struct sched_snapshot *s;
@@ -218,6 +228,13 @@ struct cy {
     int reservations;
     int preempt_tries;
     int young_skipped; /* victims passed over for the minimum runtime by the last plan */
+    int pm_excl;       /* the last plan passed over a victim for its job alone */
+    /* What placement and quota look like changes (an admission, a claim, a
+     * reservation, victims chosen): the remembered plans (pm) stand for
+     * nothing after. Tentative changes undone in the same call do not count. */
+    uint64_t epoch;
+    struct cy_pmemo pm[CY_PMEMO];
+    int npm, pmnext;
     size_t ndec, capdec;
     int64_t cluster_gpus;
     char err[256];

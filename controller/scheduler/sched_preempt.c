@@ -66,6 +66,15 @@ static void remove_job(struct cy *cy, int v, int sign)
     cy_charge(cy, cj->team, &cj->r, jb->placement, jb->nplaced, -sign);
 }
 
+/* Make the first k of vs the victims removed (*cur of them are now). */
+static void victims_prefix(struct cy *cy, const struct victim *vs, int *cur, int k)
+{
+    while (*cur < k)
+        remove_job(cy, vs[(*cur)++].job, 1);
+    while (*cur > k)
+        remove_job(cy, vs[--(*cur)].job, -1);
+}
+
 static int fits_now(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
 {
     uint64_t qm = cy_quota_mask(cy, pc->jx);
@@ -123,8 +132,10 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
             continue;
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
-        if (cy_preempted_for_waiting(cy, pc->jx, v))
+        if (cy_preempted_for_waiting(cy, pc->jx, v)) {
+            cy->pm_excl = 1;
             continue; /* already preempted once for this job: never twice */
+        }
         /* the minimum runtime stops batch and training from trading GPUs; it
          * never holds back an Inference preemptor. A probe (until != NULL)
          * counts protected victims too, to say until when they are protected. */
@@ -178,27 +189,40 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
     int *chosen = cy_slot(cy->ctx, SL_ORDER, (size_t)nv * sizeof(int));
     if (!chosen)
         return GQ_ENOMEM;
-    int nch = 0, ok = 0, rc = 0, pass = 0;
+    int nch = 0, rc = 0, pass = 0, cur = 0;
     cy->nocache = 1;
 retry:
-    nch = 0;
-    ok = 0;
-    for (int a = 0; a < nv; a++) {
-        remove_job(cy, vs[a].job, 1);
-        chosen[nch++] = a;
-        rc = fits_now(cy, pc, reps);
-        if (rc < 0)
-            goto out;
-        if (rc > 0) {
-            ok = 1;
-            break;
-        }
-    }
-    if (!ok) {
-        for (int c = nch - 1; c >= 0; c--)
-            remove_job(cy, vs[chosen[c]].job, -1);
-        rc = 0;
+    /* Removing every candidate frees the most: when the job does not fit even
+     * then, no set of them makes room, and one placement attempt says so (not
+     * one per candidate). Otherwise the shortest prefix of the cost order that
+     * makes room, by binary search (fitting only gets easier as the prefix
+     * grows: each victim removed frees capacity and quota); the job did not
+     * fit with none removed. */
+    victims_prefix(cy, vs, &cur, nv);
+    rc = fits_now(cy, pc, reps);
+    if (rc <= 0) {
+        victims_prefix(cy, vs, &cur, 0);
         goto out;
+    }
+    {
+        int lo = 0, hi = nv;
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            victims_prefix(cy, vs, &cur, mid);
+            rc = fits_now(cy, pc, reps);
+            if (rc < 0) {
+                victims_prefix(cy, vs, &cur, 0);
+                goto out;
+            }
+            if (rc > 0)
+                hi = mid;
+            else
+                lo = mid;
+        }
+        victims_prefix(cy, vs, &cur, hi);
+        for (nch = 0; nch < hi; nch++)
+            chosen[nch] = nch;
+        cur = 0; /* the chosen are removed: restored through chosen[] below */
     }
     /* drop victims that are not needed (most expensive first) */
     for (int c = nch - 2; c >= 0; c--) {
@@ -258,6 +282,7 @@ retry:
         rc = nch;
         goto out;
     }
+    cy->epoch++;
     for (int y = 0; y < got; y++)
         cy->n[reps[y].node].reserved_by = pc->jx;
     for (int c = 0; c < nch; c++) {
@@ -436,6 +461,7 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
         if (bi < 0)
             break;
         cy->n[bi].reserved_by = pc->jx;
+        cy->epoch++;
         if (lvl < 0)
             gq_buf_printf(&b, "%s%s", nres ? "," : "", cy->s->nodes[bi].name ? cy->s->nodes[bi].name : "?");
         else if (nres == 0) {
@@ -470,6 +496,7 @@ int cy_hold_for(struct cy *cy, int jx, int *type)
         if (V->state != SCHED_JOB_RUNNING || !V->terminating || V->terminating_for != jx)
             continue;
         n++;
+        cy->epoch++;
         if (*type < 0 && V->nplaced > 0)
             *type = cy->n[V->placement[0].node].c.type;
         for (int p = 0; p < V->nplaced; p++) {
@@ -483,23 +510,94 @@ int cy_hold_for(struct cy *cy, int jx, int *type)
 
 /* ---------------- cycle ---------------- */
 
+/* The job plans like any other of its kind: it passes over no victim for
+ * itself alone (none preempted for it, it was not preempted for a waiting
+ * job) and holds no claim. */
+static int pm_plain(const struct cy *cy, int jx)
+{
+    const struct cy_job *cj = &cy->j[jx];
+    return cj->pv_n == 0 && cj->pf < 0 && !cj->claimant && cj->claim_e < 0 && cj->nvictims == 0;
+}
+
+static int pm_fill(struct cy *cy, const struct place_ctx *pc, int quota_blocked, struct cy_pmemo *m)
+{
+    const struct cy_job *cj = &cy->j[pc->jx];
+    int sk = cy_skey_get(cy, pc->jx, &cj->r);
+    if (sk < 0)
+        return sk;
+    memset(m, 0, sizeof(*m));
+    m->epoch = cy->epoch;
+    m->key = pc->key;
+    m->skfull = sk;
+    m->team = cj->team;
+    m->cls = (int32_t)pc->jb->cls;
+    m->pool = pc->jb->pool;
+    m->quota_blocked = quota_blocked;
+    m->priority = pc->jb->priority;
+    m->r = pc->r;
+    m->full = cj->r;
+    return 0;
+}
+
+static int pm_same(const struct cy_pmemo *a, const struct cy_pmemo *b)
+{
+    return a->epoch == b->epoch && a->key == b->key && a->skfull == b->skfull && a->team == b->team &&
+           a->cls == b->cls && a->pool == b->pool && a->quota_blocked == b->quota_blocked &&
+           a->priority == b->priority && !memcmp(&a->r, &b->r, sizeof(a->r)) &&
+           !memcmp(&a->full, &b->full, sizeof(a->full));
+}
+
 /* Plan preemption for a blocked job. When no victim set works only because
  * the minimum runtime protects some candidates, record in the job when the
- * last victim it would need leaves that protection (its WAIT says so). */
+ * last victim it would need leaves that protection (its WAIT says so).
+ *
+ * A plan that finds nothing is remembered for the rest of the cycle while
+ * its state stands (cy.epoch): the next job of the same team, priority,
+ * class, pool, eligibility and request finds nothing either (the candidates,
+ * their order and every placement tried are the same), and gets the answer
+ * without a plan (a queue of identical jobs cost one plan per job, each up to
+ * dozens of placement attempts). A remembered answer still counts as a try
+ * (CY_MAX_PREEMPT_TRIES): the decisions are those of the plans themselves.
+ * Returns the victims chosen, 0 for none, < 0 on error. */
 int cy_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
                int quota_blocked)
 {
+    struct cy_pmemo probe;
+    int plain = pm_plain(cy, pc->jx);
+    if (plain) {
+        int rc = pm_fill(cy, pc, quota_blocked, &probe);
+        if (rc < 0)
+            return rc;
+        for (int x = 0; x < cy->npm; x++)
+            if (pm_same(&cy->pm[x], &probe)) {
+                if (cy->pm[x].until)
+                    cy->j[pc->jx].until = cy->pm[x].until;
+                cy->res->stats.preempt_remembered++;
+                return 0;
+            }
+    }
+    cy->res->stats.preempt_plans++;
     cy->young_skipped = 0;
+    cy->pm_excl = 0;
     int got = plan_preempt(cy, pc, reps, quota_blocked, NULL);
-    if (got != 0 || cy->young_skipped == 0)
-        return got;
     int64_t until = 0;
-    int rc = plan_preempt(cy, pc, reps, quota_blocked, &until);
-    if (rc < 0)
-        return rc;
-    if (rc > 0)
-        cy->j[pc->jx].until = until;
-    return 0;
+    if (got == 0 && cy->young_skipped > 0) {
+        int rc = plan_preempt(cy, pc, reps, quota_blocked, &until);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
+            cy->j[pc->jx].until = until;
+        else
+            until = 0;
+    }
+    if (got == 0 && plain && !cy->pm_excl) {
+        probe.until = until;
+        cy->pm[cy->pmnext] = probe;
+        cy->pmnext = (cy->pmnext + 1) % CY_PMEMO;
+        if (cy->npm < CY_PMEMO)
+            cy->npm++;
+    }
+    return got;
 }
 
 /*
@@ -572,8 +670,10 @@ int cy_claims_take(struct cy *cy, struct sched_replica *reps)
             break;
         if (got > 0) {
             for (int y = 0; y < got; y++)
-                if (cy->n[reps[y].node].claimed_by < 0)
+                if (cy->n[reps[y].node].claimed_by < 0) {
                     cy->n[reps[y].node].claimed_by = p;
+                    cy->epoch++;
+                }
             cj->claimant = 1;
             cy_claim_set(cy, p, cy->n[reps[0].node].c.type);
         } else if (cj->stopping > 0) {

@@ -141,6 +141,7 @@ void cy_claim_set(struct cy *cy, int jx, int type)
     int e = cy_job_entry(cy, jx, type);
     if (e < 0)
         return;
+    cy->epoch++;
     cj->claim_e = e;
     cj->claim = cy_req_milli(&cj->r) * cj->want;
     quota_charge(cy, e, cj->claim);
@@ -152,6 +153,7 @@ void cy_claim_drop(struct cy *cy, int jx)
     struct cy_job *cj = &cy->j[jx];
     if (cj->claim_e < 0)
         return;
+    cy->epoch++;
     quota_charge(cy, cj->claim_e, -cj->claim);
     cy->g[cy->q[cj->claim_e].group].claimed -= cj->claim;
     cj->claim_e = -1;

@@ -1463,6 +1463,64 @@ static void test_min_runtime_inference(void **st)
     fx_done(&f);
 }
 
+/* A queue of identical blocked jobs costs one preemption plan, not one each:
+ * a plan that found nothing answers the next job of the same team, priority,
+ * class and request while the cycle's state stands, with the same decision
+ * and the same "protected until". A job preempted for a waiting one (its own
+ * exclusions) plans for itself; so does every job once the state changed. */
+static void test_preempt_plan_remembered(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.now = 1764565200;
+    f.cfg.max_reservations = 0; /* no reservation changes the state between them */
+    add_node(&f, 8, "H100", 64000, NULL);
+    for (int i = 0; i < 8; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t/small-%d", i);
+        int b = add_job(&f, id, 1, 1, SCHED_BATCH, 10);
+        run_on(&f, b, 0, 1u << i);
+        f.jobs[b].admitted_at = f.now - 60; /* protected 240 s more (300 s) */
+    }
+    int w0 = f.nj;
+    for (int i = 0; i < 5; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t/train-%d", i);
+        add_job(&f, id, 8, 1, SCHED_TRAINING, 100);
+    }
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    for (int i = 0; i < 5; i++) {
+        const struct sched_decision *w = dec(&f, w0 + i, SCHED_WAIT);
+        assert_non_null(w);
+        assert_int_equal(w->until, f.now + 240);
+        assert_non_null(strstr(w->message, "protected by the minimum runtime (300s) until 2025-12-01T05:04:00Z"));
+    }
+    assert_int_equal(f.res->stats.preempt_plans, 1);
+    assert_int_equal(f.res->stats.preempt_remembered, 4);
+
+    /* one of them was preempted for another waiting job: both plan for
+     * themselves (the victim's exclusions, the preemptor's claim), the first
+     * plain one plans and answers the other two */
+    f.jobs[w0 + 2].preempted_for = "t/train-0";
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(f.res->stats.preempt_plans, 3);
+    assert_int_equal(f.res->stats.preempt_remembered, 2);
+    assert_int_equal(dec(&f, w0 + 2, SCHED_WAIT)->until, f.now + 240);
+    f.jobs[w0 + 2].preempted_for = NULL;
+
+    /* past the protection the first preempts: its victims are chosen, the
+     * state changed, and the next plans anew (and finds the node taken) */
+    f.now += 240;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 8);
+    assert_int_equal(dec(&f, w0, SCHED_WAIT)->until, 0);
+    assert_int_equal(f.res->stats.preempt_plans, 2);
+    assert_int_equal(f.res->stats.preempt_remembered, 3);
+    fx_done(&f);
+}
+
 /* GPU memory from real nvidia.com/gpu.memory label values (MiB) against
  * minMemoryGiB as cards are sold: a node qualifies when it reports at least
  * 93 % of the asked MiB (ECC and driver reserve): A100 40GB 40960, A100 80GB
@@ -2114,6 +2172,7 @@ int main(void)
         cmocka_unit_test(test_node_selector_reservation),
         cmocka_unit_test(test_node_selector_preempt),
         cmocka_unit_test(test_min_runtime_inference),
+        cmocka_unit_test(test_preempt_plan_remembered),
         cmocka_unit_test(test_gpu_memory_labels),
         cmocka_unit_test(test_admit_domain_shared),
         cmocka_unit_test(test_preferred_topology),
