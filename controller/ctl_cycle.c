@@ -205,7 +205,10 @@ static void rc_release(struct rc_ctx *r)
 /* ------------------------------------------------------------ phases
  *
  * One reconcile is a fixed sequence of named phases, each timed on the
- * monotonic clock into gangq_reconcile_phase_duration_seconds{phase}:
+ * monotonic clock into gangq_reconcile_phase_duration_seconds{phase}, and
+ * the controller thread's CPU time in it into
+ * gangq_reconcile_phase_cpu_seconds_total{phase} (the wall time of a phase
+ * also counts waits: the store's fsync, other processes on the cores):
  *   gather   finish acts that completed, read the informer caches, the store
  *            rows and the pending intents into r;
  *   observe  open the cycle's store transaction and bring every store row in
@@ -220,10 +223,11 @@ static void rc_release(struct rc_ctx *r)
 
 const char *const ctl_phase_names[CTL_NPHASES] = {"gather", "observe", "schedule", "commit", "act", "report"};
 
-static int64_t mono_ns(void)
+static int64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(id, &ts))
+        return 0;
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -438,11 +442,13 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
     r->c = c;
     int rc = 0;
     for (int p = 0; p < CTL_NPHASES && !rc; p++) {
-        int64_t t0 = mono_ns();
+        int64_t t0 = clock_ns(CLOCK_MONOTONIC), u0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         rc = phase_fns[p](r);
-        int64_t dt = mono_ns() - t0;
-        c->m.phase_ns[p] += (uint64_t)dt;
+        int64_t dt = clock_ns(CLOCK_MONOTONIC) - t0, du = clock_ns(CLOCK_THREAD_CPUTIME_ID) - u0;
+        c->m.phase_ns[p] += (uint64_t)(dt > 0 ? dt : 0);
+        c->m.phase_cpu_ns[p] += (uint64_t)(du > 0 ? du : 0);
         gq_metrics_observe(c->mh.phase_dur[p], (double)dt / 1e9);
+        gq_metrics_add(c->mh.phase_cpu[p], (double)du / 1e9);
     }
     if (rc) {
         if (r->in_txn)

@@ -295,6 +295,7 @@ struct ctl_metrics_counters {
     int64_t jobs_by_state[STORE_NSTATES];
     int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_observe.c rc_job_sleep) */
     uint64_t phase_ns[6];         /* each reconcile phase's time so far, ns (CTL_NPHASES) */
+    uint64_t phase_cpu_ns[6];     /* ... and the controller thread's CPU time in it, ns */
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
                                    * a Team/GPUPool/class/node change) */
@@ -313,6 +314,7 @@ struct ctl_mh {
     struct gq_metric *cycles, *cycle_dur, *store_errors, *leader;
     struct gq_metric *draining;
     struct gq_metric *phase_dur[CTL_NPHASES]; /* gangq_reconcile_phase_duration_seconds{phase} */
+    struct gq_metric *phase_cpu[CTL_NPHASES]; /* gangq_reconcile_phase_cpu_seconds_total{phase} */
     struct gq_metric *jobs[STORE_NSTATES];
     struct gq_metric *jobs_dormant, *jobs_woken;
     struct gq_metric *heap_inuse, *heap_free; /* gangq_heap_bytes{state} (mallinfo2) */

@@ -669,7 +669,11 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         if ((rc = gq_metrics_histogram(m, "gangq_reconcile_phase_duration_seconds",
                                        "Duration of each named phase of a reconcile",
                                        (const char *[]){"phase", ctl_phase_names[p], NULL}, NULL, 0,
-                                       &h->phase_dur[p], err, errlen)))
+                                       &h->phase_dur[p], err, errlen)) ||
+            (rc = gq_metrics_counter(m, "gangq_reconcile_phase_cpu_seconds_total",
+                                     "Controller thread CPU time spent in each named phase of reconciles",
+                                     (const char *[]){"phase", ctl_phase_names[p], NULL}, &h->phase_cpu[p], err,
+                                     errlen)))
             return rc;
     for (int s = 0; s < STORE_NSTATES; s++)
         if ((rc = gq_metrics_gauge(m, "gangq_jobs", "GPUJobs by state",

@@ -121,7 +121,14 @@ assert_not_contains "$m" "gangq_reconciles_total" "the duplicate reconciles coun
 assert_not_contains "$m" "relists_410" "no reason in metric names"
 assert_contains "$m" "# TYPE gangq_preemptions_total counter" "preemptions counter declared"
 assert_not_contains "$m" "gangq_metrics_series_dropped_total" "no series refused"
-pass "/metrics: used/quota/borrowed per Team and GPU type (1.5 shares exact), pending jobs/GPUs, admissions by Team and class, time to admission by class, relists by resource and reason"
+# each phase's CPU time: counted, never more than the phase's wall time
+for ph in gather observe schedule commit act report; do
+  cpu=$(metric "gangq_reconcile_phase_cpu_seconds_total{phase=\"$ph\"}")
+  wall=$(metric "gangq_reconcile_phase_duration_seconds_sum{phase=\"$ph\"}")
+  awk -v c="$cpu" -v w="$wall" 'BEGIN { exit !(c ~ /^[0-9.e+-]+$/ && w ~ /^[0-9.e+-]+$/ && c + 0 > 0 && c + 0 <= w * 1.05 + 0.001) }' ||
+    fail "phase $ph: CPU ${cpu:-absent} s against a wall time of ${wall:-absent} s"
+done
+pass "/metrics: used/quota/borrowed per Team and GPU type (1.5 shares exact), pending jobs/GPUs, admissions by Team and class, time to admission by class, relists by resource and reason, CPU time per reconcile phase"
 
 # every metric the dashboard queries is in a scrape (a histogram's _bucket/_sum/_count by its family)
 dash="$GQ_ROOT/deploy/monitoring/grafana-dashboard.json"
