@@ -375,7 +375,7 @@ struct ctl_snapin {
     const struct ctl_jobin *jobs; int njobs;
 };
 
-#define CTL_SNAP_NKEEP 14
+#define CTL_SNAP_NKEEP 15
 struct ctl_snap {
     struct sched_snapshot snap;
     struct sched_node *nodes;

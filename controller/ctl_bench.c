@@ -22,6 +22,8 @@
  *           event-driven reconcile's floor with the queue as it stands);
  *   one     one waiting job's spec touched (a label), then a reconcile, --idle
  *           times: the cost of one event against the whole queue;
+ *   full    a full pass each (as a Team, GPUPool, class or node change, or
+ *           --full-resync-interval, asks), nothing changed, at most 5 times;
  *   churn   --rounds rounds: the pods of --finish admitted jobs succeed,
  *           then a reconcile, with the answers to its requests: the
  *           steady state of a busy queue, CPU per admission;
@@ -672,6 +674,15 @@ int bench_reconcile(int argc, char **argv)
             goto out;
     }
     stage_print(f, "one", &s, 0, "(one GPUJob event each)");
+    /* full: a full pass asked for (as a Team, GPUPool, class or node change
+     * or --full-resync-interval does), nothing changed */
+    stage_begin(f, &s);
+    for (int k = 0; k < (idle < 5 ? idle : 5); k++) {
+        c->full_next = 1;
+        if (step(f, &s))
+            goto out;
+    }
+    stage_print(f, "full", &s, 0, "(a full pass each, nothing changed)");
     /* churn */
     stage_begin(f, &s);
     uint64_t adm0 = admitted_total(c);

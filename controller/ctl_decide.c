@@ -250,7 +250,7 @@ int rc_run_sched(struct rc_ctx *r)
         j->memo->wait.wait_gen = 0;
     }
 out:
-    sched_result_free(res);
+    sched_result_recycle(c->sched, res); /* its decision array serves the next cycle */
     c->snap_keep = s.keep; /* for the next reconcile (freed at stop) */
     free(usage); /* ins and ins_job are c's */
     return rc;

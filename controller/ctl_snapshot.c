@@ -532,9 +532,9 @@ int ctl_snap_node(const struct ctl_snap *s, const char *name)
 /* The kept arrays of a snapshot, one slot each. */
 enum {
     KEEP_NODES, KEEP_MILLI, KEEP_LABELS, KEEP_TAINTS, KEEP_POOLS, KEEP_TEAMS, KEEP_QUOTAS,
-    KEEP_JOBS, KEEP_JOB_IN, KEEP_REPS, KEEP_TOLS, KEEP_SELS, KEEP_NODE_IX, KEEP_ARRIVAL
+    KEEP_JOBS, KEEP_JOB_IN, KEEP_REPS, KEEP_TOLS, KEEP_SELS, KEEP_NODE_IX, KEEP_ARRIVAL, KEEP_ARRIVAL_TMP
 };
-_Static_assert(KEEP_ARRIVAL < CTL_SNAP_NKEEP, "CTL_SNAP_NKEEP too small");
+_Static_assert(KEEP_ARRIVAL_TMP < CTL_SNAP_NKEEP, "CTL_SNAP_NKEEP too small");
 
 /* n zeroed bytes in slot k of s's kept memory, grown (with a quarter of
  * slack) when too small; NULL when out of memory (the slot keeps what it had). */
@@ -606,14 +606,40 @@ struct arrival_key {
     int k;
 };
 
-static int arrival_cmp(const void *a, const void *b)
+/* (enqueue_ms, arrival, key) order; keys_sorted: the jobs' keys ascend with
+ * k, so k stands for the key (no string comparison). */
+static int arrival_before(const struct arrival_key *x, const struct arrival_key *y, int keys_sorted)
 {
-    const struct arrival_key *x = a, *y = b;
     if (x->enq != y->enq)
-        return x->enq < y->enq ? -1 : 1;
+        return x->enq < y->enq;
     if (x->arrival != y->arrival)
-        return x->arrival < y->arrival ? -1 : 1;
-    return strcmp(x->key, y->key);
+        return x->arrival < y->arrival;
+    return keys_sorted ? x->k < y->k : strcmp(x->key, y->key) < 0;
+}
+
+/* Stable bottom-up merge sort of v[0..n) with tmp (n entries); the result
+ * ends in v. No allocation: qsort's own buffer of a reconcile's 15,000 jobs
+ * came fresh from mmap, page faults included, every reconcile. */
+static void arrival_sort(struct arrival_key *v, struct arrival_key *tmp, int n, int keys_sorted)
+{
+    struct arrival_key *a = v, *b = tmp;
+    for (int w = 1; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                b[o++] = arrival_before(&a[j], &a[i], keys_sorted) ? a[j++] : a[i++];
+            while (i < mid)
+                b[o++] = a[i++];
+            while (j < hi)
+                b[o++] = a[j++];
+        }
+        struct arrival_key *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != v)
+        memcpy(v, a, (size_t)n * sizeof(*v));
 }
 
 /* The core orders equal priorities by enqueue_time, then by id (the name):
@@ -623,16 +649,19 @@ static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj
                          size_t errlen)
 {
     struct arrival_key *v = keep_zalloc(s, KEEP_ARRIVAL, ((size_t)nj + 1) * sizeof(*v));
-    if (!v) {
+    struct arrival_key *tmp = keep_zalloc(s, KEEP_ARRIVAL_TMP, ((size_t)nj + 1) * sizeof(*tmp));
+    if (!v || !tmp) {
         gq_errf(err, errlen, "snapshot: out of memory");
         return GQ_ENOMEM;
     }
+    int keys_sorted = 1; /* the reconcile hands the jobs over in key order */
     for (int k = 0; k < nj; k++) {
         const struct ctl_jobin *ji = &in->jobs[s->job_in[k]];
         v[k] = (struct arrival_key){ji->enqueue_ms, ji->arrival, ji->key, k};
+        if (k > 0 && keys_sorted && strcmp(v[k - 1].key, ji->key) >= 0)
+            keys_sorted = 0;
     }
-    if (nj > 1)
-        qsort(v, (size_t)nj, sizeof(*v), arrival_cmp);
+    arrival_sort(v, tmp, nj, keys_sorted);
     for (int r = 0; r < nj; r++)
         s->jobs[v[r].k].enqueue_time = r;
     return 0;

@@ -125,6 +125,7 @@ void sched_free(struct sched *s)
     sc_strtab_release(&s->ids);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         sc_strtab_release(&s->doms[i]);
+    free(s->dkeep);
     free(s);
 }
 
@@ -139,6 +140,7 @@ size_t sched_mem_bytes(const struct sched *s)
     b += s->ids.nslots * 4 + (size_t)s->ids.cap * sizeof(char *);
     for (int i = 0; i < SCHED_LEVELS_MAX; i++)
         b += s->doms[i].nslots * 4 + (size_t)s->doms[i].cap * sizeof(char *);
+    b += s->dkeep_cap * sizeof(*s->dkeep);
     return b;
 }
 
@@ -157,6 +159,17 @@ void sched_result_free(struct sched_result *r)
     }
     free(r->d);
     free(r);
+}
+
+void sched_result_recycle(struct sched *ctx, struct sched_result *r)
+{
+    if (ctx && r && r->d && r->mem && r->mem->capd > ctx->dkeep_cap) {
+        free(ctx->dkeep);
+        ctx->dkeep = r->d;
+        ctx->dkeep_cap = r->mem->capd;
+        r->d = NULL;
+    }
+    sched_result_free(r);
 }
 
 size_t sched_result_bytes(const struct sched_result *r)
@@ -680,13 +693,20 @@ int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
      * add to it): sized once, not grown by doubling, each step a copy */
     if (snap->njobs > 0) {
         size_t cap0 = (size_t)snap->njobs + 16;
-        if (!(cy.res->d = malloc(cap0 * sizeof(*cy.res->d)))) {
+        if (ctx->dkeep && ctx->dkeep_cap >= cap0) {
+            /* a recycled array: its pages are already the process's */
+            cy.res->d = ctx->dkeep;
+            cap0 = ctx->dkeep_cap;
+            ctx->dkeep = NULL;
+            ctx->dkeep_cap = 0;
+        } else if (!(cy.res->d = malloc(cap0 * sizeof(*cy.res->d)))) {
             rc = GQ_ENOMEM;
             goto done;
         }
         cy.capdec = cap0;
     }
     rc = run(&cy);
+    cy.res->mem->capd = cy.capdec;
 done:
     for (int i = 0; i < cy.nsk; i++)
         free(cy.sk[i].nodes);

@@ -361,6 +361,11 @@ size_t sched_mem_bytes(const struct sched *s);
 int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
                 struct sched_result **out, char *err, size_t errlen);
 void sched_result_free(struct sched_result *r);
+/* As sched_result_free, but the result's decision array is kept in ctx (the
+ * scratch it was made with, or any) for the next sched_cycle on ctx: a cycle
+ * over 15,000 jobs no longer page-faults a fresh megabyte for its decisions.
+ * ctx NULL: sched_result_free. ctx must outlive nothing of r (r is freed). */
+void sched_result_recycle(struct sched *ctx, struct sched_result *r);
 /* Heap bytes held by a result (decisions, placements, messages). */
 size_t sched_result_bytes(const struct sched_result *r);
 

@@ -162,6 +162,7 @@ struct sched_result_mem {
     struct str_store strs;
     struct sched_replica *reps;
     size_t nreps, capreps;
+    size_t capd; /* decisions the result's d array holds */
 };
 
 #define SLOT_COUNT 23
@@ -170,6 +171,10 @@ struct sched {
     size_t cap[SLOT_COUNT];
     struct sc_strtab types, cohorts, groups, doms[SCHED_LEVELS_MAX];
     struct sc_strtab ids; /* job ids, only when some job names its preemptor */
+    /* a recycled result's decision array (sched_result_recycle), taken by the
+     * next cycle it is large enough for */
+    struct sched_decision *dkeep;
+    size_t dkeep_cap;
 };
 
 enum {

@@ -879,7 +879,7 @@ static int cycle(struct run *r, int *preempted)
                 r->jobs[i].sj.reserved_domain = r->jobs[i].reserved;
             }
         }
-    sched_result_free(res);
+    sched_result_recycle(r->sched, res);
     for (int k = 0; k < n; k++)
         r->snapidx[r->snapmap[k]] = -1;
     return rc;

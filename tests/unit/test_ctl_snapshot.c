@@ -654,6 +654,65 @@ static void test_burst_arrival_order(void **state)
     cJSON_Delete(na);
 }
 
+/* The arrival ranks follow (enqueue time, arrival, key) whatever order the
+ * jobs are handed over in: in key order (the reconcile's, where the key's
+ * place stands for the key) and shuffled (keys compared). Ties on the enqueue
+ * time and on the arrival are broken by the key. */
+static void test_arrival_ranks_order(void **state)
+{
+    (void)state;
+    struct api_team team;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t\"},"
+                "\"spec\":{\"namespaces\":[\"b\"]}}",
+                &team);
+    enum { N = 41 };
+    static struct api_gpujob jobs[N];
+    struct ctl_jobin in_jobs[N];
+    char keys[N][32];
+    int64_t enq[N], arr[N];
+    for (int i = 0; i < N; i++) {
+        char js[512];
+        snprintf(js, sizeof(js),
+                 JOB_HEAD "{\"name\":\"job%03d\",\"namespace\":\"b\"},\"spec\":{\"gpu\":{\"count\":1},"
+                          "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+                 i);
+        decode_job(js, &jobs[i], &team, 1);
+        snprintf(keys[i], sizeof(keys[i]), "b/job%03d", i); /* ascending with i */
+        enq[i] = 1767225600000LL + 1000 * ((i * 7) % 4); /* four enqueue times */
+        arr[i] = (i * 11) % 5;                           /* ties within them */
+    }
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    for (int shuffled = 0; shuffled < 2; shuffled++) {
+        int order[N];
+        for (int k = 0; k < N; k++)
+            order[k] = shuffled ? (k * 17) % N : k; /* 17 and 41 coprime: a permutation */
+        for (int k = 0; k < N; k++) {
+            int i = order[k];
+            in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, enq[i], 0, NULL, NULL, NULL, 0, NULL, arr[i], 0, NULL, 0};
+        }
+        struct ctl_snapin in = {&cfg, 1767225609, NULL, 0, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N};
+        struct ctl_snap s = {0};
+        char err[256];
+        assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+        assert_int_equal(s.snap.njobs, N);
+        for (int k = 0; k < N; k++) {
+            int i = -1;
+            for (int x = 0; x < N; x++)
+                if (!strcmp(keys[x], s.snap.jobs[k].id))
+                    i = x;
+            assert_true(i >= 0);
+            int rank = 0; /* jobs before i in (enqueue, arrival, key) order */
+            for (int x = 0; x < N; x++)
+                rank += enq[x] < enq[i] || (enq[x] == enq[i] && (arr[x] < arr[i] || (arr[x] == arr[i] && x < i)));
+            assert_int_equal(s.snap.jobs[k].enqueue_time, rank);
+        }
+        ctl_snap_release(&s);
+    }
+    for (int i = 0; i < N; i++)
+        api_gpujob_release(&jobs[i]);
+}
+
 /* ------------------------------------------------------------ status */
 
 static const struct api_condition *cond(const struct api_gpujob_status *s, const char *type)
@@ -1389,6 +1448,7 @@ int main(void)
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_pods_live), cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_status_unschedulable),
         cmocka_unit_test(test_burst_arrival_order),
+        cmocka_unit_test(test_arrival_ranks_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
         cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_wait_publish_class_kept),

@@ -748,6 +748,30 @@ static void test_determinism(void **st)
             assert_int_equal(a->rep[r].devs, b->rep[r].devs);
         }
     }
+    /* on one scratch, a recycled result's decision array serves the next
+     * cycle: the same decisions, and the scratch holds the array between */
+    struct sched *ctx = sched_new();
+    assert_non_null(ctx);
+    struct sched_snapshot s = {.config = &f.cfg, .now = f.now, .nodes = f.nodes, .nnodes = f.nn,
+                               .jobs = f.jobs, .njobs = f.nj};
+    char err[256];
+    struct sched_result *r1 = NULL, *r2 = NULL;
+    assert_int_equal(sched_cycle(ctx, &s, &r1, err, sizeof(err)), 0);
+    const struct sched_decision *d1 = r1->d;
+    size_t before = sched_mem_bytes(ctx);
+    sched_result_recycle(ctx, r1);
+    assert_true(sched_mem_bytes(ctx) >= before + (size_t)f.nj * sizeof(struct sched_decision));
+    assert_int_equal(sched_cycle(ctx, &s, &r2, err, sizeof(err)), 0);
+    assert_ptr_equal(r2->d, d1);
+    assert_int_equal(r2->n, first->n);
+    for (int i = 0; i < first->n; i++) {
+        assert_int_equal(first->d[i].kind, r2->d[i].kind);
+        assert_int_equal(first->d[i].job, r2->d[i].job);
+        assert_string_equal(first->d[i].message, r2->d[i].message);
+    }
+    sched_result_recycle(ctx, r2);
+    sched_result_recycle(NULL, NULL);
+    sched_free(ctx); /* frees the array it keeps */
     sched_result_free(first);
     fx_done(&f);
 }
