@@ -106,6 +106,9 @@ pass "API requests' time by lane (mean s waiting for a slot / from the slot to t
   END { split("critical normal low", L, " "); for (i = 1; i <= 3; i++) { p = L[i]; if (n[p] > 0) printf "%s %.2f / %.2f (%d), ", p, w[p] / n[p], x[p] / n[p], n[p] } }' "$GQ_TEST_TMP/metrics.txt")"
 pass "reconcile phases (mean ms per reconcile): $(awk '/^gangq_reconcile_phase_duration_seconds_(sum|count)\{/ { split($1, a, "\""); if ($1 ~ /_sum/) s[a[2]] = $2; else n[a[2]] = $2 }
   END { for (p in s) if (n[p] > 0) printf "%s %.1f ", p, 1000 * s[p] / n[p]; printf "(reconciles %d)", n["gather"] }' "$GQ_TEST_TMP/metrics.txt")"
+pass "reconciles' CPU (the controller thread's, mean ms per reconcile): $(awk '/^gangq_reconcile_phase_duration_seconds_count\{/ { split($1, a, "\""); n[a[2]] = $2 }
+  /^gangq_reconcile_phase_cpu_seconds_total\{/ { split($1, a, "\""); u[a[2]] = $2; t += $2 }
+  END { for (p in u) if (n[p] > 0) printf "%s %.1f ", p, 1000 * u[p] / n[p]; printf "(in all %.1f s)", t }' "$GQ_TEST_TMP/metrics.txt")"
 pass "jobs examined by reconciles: $(awk '/^gangq_jobs_examined_total\{/ { split($1, a, "\""); printf "%s %d, ", a[2], $2 } /^gangq_reconciles_full_total / { printf "full passes %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
 pass "Events: $(awk '/^gangq_events_total\{/ { split($1, a, "\""); printf "%s %d ", a[2], $2 }' "$GQ_TEST_TMP/metrics.txt")"
 pass "status refreshes (position or wait-message text only): $(awk '/^gangq_status_refresh_total\{/ { split($1, a, "\""); printf "%s %d ", a[2], $2 }' "$GQ_TEST_TMP/metrics.txt")"
