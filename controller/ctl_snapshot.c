@@ -536,11 +536,17 @@ enum {
 };
 _Static_assert(KEEP_ARRIVAL_TMP < CTL_SNAP_NKEEP, "CTL_SNAP_NKEEP too small");
 
+/* Kept memory larger than this and more than four times what a snapshot
+ * needs is given back: after a burst (15,000 jobs, then a few hundred) it
+ * would stay resident for nothing. */
+#define KEEP_SHRINK_MIN (256u * 1024u)
+
 /* n zeroed bytes in slot k of s's kept memory, grown (with a quarter of
- * slack) when too small; NULL when out of memory (the slot keeps what it had). */
+ * slack) when too small, made anew when far too large (KEEP_SHRINK_MIN);
+ * NULL when out of memory (the slot keeps what it had). */
 static void *keep_zalloc(struct ctl_snap *s, int k, size_t n)
 {
-    if (n > s->keep.cap[k]) {
+    if (n > s->keep.cap[k] || (s->keep.cap[k] > KEEP_SHRINK_MIN && n < s->keep.cap[k] / 4)) {
         size_t cap = n + n / 4;
         void *p = malloc(cap);
         if (!p)

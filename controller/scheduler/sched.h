@@ -364,7 +364,8 @@ void sched_result_free(struct sched_result *r);
 /* As sched_result_free, but the result's decision array is kept in ctx (the
  * scratch it was made with, or any) for the next sched_cycle on ctx: a cycle
  * over 15,000 jobs no longer page-faults a fresh megabyte for its decisions.
- * ctx NULL: sched_result_free. ctx must outlive nothing of r (r is freed). */
+ * A kept array more than four times what a cycle needs is freed by that
+ * cycle (a burst gone). ctx NULL: sched_result_free. r is freed. */
 void sched_result_recycle(struct sched *ctx, struct sched_result *r);
 /* Heap bytes held by a result (decisions, placements, messages). */
 size_t sched_result_bytes(const struct sched_result *r);

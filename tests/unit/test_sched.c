@@ -138,6 +138,14 @@ static int count_kind(const struct fx *f, enum sched_decision_kind k)
     return c;
 }
 
+static int count_kind_r(const struct sched_result *r, enum sched_decision_kind k)
+{
+    int c = 0;
+    for (int i = 0; i < r->n; i++)
+        c += r->d[i].kind == k;
+    return c;
+}
+
 static void fx_done(struct fx *f)
 {
     sched_result_free(f->res);
@@ -1487,6 +1495,48 @@ static void test_min_runtime_inference(void **st)
     fx_done(&f);
 }
 
+/* A recycled decision array far larger than the next cycle needs (more than
+ * four times) is given back, not kept resident after a burst. */
+static void test_recycle_shrinks(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    for (int i = 0; i < 60; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t/j%02d", i);
+        add_job(&f, id, 1, 1, SCHED_BATCH, 1);
+    }
+    struct sched *ctx = sched_new();
+    assert_non_null(ctx);
+    struct sched_snapshot s = {.config = &f.cfg, .now = f.now, .nodes = f.nodes, .nnodes = f.nn,
+                               .jobs = f.jobs, .njobs = f.nj};
+    char err[256];
+    struct sched_result *r = NULL;
+    size_t empty = sched_mem_bytes(ctx);
+    assert_int_equal(sched_cycle(ctx, &s, &r, err, sizeof(err)), 0);
+    size_t used = sched_mem_bytes(ctx);
+    sched_result_recycle(ctx, r);
+    size_t kept = sched_mem_bytes(ctx);
+    assert_true(kept >= used + 60 * sizeof(struct sched_decision)); /* 76 kept */
+    /* 50 jobs: the kept array serves (76 <= 4 x 66) */
+    s.njobs = 50;
+    assert_int_equal(sched_cycle(ctx, &s, &r, err, sizeof(err)), 0);
+    assert_int_equal(count_kind_r(r, SCHED_ADMIT), 8);
+    sched_result_recycle(ctx, r);
+    assert_int_equal(sched_mem_bytes(ctx), kept);
+    /* one job: 76 > 4 x 17, given back; the small one is kept instead */
+    s.njobs = 1;
+    assert_int_equal(sched_cycle(ctx, &s, &r, err, sizeof(err)), 0);
+    assert_int_equal(r->n, 1);
+    sched_result_recycle(ctx, r);
+    assert_true(sched_mem_bytes(ctx) < kept);
+    assert_true(sched_mem_bytes(ctx) >= empty);
+    sched_free(ctx);
+    fx_done(&f);
+}
+
 /* A queue of identical blocked jobs costs one preemption plan, not one each:
  * a plan that found nothing answers the next job of the same team, priority,
  * class and request while the cycle's state stands, with the same decision
@@ -2197,6 +2247,7 @@ int main(void)
         cmocka_unit_test(test_node_selector_preempt),
         cmocka_unit_test(test_min_runtime_inference),
         cmocka_unit_test(test_preempt_plan_remembered),
+        cmocka_unit_test(test_recycle_shrinks),
         cmocka_unit_test(test_gpu_memory_labels),
         cmocka_unit_test(test_admit_domain_shared),
         cmocka_unit_test(test_preferred_topology),
