@@ -103,4 +103,13 @@ static inline uint64_t gq_hash_str(const char *s)
 #define GQ_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GQ_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* A buffer kept from one reconcile (or cycle) to the next serves a need of
+ * `need` bytes (or entries): large enough, and not more than four times too
+ * large once above `floor` (what a burst left behind is given back rather
+ * than kept resident). The one rule for kept scratch. */
+static inline int gq_kept_fits(size_t cap, size_t need, size_t floor)
+{
+    return need <= cap && (cap <= floor || cap / 4 <= need);
+}
+
 #endif

@@ -446,7 +446,6 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
         rc = phase_fns[p](r);
         int64_t dt = clock_ns(CLOCK_MONOTONIC) - t0, du = clock_ns(CLOCK_THREAD_CPUTIME_ID) - u0;
         c->m.phase_ns[p] += (uint64_t)(dt > 0 ? dt : 0);
-        c->m.phase_cpu_ns[p] += (uint64_t)(du > 0 ? du : 0);
         gq_metrics_observe(c->mh.phase_dur[p], (double)dt / 1e9);
         gq_metrics_add(c->mh.phase_cpu[p], (double)du / 1e9);
     }

@@ -295,7 +295,6 @@ struct ctl_metrics_counters {
     int64_t jobs_by_state[STORE_NSTATES];
     int64_t jobs_dormant;         /* finished jobs reconciles skip (ctl_observe.c rc_job_sleep) */
     uint64_t phase_ns[6];         /* each reconcile phase's time so far, ns (CTL_NPHASES) */
-    uint64_t phase_cpu_ns[6];     /* ... and the controller thread's CPU time in it, ns */
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
                                    * a Team/GPUPool/class/node change) */

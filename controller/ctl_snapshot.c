@@ -546,7 +546,7 @@ _Static_assert(KEEP_ARRIVAL_TMP < CTL_SNAP_NKEEP, "CTL_SNAP_NKEEP too small");
  * NULL when out of memory (the slot keeps what it had). */
 static void *keep_zalloc(struct ctl_snap *s, int k, size_t n)
 {
-    if (n > s->keep.cap[k] || (s->keep.cap[k] > KEEP_SHRINK_MIN && n < s->keep.cap[k] / 4)) {
+    if (!gq_kept_fits(s->keep.cap[k], n, KEEP_SHRINK_MIN)) {
         size_t cap = n + n / 4;
         void *p = malloc(cap);
         if (!p)

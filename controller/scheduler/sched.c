@@ -693,19 +693,15 @@ int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
      * add to it): sized once, not grown by doubling, each step a copy */
     if (snap->njobs > 0) {
         size_t cap0 = (size_t)snap->njobs + 16;
-        if (ctx->dkeep && ctx->dkeep_cap >= cap0 && ctx->dkeep_cap / 4 <= cap0) {
+        if (ctx->dkeep && gq_kept_fits(ctx->dkeep_cap, cap0, 0)) {
             /* a recycled array: its pages are already the process's */
             cy.res->d = ctx->dkeep;
             cap0 = ctx->dkeep_cap;
-            ctx->dkeep = NULL;
-            ctx->dkeep_cap = 0;
-        } else if (ctx->dkeep && ctx->dkeep_cap >= cap0) {
-            /* more than four times what this cycle needs (a burst gone):
-             * given back rather than kept resident */
-            free(ctx->dkeep);
-            ctx->dkeep = NULL;
-            ctx->dkeep_cap = 0;
+        } else {
+            free(ctx->dkeep); /* too small, or a burst's left behind */
         }
+        ctx->dkeep = NULL;
+        ctx->dkeep_cap = 0;
         if (!cy.res->d && !(cy.res->d = malloc(cap0 * sizeof(*cy.res->d)))) {
             rc = GQ_ENOMEM;
             goto done;
