@@ -111,7 +111,7 @@ struct ctl_memo_decode {
 };
 
 /* Why the job waits and what its status shows of the wait. wait_msg,
- * wait_gen, unsched_msg, position, gposition and reserved are renewed by
+ * unsched_msg, position, gposition and reserved are renewed by
  * each scheduling cycle (ctl_decide.c rc_run_sched; phase_observe sets wait_msg
  * to a spec problem, rc_waiting_publish clears it once the job neither waits
  * nor holds); pub is written by rc_waiting_publish (ctl_wait_publish,
@@ -120,7 +120,6 @@ struct ctl_memo_wait {
     char *wait_msg;               /* (str) last WAIT explanation */
     char *unsched_msg;            /* (str) last WAIT's unschedulable_msg ("" = fits an empty cluster) */
     char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
-    int wait_gen;                 /* run_sched's bookkeeping while it renews wait_msg */
     int position;                 /* exact WAIT position of the last schedule in its Team's
                                    * queue (0 = none) */
     int gposition;                /* exact WAIT position of the last schedule across all
@@ -389,6 +388,8 @@ struct gq_ctl {
     size_t ins_keep_cap;
     int *ins_job_keep;            /* and their r->jobs indexes */
     size_t ins_job_keep_cap;
+    unsigned char *waited_keep;   /* rc_run_sched: which snapshot jobs had a WAIT */
+    size_t waited_keep_cap;
     struct ctl_team_keep *team_keep; /* each Team's last decode and the reconcile's Team
                                       * arrays (ctl_gather.c); owned, ctl_team_keep_free */
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by
