@@ -75,6 +75,32 @@ int gq_rate_take(struct gq_rate *b, int64_t now_ms);
  * 0 when one is (or no limit). */
 int64_t gq_rate_wait_ms(struct gq_rate *b, int64_t now_ms);
 
+/* A write budget paid by decisions (API writes are a resource, counted per
+ * admission): each decision credits what it may spend (gq_ledger_credit),
+ * every write made spends one (gq_ledger_spend, whatever the write), the
+ * credit kept within [-debt_max, cap]. A write that only narrates (a Normal
+ * Event, a status rewrite of a position or a message's text) goes out while
+ * the credit holds one, else on a token of the floor bucket (floor_rate per
+ * second, one at a time), so a cluster where nothing is decided still
+ * narrates, slowly; such a write is spent like any other. Embedded, no
+ * allocation; the clock is the caller's. */
+struct gq_ledger {
+    double credit, cap, debt_max;
+    struct gq_rate floor;
+};
+void gq_ledger_init(struct gq_ledger *l, double cap, double debt_max, double floor_rate);
+void gq_ledger_credit(struct gq_ledger *l, double n);
+void gq_ledger_spend(struct gq_ledger *l, double n);
+/* 1 when a narrating write may go out at now_ms (credit >= 1, or a floor token). */
+int gq_ledger_ready(struct gq_ledger *l, int64_t now_ms);
+/* A narrating write goes out at now_ms: the floor's token is taken when the
+ * credit did not hold one (its spend is gq_ledger_spend's, as for every write).
+ * 1 when it was allowed (gq_ledger_ready), 0 otherwise (nothing taken). */
+int gq_ledger_take(struct gq_ledger *l, int64_t now_ms);
+/* Milliseconds from now_ms until a narrating write may go out on the floor
+ * (0 when one may now). Credit comes from decisions, which make reconciles. */
+int64_t gq_ledger_wait_ms(struct gq_ledger *l, int64_t now_ms);
+
 /* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the
  * length of src (so truncation is detectable as ret >= dstlen). */
 size_t gq_strlcpy(char *dst, const char *src, size_t dstlen);

@@ -116,6 +116,29 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
     a->log_level = log_level;
     a->max_grace_s = max_grace_s;
     gq_strlcpy(a->identity, identity ? identity : "", sizeof(a->identity));
+    gq_ledger_init(&a->writes, CTL_WRITE_CREDIT_CAP, CTL_WRITE_DEBT_MAX, CTL_WRITE_FLOOR_QPS);
+}
+
+void ctl_act_write_credit(struct ctl_act *a, double n)
+{
+    gq_ledger_credit(&a->writes, n);
+}
+
+/* A write went to the client: spent from the write budget (refunded when it
+ * ends without being sent: status_cb). */
+static void act_spent(struct ctl_act *a)
+{
+    gq_ledger_spend(&a->writes, 1);
+}
+
+int ctl_act_narrate_take(struct ctl_act *a, int64_t now_ms)
+{
+    return gq_ledger_take(&a->writes, now_ms);
+}
+
+int64_t ctl_act_narrate_wait_ms(struct ctl_act *a, int64_t now_ms)
+{
+    return gq_ledger_wait_ms(&a->writes, now_ms);
 }
 
 void ctl_act_event_budget(struct ctl_act *a, int qps, int burst)
@@ -414,6 +437,8 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
                            delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
+    } else {
+        act_spent(a);
     }
     (void)act_rank(a, was);
 }
@@ -921,6 +946,7 @@ static void svc_get_cb(const struct kube_response *resp, void *ud)
         } else if (!(want && !strcmp(ouid, uid)) && suid) {
             if (!o->a->kube->delete_rv(o->a->kube_ctx, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb,
                                        o)) {
+                act_spent(o->a);
                 cJSON_Delete(svc);
                 return;
             }
@@ -941,8 +967,11 @@ static void svc_post(struct svc_op *o)
     const cJSON *job = kube_cache_get(o->a->jobs, o->ns, o->name);
     cJSON *svc = job ? ctl_rdv_service(o->ns, o->name, ctl_obj_str(job, "metadata", "uid")) : NULL;
     o->creates++;
-    if (!svc || o->a->kube->create(o->a->kube_ctx, KUBE_PRIO_CRITICAL, o->coll, svc, svc_post_cb, o))
+    struct ctl_act *a = o->a;
+    if (!svc || a->kube->create(a->kube_ctx, KUBE_PRIO_CRITICAL, o->coll, svc, svc_post_cb, o))
         free(o);
+    else
+        act_spent(a);
     cJSON_Delete(svc);
 }
 
@@ -1041,6 +1070,7 @@ static void act_admit(struct ctl_act *a, struct op *o, const char *ns, const cha
             o->outstanding--;
             o->failed = 1;
         } else {
+            act_spent(a);
             LOGA(a, GQ_LOG_INFO, "creating pod", " job=%s pod=%s node=%s", o->key, podname,
                  pl.rep[k].node);
             if (a->hooks.pod_create_sent) /* it may run before the pod watch shows it */
@@ -1198,6 +1228,8 @@ static void status_cb(const struct kube_response *resp, void *ud)
     struct ctl_act *a = s->a;
     struct ctl_act_status_end e = {s->key, s->path, s->gen, s->transition, s->state,
                                    resp->rc, resp->status, resp->not_sent};
+    if (resp->not_sent)
+        gq_ledger_credit(&a->writes, 1); /* superseded or dropped: never written */
     if (a->hooks.status_end && a->hooks.status_end(a->hooks.ctx, &e)) {
         if (resp->rc == GQ_ECONFLICT && a->kube->get(a->kube_ctx, s->path, reread_cb, a) && a->hooks.mark_dirty)
             a->hooks.mark_dirty(a->hooks.ctx);
@@ -1253,6 +1285,7 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
         free(s);
         return rc;
     }
+    act_spent(a);
     return 0;
 }
 
@@ -1277,23 +1310,27 @@ void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const 
                               ctl_obj_str(obj, "metadata", "resourceVersion")};
     if (!ref.name)
         return;
-    /* a Normal Event past the budget, the total's or its namespace's, is not
-     * sent: what it would say is in the object's status; a Warning always goes */
+    /* a Normal Event past the budget, the total's or its namespace's, or
+     * the write budget's (it narrates: ctl_act_narrate_take), is not sent:
+     * what it would say is in the object's status; a Warning always goes */
     if (strcmp(type, "Warning")) {
         int64_t now = wall_ms();
         struct gq_rate *nb = ns_budget(a, ref.namespace_);
-        if (!gq_rate_ready(&a->events, now) || (nb && !gq_rate_ready(nb, now))) {
+        if (!gq_rate_ready(&a->events, now) || (nb && !gq_rate_ready(nb, now)) ||
+            !gq_ledger_ready(&a->writes, now)) {
             a->events_throttled++;
             return;
         }
         (void)gq_rate_take(&a->events, now);
         if (nb)
             (void)gq_rate_take(nb, now);
+        (void)gq_ledger_take(&a->writes, now);
     }
     if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL)) {
         a->events_failed++;
         LOGA(a, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
         return;
     }
+    act_spent(a);
     a->events_sent++;
 }

@@ -137,6 +137,10 @@ struct ctl_act {
         struct gq_rate b;
     } *evns;
     size_t nevns, capevns;
+    /* the write budget (gq_ledger): each admission credits its pods + 2
+     * (ctl_act_write_credit), every write sent spends one; Normal Events and
+     * status refreshes go out on it (ctl_act_narrate_take) */
+    struct gq_ledger writes;
     /* counters, read by the controller's metrics */
     uint64_t store_errors;
     uint64_t events_sent, events_throttled, events_failed;
@@ -159,6 +163,33 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
 void ctl_act_event_budget(struct ctl_act *a, int qps, int burst);
 /* Free the sets (requests in flight must have ended). */
 void ctl_act_release(struct ctl_act *a);
+
+/*
+ * The write budget. API writes are a resource counted per admission: at
+ * most its pods + 2 in steady state. Each admission credits that much
+ * (ctl_act_write_credit), each write the actuator sends spends one (pods,
+ * Services, deletes, status patches, Events; a status patch superseded or
+ * dropped before it was sent is refunded). The writes that only narrate,
+ * Normal Events and status rewrites of a queue position or a message's text,
+ * go out while the credit holds one, else at CTL_WRITE_FLOOR_QPS, so their
+ * number follows decisions, not the size of the queue or the time it waits;
+ * their own budgets (--event-qps, --status-refresh-qps) still apply. State
+ * changes, pods, deletes and Warning Events never wait for it. The credit
+ * stops at CTL_WRITE_CREDIT_CAP; a debt (writes the decisions have not paid
+ * for yet: the Queued statuses of a queue filling up) at CTL_WRITE_DEBT_MAX.
+ */
+#define CTL_WRITE_CREDIT_CAP 100.0
+#define CTL_WRITE_DEBT_MAX 1000.0
+#define CTL_WRITE_FLOOR_QPS 1.0
+/* An admission of pods pods: the budget grows by pods + 2. */
+void ctl_act_write_credit(struct ctl_act *a, double n);
+/* A status refresh (it narrates) goes out at now_ms: 1 when the budget lets
+ * it (the floor's token taken when the credit holds none), else 0. Called
+ * before its write is sent (which spends). */
+int ctl_act_narrate_take(struct ctl_act *a, int64_t now_ms);
+/* Milliseconds until ctl_act_narrate_take would let one out on the floor
+ * (0: now; INT64_MAX: only a decision's credit will). */
+int64_t ctl_act_narrate_wait_ms(struct ctl_act *a, int64_t now_ms);
 
 /* Intent id id is being acted on (or was, and is not marked done yet). */
 int ctl_act_inflight(const struct ctl_act *a, int64_t id);

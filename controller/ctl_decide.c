@@ -93,6 +93,8 @@ static int decide_admit(struct rc_ctx *r, struct ctl_snap *s, const struct sched
         (rc = rc_act_end(r, j, apply_admit(&a.x, &a.j, &j->pl, rc_pl_product(r, &j->pl), d->message))))
         return rc;
     j->admit_pending = 1;
+    /* what this admission may write: its pods + 2 (the write budget, ctl_act.h) */
+    ctl_act_write_credit(&r->c->act, (double)d->nrep + 2.0);
     r->c->m.admissions++;
     metric_decision(r, CTL_M_ADMISSIONS, j);
     if (!partial && j->pl.attempt == 1) {

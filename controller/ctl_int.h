@@ -315,6 +315,7 @@ struct ctl_mh {
     struct gq_metric *phase_cpu[CTL_NPHASES]; /* gangq_reconcile_phase_cpu_seconds_total{phase} */
     struct gq_metric *jobs[STORE_NSTATES];
     struct gq_metric *jobs_dormant, *jobs_woken;
+    struct gq_metric *write_credit; /* gangq_write_budget (ctl_act.h's write budget) */
     struct gq_metric *heap_inuse, *heap_free; /* gangq_heap_bytes{state} (mallinfo2) */
     struct gq_metric *inf_events[INF_COUNT], *inf_lists[INF_COUNT];
     struct gq_metric *inf_relists[INF_COUNT]; /* gangq_informer_relists_total{resource,reason} */

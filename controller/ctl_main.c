@@ -473,6 +473,7 @@ static void metrics_refresh(struct gq_ctl *c)
         gq_metrics_set(c->mh.jobs[s], (double)c->m.jobs_by_state[s]);
     gq_metrics_set(c->mh.jobs_dormant, (double)c->m.jobs_dormant);
     counter_to(c->mh.jobs_woken, (double)c->m.jobs_woken);
+    gq_metrics_set(c->mh.write_credit, c->act.writes.credit);
     if (ev_time() - c->heap_at >= CTL_HEAP_INTERVAL_S) { /* heap_at 0: the first scrape */
         /* main arena and the others: what RSS is made of. mallinfo2 merges
          * the fast bins and walks every free chunk, which costs more than the
@@ -685,6 +686,11 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         (rc = gq_metrics_counter(m, "gangq_jobs_woken_total",
                                  "Dormant GPUJobs examined again (an event of the job or its pods)", NULL,
                                  &h->jobs_woken, err, errlen)) ||
+        (rc = gq_metrics_gauge(m, "gangq_write_budget",
+                               "API writes the admissions so far have paid for and not spent (each admission "
+                               "credits its pods + 2, each write sent spends one; below 1, Normal Events and "
+                               "status refreshes go out at 1 per second)",
+                               NULL, &h->write_credit, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_heap_bytes",
                                "Heap bytes allocated (inuse) and free but kept by malloc (free), read at most every 5 s",
                                (const char *[]){"state", "inuse", NULL}, &h->heap_inuse, err, errlen)) ||

@@ -120,13 +120,18 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
      * by the next reconcile */
     uint64_t usig = status_sig(j, &v, 1);
     int refresh = j->memo->status.last_status && j->memo->status.urgent_sig == usig;
+    /* a refresh narrates: it waits for a token of --status-refresh-qps and
+     * for the write budget (ctl_act.h), whichever comes later */
     int64_t wait = refresh ? gq_rate_wait_ms(&r->c->refresh, r->now) : 0;
+    if (refresh && !wait)
+        wait = ctl_act_narrate_wait_ms(&r->c->act, r->now);
     if (wait) {
         r->c->m.refresh_held++;
         if (j->memo->status_upto <= r->c->reconciles)
             j->memo->status_upto = r->c->reconciles + 1; /* its status only, not a full look */
-        /* and a reconcile when the next token is there (the settle timer) */
-        if (!r->settle_next || r->now + wait < r->settle_next)
+        /* and a reconcile when the next token is there (the settle timer);
+         * credit comes with a decision, which makes a reconcile anyway */
+        if (wait < INT64_MAX / 2 && (!r->settle_next || r->now + wait < r->settle_next))
             r->settle_next = r->now + wait;
         return;
     }
@@ -176,6 +181,8 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
         cJSON_Delete(cur);
     }
     const char *before = j->memo->status.last_status;
+    if (refresh)
+        (void)ctl_act_narrate_take(&r->c->act, r->now); /* ready: checked above */
     int taken = !ctl_status_write(r->c, j->key, path, patch, rc_reports_invalid(j));
     if (j->memo->status.last_status != before)
         j->memo->status.status_sent_ms = r->now; /* a patch went out (or waits in line) */

@@ -112,6 +112,7 @@ pass "reconciles' CPU (the controller thread's, mean ms per reconcile): $(awk '/
 pass "jobs examined by reconciles: $(awk '/^gangq_jobs_examined_total\{/ { split($1, a, "\""); printf "%s %d, ", a[2], $2 } /^gangq_reconciles_full_total / { printf "full passes %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"
 pass "Events: $(awk '/^gangq_events_total\{/ { split($1, a, "\""); printf "%s %d ", a[2], $2 }' "$GQ_TEST_TMP/metrics.txt")"
 pass "status refreshes (position or wait-message text only): $(awk '/^gangq_status_refresh_total\{/ { split($1, a, "\""); printf "%s %d ", a[2], $2 }' "$GQ_TEST_TMP/metrics.txt")"
+pass "write budget at the end (gangq_write_budget: admissions' pods + 2, less the writes sent): $(awk '/^gangq_write_budget / { printf "%.0f", $2 }' "$GQ_TEST_TMP/metrics.txt")"
 # A job left unfinished: what the controller logged about it.
 for key in $(j '.not_exactly_once_examples[]' | cut -d: -f1 | head -3); do
   echo "  unfinished $key: $(j ".not_exactly_once_examples[] | select(startswith(\"$key:\"))")"

@@ -113,6 +113,55 @@ static void test_rate(void **state)
         assert_int_equal(gq_rate_take(&b, t), 1);
 }
 
+/* The write budget: decisions credit it, every write spends it, narrating
+ * writes go out on credit or, with none, one per floor token. */
+static void test_ledger(void **state)
+{
+    (void)state;
+    struct gq_ledger l;
+    int64_t t = 1000000;
+    gq_ledger_init(&l, 10, 20, 0.5); /* cap 10, debt at most 20, floor 1 per 2 s */
+    /* nothing credited: the floor lets one out, then none for 2 s */
+    assert_int_equal(gq_ledger_take(&l, t), 1);
+    gq_ledger_spend(&l, 1);
+    assert_int_equal(gq_ledger_ready(&l, t + 1000), 0);
+    assert_int_equal(gq_ledger_take(&l, t + 1000), 0);
+    assert_int_equal(gq_ledger_wait_ms(&l, t + 1000), 1000);
+    assert_int_equal(gq_ledger_take(&l, t + 2000), 1);
+    gq_ledger_spend(&l, 1);
+    /* an admission of one pod credits 3; its pod and status spend 2: the
+     * two writes the floor let out are paid back first (credit -1), so
+     * nothing narrates on credit yet */
+    gq_ledger_credit(&l, 3);
+    gq_ledger_spend(&l, 2);
+    assert_true(l.credit < 1);
+    assert_int_equal(gq_ledger_take(&l, t + 2500), 0); /* the floor's token was taken at 2000 */
+    /* three more admissions whose writes spend 2 each: 2 to narrate */
+    for (int i = 0; i < 3; i++) {
+        gq_ledger_credit(&l, 3);
+        gq_ledger_spend(&l, 2);
+    }
+    int n = 0;
+    while (gq_ledger_take(&l, t + 2500) && n < 100) {
+        gq_ledger_spend(&l, 1);
+        n++;
+    }
+    assert_int_equal(n, 2);
+    /* the credit stops at cap, the debt at debt_max */
+    gq_ledger_credit(&l, 1000);
+    assert_true(l.credit == 10);
+    gq_ledger_spend(&l, 1000);
+    assert_true(l.credit == -20);
+    assert_int_equal(gq_ledger_wait_ms(&l, t + 3000), 1000); /* the floor's next token at 4000 */
+    /* no floor: only credit lets a narrating write out */
+    gq_ledger_init(&l, 10, 20, 0);
+    assert_int_equal(gq_ledger_take(&l, t), 0);
+    assert_true(gq_ledger_wait_ms(&l, t) == INT64_MAX);
+    gq_ledger_credit(&l, 1);
+    assert_int_equal(gq_ledger_take(&l, t), 1);
+    assert_int_equal(gq_ledger_wait_ms(&l, t), 0);
+}
+
 /* How long until the next token: 0 when one is there or there is no limit. */
 static void test_rate_wait(void **state)
 {
@@ -140,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_parse_rfc3339),
         cmocka_unit_test(test_rate),
         cmocka_unit_test(test_rate_wait),
+        cmocka_unit_test(test_ledger),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

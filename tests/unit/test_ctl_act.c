@@ -856,6 +856,7 @@ static void test_event_budget(void **state)
     assert_non_null(o1);
     assert_non_null(o2);
     ctl_act_event_budget(&f->a, 1, 8); /* total: 8 at once; a namespace: 2 at once */
+    ctl_act_write_credit(&f->a, 100);  /* decisions paid for them (the write budget) */
     for (int i = 0; i < 5; i++)
         ctl_act_event(&f->a, ml, "Normal", "Admitted", "admitted");
     assert_int_equal(f->m.n, 2); /* ml's quarter */
@@ -876,6 +877,32 @@ static void test_event_budget(void **state)
     cJSON_Delete(ml);
     cJSON_Delete(o1);
     cJSON_Delete(o2);
+}
+
+/* Normal Events narrate: paid from the write budget. With nothing credited
+ * one goes on the floor's token; an admission's credit (its pods + 2) pays
+ * for what its writes leave over; every write sent spends; a Warning never
+ * waits. */
+static void test_event_write_budget(void **state)
+{
+    struct fx *f = *state;
+    cJSON *ml = cJSON_Parse(JOB_TRAIN);
+    assert_non_null(ml);
+    ctl_act_event_budget(&f->a, 0, 1); /* the events' own budget: no limit */
+    for (int i = 0; i < 5; i++)
+        ctl_act_event(&f->a, ml, "Normal", "Waiting", "waiting");
+    assert_int_equal(f->m.n, 1); /* the floor's one token */
+    assert_true(f->a.writes.credit == -1); /* sent, so spent: a debt */
+    ctl_act_event(&f->a, ml, "Warning", "Preempted", "preempted");
+    assert_int_equal(f->m.n, 2);
+    assert_true(f->a.writes.credit == -2);
+    ctl_act_write_credit(&f->a, 3 + 2); /* an admission of 3 pods */
+    for (int i = 0; i < 5; i++)
+        ctl_act_event(&f->a, ml, "Normal", "Admitted", "admitted");
+    assert_int_equal(f->m.n, 5); /* the debt of 2 paid, 3 left */
+    assert_true(f->a.writes.credit == 0);
+    assert_int_equal(f->a.events_throttled, 4 + 2);
+    cJSON_Delete(ml);
 }
 
 /* Without a store nothing is read or marked; the sets stay empty. */
@@ -905,6 +932,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_patch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_and_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_write_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_store, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
