@@ -229,12 +229,11 @@ int gq_rate_take(struct gq_rate *b, int64_t now_ms)
     return 1;
 }
 
-void gq_ledger_init(struct gq_ledger *l, double cap, double debt_max, double floor_rate)
+void gq_ledger_init(struct gq_ledger *l, double cap, double debt_max)
 {
     l->credit = 0;
     l->cap = cap > 0 ? cap : 0;
     l->debt_max = debt_max > 0 ? debt_max : 0;
-    gq_rate_init(&l->floor, floor_rate, 1);
 }
 
 void gq_ledger_credit(struct gq_ledger *l, double n)
@@ -251,23 +250,23 @@ void gq_ledger_spend(struct gq_ledger *l, double n)
         l->credit = -l->debt_max;
 }
 
-int gq_ledger_ready(struct gq_ledger *l, int64_t now_ms)
+int gq_ledger_ready(const struct gq_ledger *l, struct gq_rate *floor, int64_t now_ms)
 {
-    return l->credit >= 1 || (l->floor.rate > 0 && gq_rate_ready(&l->floor, now_ms));
+    return l->credit >= 1 || (floor && floor->rate > 0 && gq_rate_ready(floor, now_ms));
 }
 
-int gq_ledger_take(struct gq_ledger *l, int64_t now_ms)
+int gq_ledger_take(const struct gq_ledger *l, struct gq_rate *floor, int64_t now_ms)
 {
     if (l->credit >= 1)
         return 1;
-    return l->floor.rate > 0 && gq_rate_take(&l->floor, now_ms);
+    return floor && floor->rate > 0 && gq_rate_take(floor, now_ms);
 }
 
-int64_t gq_ledger_wait_ms(struct gq_ledger *l, int64_t now_ms)
+int64_t gq_ledger_wait_ms(const struct gq_ledger *l, struct gq_rate *floor, int64_t now_ms)
 {
     if (l->credit >= 1)
         return 0;
-    if (l->floor.rate <= 0)
-        return INT64_MAX; /* only a decision's credit lets it out */
-    return gq_rate_wait_ms(&l->floor, now_ms);
+    if (!floor || floor->rate <= 0)
+        return INT64_MAX;
+    return gq_rate_wait_ms(floor, now_ms);
 }

@@ -80,26 +80,26 @@ int64_t gq_rate_wait_ms(struct gq_rate *b, int64_t now_ms);
  * every write made spends one (gq_ledger_spend, whatever the write), the
  * credit kept within [-debt_max, cap]. A write that only narrates (a Normal
  * Event, a status rewrite of a position or a message's text) goes out while
- * the credit holds one, else on a token of the floor bucket (floor_rate per
- * second, one at a time), so a cluster where nothing is decided still
- * narrates, slowly; such a write is spent like any other. Embedded, no
+ * the credit holds one, else on a token of a floor bucket the caller keeps
+ * per kind of narration (NULL: none), so a cluster where nothing is decided
+ * still narrates, slowly; such a write is spent like any other. Embedded, no
  * allocation; the clock is the caller's. */
 struct gq_ledger {
     double credit, cap, debt_max;
-    struct gq_rate floor;
 };
-void gq_ledger_init(struct gq_ledger *l, double cap, double debt_max, double floor_rate);
+void gq_ledger_init(struct gq_ledger *l, double cap, double debt_max);
 void gq_ledger_credit(struct gq_ledger *l, double n);
 void gq_ledger_spend(struct gq_ledger *l, double n);
 /* 1 when a narrating write may go out at now_ms (credit >= 1, or a floor token). */
-int gq_ledger_ready(struct gq_ledger *l, int64_t now_ms);
+int gq_ledger_ready(const struct gq_ledger *l, struct gq_rate *floor, int64_t now_ms);
 /* A narrating write goes out at now_ms: the floor's token is taken when the
- * credit did not hold one (its spend is gq_ledger_spend's, as for every write).
- * 1 when it was allowed (gq_ledger_ready), 0 otherwise (nothing taken). */
-int gq_ledger_take(struct gq_ledger *l, int64_t now_ms);
+ * credit does not hold one (its spend is gq_ledger_spend's, as for every
+ * write). 1 when it was allowed (gq_ledger_ready), 0 otherwise (nothing taken). */
+int gq_ledger_take(const struct gq_ledger *l, struct gq_rate *floor, int64_t now_ms);
 /* Milliseconds from now_ms until a narrating write may go out on the floor
- * (0 when one may now). Credit comes from decisions, which make reconciles. */
-int64_t gq_ledger_wait_ms(struct gq_ledger *l, int64_t now_ms);
+ * (0 when one may now; INT64_MAX with no floor: only a decision's credit
+ * will let it out, and decisions make reconciles). */
+int64_t gq_ledger_wait_ms(const struct gq_ledger *l, struct gq_rate *floor, int64_t now_ms);
 
 /* Bounded copy: copies at most dstlen-1 bytes and NUL-terminates. Returns the
  * length of src (so truncation is detectable as ret >= dstlen). */

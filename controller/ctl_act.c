@@ -116,7 +116,9 @@ void ctl_act_init(struct ctl_act *a, const struct ctl_act_kube *kube, void *kube
     a->log_level = log_level;
     a->max_grace_s = max_grace_s;
     gq_strlcpy(a->identity, identity ? identity : "", sizeof(a->identity));
-    gq_ledger_init(&a->writes, CTL_WRITE_CREDIT_CAP, CTL_WRITE_DEBT_MAX, CTL_WRITE_FLOOR_QPS);
+    gq_ledger_init(&a->writes, CTL_WRITE_CREDIT_CAP, CTL_WRITE_DEBT_MAX);
+    gq_rate_init(&a->floor_events, CTL_WRITE_FLOOR_QPS, 1);
+    gq_rate_init(&a->floor_status, CTL_WRITE_FLOOR_QPS, 1);
 }
 
 void ctl_act_write_credit(struct ctl_act *a, double n)
@@ -133,12 +135,12 @@ static void act_spent(struct ctl_act *a)
 
 int ctl_act_narrate_take(struct ctl_act *a, int64_t now_ms)
 {
-    return gq_ledger_take(&a->writes, now_ms);
+    return gq_ledger_take(&a->writes, &a->floor_status, now_ms);
 }
 
 int64_t ctl_act_narrate_wait_ms(struct ctl_act *a, int64_t now_ms)
 {
-    return gq_ledger_wait_ms(&a->writes, now_ms);
+    return gq_ledger_wait_ms(&a->writes, &a->floor_status, now_ms);
 }
 
 void ctl_act_event_budget(struct ctl_act *a, int qps, int burst)
@@ -1317,14 +1319,14 @@ void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const 
         int64_t now = wall_ms();
         struct gq_rate *nb = ns_budget(a, ref.namespace_);
         if (!gq_rate_ready(&a->events, now) || (nb && !gq_rate_ready(nb, now)) ||
-            !gq_ledger_ready(&a->writes, now)) {
+            !gq_ledger_ready(&a->writes, &a->floor_events, now)) {
             a->events_throttled++;
             return;
         }
         (void)gq_rate_take(&a->events, now);
         if (nb)
             (void)gq_rate_take(nb, now);
-        (void)gq_ledger_take(&a->writes, now);
+        (void)gq_ledger_take(&a->writes, &a->floor_events, now);
     }
     if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL)) {
         a->events_failed++;

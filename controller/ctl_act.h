@@ -141,6 +141,7 @@ struct ctl_act {
      * (ctl_act_write_credit), every write sent spends one; Normal Events and
      * status refreshes go out on it (ctl_act_narrate_take) */
     struct gq_ledger writes;
+    struct gq_rate floor_events, floor_status; /* narration with no credit: each kind its own */
     /* counters, read by the controller's metrics */
     uint64_t store_errors;
     uint64_t events_sent, events_throttled, events_failed;
@@ -171,7 +172,8 @@ void ctl_act_release(struct ctl_act *a);
  * Services, deletes, status patches, Events; a status patch superseded or
  * dropped before it was sent is refunded). The writes that only narrate,
  * Normal Events and status rewrites of a queue position or a message's text,
- * go out while the credit holds one, else at CTL_WRITE_FLOOR_QPS, so their
+ * go out while the credit holds one, else at CTL_WRITE_FLOOR_QPS (Events and
+ * refreshes each; a refresh must not wait behind Events for the floor), so their
  * number follows decisions, not the size of the queue or the time it waits;
  * their own budgets (--event-qps, --status-refresh-qps) still apply. State
  * changes, pods, deletes and Warning Events never wait for it. The credit

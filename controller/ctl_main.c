@@ -689,7 +689,7 @@ static int metrics_setup(struct gq_ctl *c, char *err, size_t errlen)
         (rc = gq_metrics_gauge(m, "gangq_write_budget",
                                "API writes the admissions so far have paid for and not spent (each admission "
                                "credits its pods + 2, each write sent spends one; below 1, Normal Events and "
-                               "status refreshes go out at 1 per second)",
+                               "status refreshes go out at 1 per second each)",
                                NULL, &h->write_credit, err, errlen)) ||
         (rc = gq_metrics_gauge(m, "gangq_heap_bytes",
                                "Heap bytes allocated (inuse) and free but kept by malloc (free), read at most every 5 s",

@@ -119,15 +119,17 @@ static void test_ledger(void **state)
 {
     (void)state;
     struct gq_ledger l;
+    struct gq_rate floor;
     int64_t t = 1000000;
-    gq_ledger_init(&l, 10, 20, 0.5); /* cap 10, debt at most 20, floor 1 per 2 s */
+    gq_ledger_init(&l, 10, 20); /* cap 10, debt at most 20 */
+    gq_rate_init(&floor, 0.5, 1); /* a floor of 1 per 2 s */
     /* nothing credited: the floor lets one out, then none for 2 s */
-    assert_int_equal(gq_ledger_take(&l, t), 1);
+    assert_int_equal(gq_ledger_take(&l, &floor, t), 1);
     gq_ledger_spend(&l, 1);
-    assert_int_equal(gq_ledger_ready(&l, t + 1000), 0);
-    assert_int_equal(gq_ledger_take(&l, t + 1000), 0);
-    assert_int_equal(gq_ledger_wait_ms(&l, t + 1000), 1000);
-    assert_int_equal(gq_ledger_take(&l, t + 2000), 1);
+    assert_int_equal(gq_ledger_ready(&l, &floor, t + 1000), 0);
+    assert_int_equal(gq_ledger_take(&l, &floor, t + 1000), 0);
+    assert_int_equal(gq_ledger_wait_ms(&l, &floor, t + 1000), 1000);
+    assert_int_equal(gq_ledger_take(&l, &floor, t + 2000), 1);
     gq_ledger_spend(&l, 1);
     /* an admission of one pod credits 3; its pod and status spend 2: the
      * two writes the floor let out are paid back first (credit -1), so
@@ -135,14 +137,14 @@ static void test_ledger(void **state)
     gq_ledger_credit(&l, 3);
     gq_ledger_spend(&l, 2);
     assert_true(l.credit < 1);
-    assert_int_equal(gq_ledger_take(&l, t + 2500), 0); /* the floor's token was taken at 2000 */
+    assert_int_equal(gq_ledger_take(&l, &floor, t + 2500), 0); /* the floor's token was taken at 2000 */
     /* three more admissions whose writes spend 2 each: 2 to narrate */
     for (int i = 0; i < 3; i++) {
         gq_ledger_credit(&l, 3);
         gq_ledger_spend(&l, 2);
     }
     int n = 0;
-    while (gq_ledger_take(&l, t + 2500) && n < 100) {
+    while (gq_ledger_take(&l, &floor, t + 2500) && n < 100) {
         gq_ledger_spend(&l, 1);
         n++;
     }
@@ -152,14 +154,14 @@ static void test_ledger(void **state)
     assert_true(l.credit == 10);
     gq_ledger_spend(&l, 1000);
     assert_true(l.credit == -20);
-    assert_int_equal(gq_ledger_wait_ms(&l, t + 3000), 1000); /* the floor's next token at 4000 */
+    assert_int_equal(gq_ledger_wait_ms(&l, &floor, t + 3000), 1000); /* the floor's next token at 4000 */
     /* no floor: only credit lets a narrating write out */
-    gq_ledger_init(&l, 10, 20, 0);
-    assert_int_equal(gq_ledger_take(&l, t), 0);
-    assert_true(gq_ledger_wait_ms(&l, t) == INT64_MAX);
+    gq_ledger_init(&l, 10, 20);
+    assert_int_equal(gq_ledger_take(&l, NULL, t), 0);
+    assert_true(gq_ledger_wait_ms(&l, NULL, t) == INT64_MAX);
     gq_ledger_credit(&l, 1);
-    assert_int_equal(gq_ledger_take(&l, t), 1);
-    assert_int_equal(gq_ledger_wait_ms(&l, t), 0);
+    assert_int_equal(gq_ledger_take(&l, NULL, t), 1);
+    assert_int_equal(gq_ledger_wait_ms(&l, NULL, t), 0);
 }
 
 /* How long until the next token: 0 when one is there or there is no limit. */
