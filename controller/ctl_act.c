@@ -1312,21 +1312,27 @@ void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const 
                               ctl_obj_str(obj, "metadata", "resourceVersion")};
     if (!ref.name)
         return;
-    /* a Normal Event past the budget, the total's or its namespace's, or
-     * the write budget's (it narrates: ctl_act_narrate_take), is not sent:
-     * what it would say is in the object's status; a Warning always goes */
+    /* a Normal Event past the budget, the total's or its namespace's, is
+     * not sent: what it would say is in the object's status; a Warning
+     * always goes. A Normal Event that narrates what a decision did
+     * (Admitted, Succeeded, ...) is also paid from the write budget; a
+     * job's Waiting Event (one per wait reason: it says why the job waits,
+     * what its user looks for) is not, or a job that waits while nothing is
+     * admitted would never get one */
     if (strcmp(type, "Warning")) {
         int64_t now = wall_ms();
         struct gq_rate *nb = ns_budget(a, ref.namespace_);
+        int paid = strcmp(reason, "Waiting") != 0;
         if (!gq_rate_ready(&a->events, now) || (nb && !gq_rate_ready(nb, now)) ||
-            !gq_ledger_ready(&a->writes, &a->floor_events, now)) {
+            (paid && !gq_ledger_ready(&a->writes, &a->floor_events, now))) {
             a->events_throttled++;
             return;
         }
         (void)gq_rate_take(&a->events, now);
         if (nb)
             (void)gq_rate_take(nb, now);
-        (void)gq_ledger_take(&a->writes, &a->floor_events, now);
+        if (paid)
+            (void)gq_ledger_take(&a->writes, &a->floor_events, now);
     }
     if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL)) {
         a->events_failed++;

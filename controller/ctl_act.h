@@ -171,12 +171,14 @@ void ctl_act_release(struct ctl_act *a);
  * (ctl_act_write_credit), each write the actuator sends spends one (pods,
  * Services, deletes, status patches, Events; a status patch superseded or
  * dropped before it was sent is refunded). The writes that only narrate,
- * Normal Events and status rewrites of a queue position or a message's text,
+ * Normal Events of what a decision did (Admitted, Succeeded, ...) and status
+ * rewrites of a queue position or a message's text,
  * go out while the credit holds one, else at CTL_WRITE_FLOOR_QPS (Events and
  * refreshes each; a refresh must not wait behind Events for the floor), so their
  * number follows decisions, not the size of the queue or the time it waits;
  * their own budgets (--event-qps, --status-refresh-qps) still apply. State
- * changes, pods, deletes and Warning Events never wait for it. The credit
+ * changes, pods, deletes, Warning Events and a job's Waiting Event (one per
+ * wait reason: why it waits) never wait for it. The credit
  * stops at CTL_WRITE_CREDIT_CAP; a debt (writes the decisions have not paid
  * for yet: the Queued statuses of a queue filling up) at CTL_WRITE_DEBT_MAX.
  */

@@ -879,10 +879,11 @@ static void test_event_budget(void **state)
     cJSON_Delete(o2);
 }
 
-/* Normal Events narrate: paid from the write budget. With nothing credited
- * one goes on the floor's token; an admission's credit (its pods + 2) pays
- * for what its writes leave over; every write sent spends; a Warning never
- * waits. */
+/* Normal Events that narrate a decision are paid from the write budget.
+ * With nothing credited one goes on the floor's token; an admission's credit
+ * (its pods + 2) pays for what its writes leave over; every write sent
+ * spends; a Warning never waits, nor does a job's Waiting Event (it says why
+ * the job waits). */
 static void test_event_write_budget(void **state)
 {
     struct fx *f = *state;
@@ -890,16 +891,19 @@ static void test_event_write_budget(void **state)
     assert_non_null(ml);
     ctl_act_event_budget(&f->a, 0, 1); /* the events' own budget: no limit */
     for (int i = 0; i < 5; i++)
-        ctl_act_event(&f->a, ml, "Normal", "Waiting", "waiting");
+        ctl_act_event(&f->a, ml, "Normal", "Succeeded", "succeeded");
     assert_int_equal(f->m.n, 1); /* the floor's one token */
     assert_true(f->a.writes.credit == -1); /* sent, so spent: a debt */
     ctl_act_event(&f->a, ml, "Warning", "Preempted", "preempted");
     assert_int_equal(f->m.n, 2);
     assert_true(f->a.writes.credit == -2);
-    ctl_act_write_credit(&f->a, 3 + 2); /* an admission of 3 pods */
+    ctl_act_event(&f->a, ml, "Normal", "Waiting", "Quota: waiting"); /* not paid, spent */
+    assert_int_equal(f->m.n, 3);
+    assert_true(f->a.writes.credit == -3);
+    ctl_act_write_credit(&f->a, 4 + 2); /* an admission of 4 pods */
     for (int i = 0; i < 5; i++)
         ctl_act_event(&f->a, ml, "Normal", "Admitted", "admitted");
-    assert_int_equal(f->m.n, 5); /* the debt of 2 paid, 3 left */
+    assert_int_equal(f->m.n, 6); /* the debt of 3 paid, 3 left */
     assert_true(f->a.writes.credit == 0);
     assert_int_equal(f->a.events_throttled, 4 + 2);
     cJSON_Delete(ml);
