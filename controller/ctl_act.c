@@ -126,11 +126,25 @@ void ctl_act_write_credit(struct ctl_act *a, double n)
     gq_ledger_credit(&a->writes, n);
 }
 
-/* A write went to the client: spent from the write budget (refunded when it
- * ends without being sent: status_cb). */
-static void act_spent(struct ctl_act *a)
+/* The actuator's writes: each one the client takes is spent from the write
+ * budget (a status patch that ends without being sent is refunded:
+ * status_cb). Every write goes through these, so none goes unaccounted. */
+static int act_sent(struct ctl_act *a, int rc)
 {
-    gq_ledger_spend(&a->writes, 1);
+    if (!rc)
+        gq_ledger_spend(&a->writes, 1);
+    return rc;
+}
+
+static int act_create(struct ctl_act *a, const char *coll, const cJSON *obj, kube_response_cb cb, void *ud)
+{
+    return act_sent(a, a->kube->create(a->kube_ctx, KUBE_PRIO_CRITICAL, coll, obj, cb, ud));
+}
+
+static int act_delete_obj(struct ctl_act *a, enum kube_prio prio, const char *path, long grace_s, const char *uid,
+                          const char *rv, kube_response_cb cb, void *ud)
+{
+    return act_sent(a, a->kube->delete_rv(a->kube_ctx, prio, path, grace_s, uid, rv, cb, ud));
 }
 
 int ctl_act_narrate_take(struct ctl_act *a, int64_t now_ms)
@@ -435,12 +449,9 @@ static void op_delete(struct op *o, const cJSON *pod, long grace)
     /* only the pod as we saw it: one that finished meanwhile (Succeeded) is kept */
     struct ctl_act *a = o->a;
     int was = act_rank(a, ACT_RANK_DELETE);
-    if (a->kube->delete_rv(a->kube_ctx, KUBE_PRIO_CRITICAL, path, delete_grace(a, pod, grace), uid, rv,
-                           delete_cb, o)) {
+    if (act_delete_obj(a, KUBE_PRIO_CRITICAL, path, delete_grace(a, pod, grace), uid, rv, delete_cb, o)) {
         o->outstanding--;
         o->failed = 1;
-    } else {
-        act_spent(a);
     }
     (void)act_rank(a, was);
 }
@@ -946,9 +957,7 @@ static void svc_get_cb(const struct kube_response *resp, void *ud)
                      " job=%s service=%s", o->key, o->name);
             }
         } else if (!(want && !strcmp(ouid, uid)) && suid) {
-            if (!o->a->kube->delete_rv(o->a->kube_ctx, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb,
-                                       o)) {
-                act_spent(o->a);
+            if (!act_delete_obj(o->a, KUBE_PRIO_NORMAL, o->path, -1, suid, NULL, svc_delete_cb, o)) {
                 cJSON_Delete(svc);
                 return;
             }
@@ -969,11 +978,8 @@ static void svc_post(struct svc_op *o)
     const cJSON *job = kube_cache_get(o->a->jobs, o->ns, o->name);
     cJSON *svc = job ? ctl_rdv_service(o->ns, o->name, ctl_obj_str(job, "metadata", "uid")) : NULL;
     o->creates++;
-    struct ctl_act *a = o->a;
-    if (!svc || a->kube->create(a->kube_ctx, KUBE_PRIO_CRITICAL, o->coll, svc, svc_post_cb, o))
+    if (!svc || act_create(o->a, o->coll, svc, svc_post_cb, o))
         free(o);
-    else
-        act_spent(a);
     cJSON_Delete(svc);
 }
 
@@ -1068,11 +1074,10 @@ static void act_admit(struct ctl_act *a, struct op *o, const char *ns, const cha
             continue;
         }
         o->outstanding++;
-        if (a->kube->create(a->kube_ctx, KUBE_PRIO_CRITICAL, coll, pod, create_cb, o)) {
+        if (act_create(a, coll, pod, create_cb, o)) {
             o->outstanding--;
             o->failed = 1;
         } else {
-            act_spent(a);
             LOGA(a, GQ_LOG_INFO, "creating pod", " job=%s pod=%s node=%s", o->key, podname,
                  pl.rep[k].node);
             if (a->hooks.pod_create_sent) /* it may run before the pod watch shows it */
@@ -1281,13 +1286,12 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
     size_t sl = strlen(s->state), il = strlen(CTL_ACT_STATE_INVALID);
     int invalid = sl > il && !strcmp(s->state + sl - il, CTL_ACT_STATE_INVALID);
     int was = act_rank(a, fin ? ACT_RANK_FINISHED : invalid ? ACT_RANK_INVALID : 0);
-    rc = a->kube->patch_status(a->kube_ctx, prio, path, patch, status_cb, s);
+    rc = act_sent(a, a->kube->patch_status(a->kube_ctx, prio, path, patch, status_cb, s));
     (void)act_rank(a, was);
     if (rc) {
         free(s);
         return rc;
     }
-    act_spent(a);
     return 0;
 }
 
@@ -1334,11 +1338,10 @@ void ctl_act_event(struct ctl_act *a, const cJSON *obj, const char *type, const 
         if (paid)
             (void)gq_ledger_take(&a->writes, &a->floor_events, now);
     }
-    if (a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL)) {
+    if (act_sent(a, a->kube->event(a->kube_ctx, KUBE_PRIO_LOW, &ref, type, reason, msg, a->identity, NULL, NULL))) {
         a->events_failed++;
         LOGA(a, GQ_LOG_WARN, "event not sent", " obj=%s reason=%s", ref.name, reason);
         return;
     }
-    act_spent(a);
     a->events_sent++;
 }

@@ -124,6 +124,20 @@ gq_team() { # NAME NS...
   printf 'apiVersion: gangq.io/v1alpha1\nkind: Team\nmetadata: {name: %s}\nspec: {namespaces: [%s]}\n' "$name" "$list" |
     k apply -f - >/dev/null
 }
+# A GPUJob manifest: NAME in namespace NS, one replica of one GPU, class Batch, a pod that
+# stops within a second.
+gq_gpu1_job() { # NAME NS
+  printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$2"
+}
+# The audit-log times (seconds since the epoch, fractional) of the controller's status PATCHes
+# of GPUJob NAME after the RFC 3339 time AFTER, one a line.
+gq_status_patch_times() { # NAME AFTER
+  jq -r --arg n "$1" --arg t "$2" 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and
+      .objectRef.subresource == "status" and .objectRef.name == $n and
+      (.userAgent // "" | startswith("gangq")) and .stageTimestamp > $t) | .stageTimestamp' \
+    "$GQ_ENV_DIR/audit.log" 2>/dev/null |
+    while read -r ts; do date -u -d "$ts" +%s.%N; done
+}
 gq_ctl_alive() { [ -n "$GQ_CTL_PID" ] && kill -0 "$GQ_CTL_PID" 2>/dev/null; }
 
 gq_ctl_stop() {

@@ -17,18 +17,7 @@ gq_ctl_start --leader-elect=false --min-runtime 0s --position-head 20 --position
   --status-refresh-qps 0 --event-qps 0 --listen 127.0.0.1:0
 port=$(gq_ctl_port)
 [ -n "$port" ] || fail "no metrics port"
-job() { # NAME
-  printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' \
-    "$1" "$ns"
-}
-# the audit times (seconds, fractional) of the controller's status PATCHes of job $1 after $2
-patch_times() {
-  jq -r --arg n "$1" --arg t "$2" 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and
-      .objectRef.subresource == "status" and .objectRef.name == $n and
-      (.userAgent // "" | startswith("gangq")) and .stageTimestamp > $t) | .stageTimestamp' \
-    "$GQ_ENV_DIR/audit.log" 2>/dev/null |
-    while read -r ts; do date -u -d "$ts" +%s.%N; done
-}
+job() { gq_gpu1_job "$1" "$ns"; }
 
 job j00 | k apply -f - >/dev/null
 wait_jsonpath 40 Running -n "$ns" gpujob j00 -o jsonpath='{.status.state}'
@@ -45,7 +34,7 @@ k -n "$ns" delete gpujob j01 >/dev/null
 for i in $(seq 2 20); do wait_jsonpath 60 $(( i - 1 )) -n "$ns" gpujob "j$(printf %02d "$i")" -o jsonpath='{.status.position}'; done
 sleep 1 # the audit log has the last patch
 times="$GQ_TEST_TMP/times"
-for i in $(seq 2 20); do patch_times "j$(printf %02d "$i")" "$t0"; done | sort -n >"$times"
+for i in $(seq 2 20); do gq_status_patch_times "j$(printf %02d "$i")" "$t0"; done | sort -n >"$times"
 n=$(wc -l <"$times")
 [ "$n" -ge 19 ] || fail "$n status patches of j02..j20 after j01's deletion, want 19 (one refresh each)"
 span=$(awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%.1f", b - a }' "$times")

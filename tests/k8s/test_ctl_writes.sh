@@ -20,9 +20,7 @@ gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --pos
   --event-qps 0
 port=$(gq_ctl_port)
 
-job() { # NAME
-  printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$ns"
-}
+job() { gq_gpu1_job "$1" "$ns"; }
 job j00 | k apply -f - >/dev/null
 wait_jsonpath 40 Running -n "$ns" gpujob j00 -o jsonpath='{.status.state}'
 jobs="$GQ_TEST_TMP/jobs.yaml"
