@@ -110,9 +110,13 @@ static void cleanup_strays(struct rc_ctx *r)
             if (!np || (!m->pods.stray_any && !memo_pods_dirty(r, m)))
                 continue; /* no stray pod last time, and nothing changed since */
             m->pods.stray_any = 1; /* until a look below finds none */
-            if (m->pods.cleanup_inflight ||
-                (m->pods.cleanup_done_ms && r->now - m->pods.cleanup_done_ms < CTL_STRAY_RETRY_MS))
-                continue; /* a delete the pod watch has not shown yet is not repeated at once */
+            if (m->pods.cleanup_inflight)
+                continue; /* its end asks for a reconcile */
+            if (m->pods.cleanup_done_ms && r->now - m->pods.cleanup_done_ms < CTL_STRAY_RETRY_MS) {
+                /* a delete the pod watch has not shown yet is not repeated at once */
+                rc_due(r, m->pods.cleanup_done_ms + CTL_STRAY_RETRY_MS);
+                continue;
+            }
             if (rc_intent_first(r, m->key) < r->nintents)
                 continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = rc_job_find(r, m->key);
@@ -231,6 +235,33 @@ static int64_t clock_ns(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Elapsed: interval iv_ms has passed since t_ms at now (less a tenth: a timer
+ * firing a little early must not put off what is due by a whole interval;
+ * a clock stepped back counts as passed). */
+static int elapsed(int64_t now, int64_t t_ms, int64_t iv_ms)
+{
+    return now - t_ms >= iv_ms - iv_ms / 10 || now < t_ms;
+}
+
+/* The periodic resync examines a job in state st (its memo m): one past
+ * waiting whose last look did not find it steady (rc_job_lifecycle: every
+ * placed pod seen, none failed, stopping or on a node not Ready), or a
+ * Preempted one whose pods still run or stop (their deletion deadline).
+ * Nothing else of a job changes by time alone. */
+static int resync_wants(int st, struct ctl_memo *m)
+{
+    if (!m || st == STORE_QUEUED || st == STORE_SUSPENDED || rc_finished(st))
+        return 0;
+    if (rc_holds(st))
+        return !m->pods.steady;
+    int np = 0;
+    (void)rc_memo_pods(m, &np);
+    for (int k = 0; k < np; k++)
+        if (!m->pods.pf[k].terminal)
+            return 1;
+    return 0;
+}
+
 static int phase_gather(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
@@ -249,29 +280,26 @@ static int phase_gather(struct rc_ctx *r)
      * index rebuilt), the first one, or none for --full-resync-interval */
     int64_t fiv = (int64_t)(c->cfg.full_resync_interval_s * 1000.0);
     int64_t iv = (int64_t)(c->cfg.cycle_interval_s * 1000.0);
-    /* both intervals allow a tenth of slack: the resync timer firing a
-     * little early must not put off what is due by a whole interval */
-    r->full = c->full_next || !c->restart_done || !c->last_full_ms || r->now - c->last_full_ms >= fiv - fiv / 10 ||
-              r->now < c->last_full_ms;
+    r->full = c->full_next || !c->restart_done || !c->last_full_ms || elapsed(r->now, c->last_full_ms, fiv);
     if (r->full) {
         c->full_next = 0;
         c->last_full_ms = c->last_resync_ms = r->now;
         c->m.reconciles_full++;
-    } else if (r->now - c->last_resync_ms >= iv - iv / 10 || r->now < c->last_resync_ms) {
+    } else if (elapsed(r->now, c->last_resync_ms, iv)) {
         /* the periodic resync: a job that waits changes only by events (its
          * own, its Team's, pools', classes', nodes': those make a full pass)
          * and the scheduling core sees it every reconcile; what time alone
          * changes (a missing pod's or a lost node's grace, a stopping pod's
          * deadline, a pod create to ask about again) belongs to jobs past
-         * waiting, examined again here, but for the admitted ones the last
-         * look found steady (rc_job_lifecycle): an idle resync examines none */
+         * waiting (resync_wants), examined again here: an idle resync
+         * examines none */
         c->last_resync_ms = r->now;
         for (int i = 0; i < c->nrows; i++) {
             int st = c->rows[i]->state;
             if (st == STORE_QUEUED || st == STORE_SUSPENDED || rc_finished(st))
                 continue;
             struct ctl_memo *m = ctl_memo_get(&c->memo, c->rows[i]->key, 0);
-            if (!(m && m->pods.steady && rc_holds(st))) /* steady: nothing time can change */
+            if (resync_wants(st, m))
                 ctl_memo_dirty(m, c->reconciles);
         }
     }
@@ -298,12 +326,22 @@ static int phase_observe(struct rc_ctx *r)
              " pending=%d store_jobs=%d", r->nintents, r->nrows);
         c->restart_done = 1;
     }
+    unsigned char *dirty = c->dirty_keep = /* which jobs this reconcile examines in full */
+        rc_keep_reserve(c->dirty_keep, &c->dirty_keep_cap, (size_t)r->njobs + 1, 1);
+    if (!dirty)
+        return GQ_ENOMEM;
     for (int i = 0; i < r->njobs; i++) {
-        struct cj *j = &r->jobs[i];
-        int dirty = rc_job_dirty(r, j);
-        if ((rc = rc_job_prepare(r, j)) || (dirty && (rc = rc_job_spec_rules(r, j))))
+        dirty[i] = rc_job_dirty(r, &r->jobs[i]);
+        if ((rc = rc_job_prepare(r, &r->jobs[i])))
             return rc;
     }
+    /* the GPUs held since the last accounting, before this reconcile's spec
+     * rules and lifecycle change them: what the last committed reconcile
+     * left held all along (through a quiet stretch too: nothing changed) */
+    account_usage(r);
+    for (int i = 0; i < r->njobs; i++)
+        if (dirty[i] && (rc = rc_job_spec_rules(r, &r->jobs[i])))
+            return rc;
     /* store rows whose GPUJob is gone: deleted, then dropped from rows[].
      * Rows kept from the last committed reconcile each had a GPUJob then, and
      * a row is only ever added for a GPUJob present: unless a GPUJob was
@@ -345,7 +383,6 @@ static int phase_observe(struct rc_ctx *r)
         if (rc_job_dirty(r, j) && ((rc = rc_job_create_refused(r, j)) || (rc = rc_job_lifecycle(r, j))))
             return rc;
     }
-    account_usage(r);
     if (r->now - c->last_prune_ms > 600000) {
         /* housekeeping: done intents after a day, usage older than ten half-lives */
         if ((rc = store_intents_prune(c->st, r->now - 86400000LL, r->err, sizeof(r->err))) ||
@@ -424,6 +461,8 @@ static int phase_report(struct rc_ctx *r)
     for (int i = 0; i < r->njobs; i++) {
         if (r->jobs[i].row && r->jobs[i].state >= 0 && r->jobs[i].state < STORE_NSTATES)
             c->m.jobs_by_state[r->jobs[i].state]++;
+        if (r->jobs[i].row && !r->jobs[i].dormant)
+            r->resync_jobs += resync_wants(r->jobs[i].state, r->jobs[i].memo);
         if (r->jobs[i].memo && r->jobs[i].memo->decode.dormant)
             c->m.jobs_dormant++;
     }
@@ -433,9 +472,35 @@ static int phase_report(struct rc_ctx *r)
 static int (*const phase_fns[CTL_NPHASES])(struct rc_ctx *r) = {
     phase_gather, phase_observe, phase_schedule, phase_commit, phase_act, phase_report};
 
+/* A quiet reconcile: nothing it reads changed since the last committed one
+ * began (c->inputs: informer events but status echoes, the actuator's
+ * outcomes, a due timer), no full pass is due (--full-resync-interval, the
+ * first after leading, one asked for), no periodic resync with a job to
+ * examine (--cycle-interval: only jobs that are not steady have a grace or
+ * deadline time alone ends), and nothing time alone changes is due yet
+ * (c->due_ms). Its phases would find what the last one found and write
+ * nothing: it is skipped. Fair-share order, which drifts with decayed usage
+ * while nothing happens, is computed again by the next reconcile that runs
+ * (an event, a due time, at the latest the next full pass). */
+static int rc_quiet(const struct gq_ctl *c, int64_t now)
+{
+    int64_t fiv = (int64_t)(c->cfg.full_resync_interval_s * 1000.0);
+    int64_t iv = (int64_t)(c->cfg.cycle_interval_s * 1000.0);
+    return c->quiet_ok && c->inputs == c->inputs_seen && !c->full_next && c->restart_done && !c->index_stale &&
+           c->last_full_ms && !elapsed(now, c->last_full_ms, fiv) &&
+           !(c->resync_jobs && elapsed(now, c->last_resync_ms, iv)) && !(c->due_ms && now >= c->due_ms);
+}
+
 struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
 {
     struct ctl_rc_result res = {0};
+    if (rc_quiet(c, ctl_now_ms())) {
+        c->m.reconciles_quiet++;
+        res.quiet = 1;
+        return res;
+    }
+    uint64_t inputs = c->inputs; /* what comes in from here on makes the next one run */
+    c->quiet_ok = 0;
     struct rc_ctx *r = calloc(1, sizeof(*r));
     if (!r)
         return res; /* did not run: nothing for the loop to act on */
@@ -466,7 +531,13 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
         c->caprows = r->caprows;
         r->rows = NULL;
         r->nrows = r->caprows = 0;
-        res.settle_due_ms = r->settle_next;
+        res.due_ms = r->due_next;
+        if (r->committed && !r->marked_next) {
+            c->quiet_ok = 1;
+            c->inputs_seen = inputs;
+            c->due_ms = r->due_next;
+            c->resync_jobs = r->resync_jobs;
+        }
         int64_t dt = ctl_now_ms() - r->now;
         c->m.cycle_us_total += (uint64_t)dt * 1000;
         gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",

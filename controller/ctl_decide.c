@@ -199,6 +199,8 @@ int rc_run_sched(struct rc_ctx *r)
     if ((rc = sched_cycle(c->sched, &s.snap, &res, r->err, sizeof(r->err))))
         goto out;
     r->sched_ran = 1;
+    if (res->due)
+        rc_due(r, res->due * 1000); /* a minimum-runtime protection ends: decisions may change */
     c->m.cycles++;
     c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
     gq_metrics_observe(c->mh.cycle_dur, c->m.last_cycle_ms / 1000.0);

@@ -297,6 +297,7 @@ struct ctl_metrics_counters {
     uint64_t jobs_woken;          /* dormant jobs an event made examine again */
     uint64_t reconciles_full;     /* reconciles that examined every job (--full-resync-interval,
                                    * a Team/GPUPool/class/node change) */
+    uint64_t reconciles_quiet;    /* reconciles skipped: nothing changed, nothing due (rc_quiet) */
     uint64_t jobs_full, jobs_reused; /* jobs examined in full / whose last examination was reused */
     uint64_t job_status_events;      /* GPUJob events that changed the status alone (ctl_object_event) */
     uint64_t refresh_sent, refresh_held; /* status refreshes written / put off (--status-refresh-qps) */
@@ -381,6 +382,16 @@ struct gq_ctl {
     int full_next;
     int64_t last_full_ms;      /* the last full reconcile began */
     int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
+    /* Quiet reconciles (ctl_cycle.c rc_quiet): what the last committed
+     * reconcile left for deciding that the next one has nothing to do.
+     * inputs counts what a reconcile reads changing (ctl_input); inputs_seen
+     * is its value when that reconcile began; due_ms when time alone changes
+     * something (rc_ctx.due_next); resync_jobs the jobs the periodic resync
+     * examines; quiet_ok that it committed. */
+    uint64_t inputs, inputs_seen;
+    int64_t due_ms;
+    int resync_jobs;
+    int quiet_ok;
     struct cj *jobs_keep;         /* the last reconcile's job array (ctl_gather.c), reused
                                    * by the next; owned, freed at stop */
     size_t jobs_keep_cap;
@@ -391,6 +402,8 @@ struct gq_ctl {
     size_t ins_job_keep_cap;
     unsigned char *waited_keep;   /* rc_run_sched: which snapshot jobs had a WAIT */
     size_t waited_keep_cap;
+    unsigned char *dirty_keep;    /* phase_observe: which jobs are examined in full */
+    size_t dirty_keep_cap;
     struct ctl_team_keep *team_keep; /* each Team's last decode and the reconcile's Team
                                       * arrays (ctl_gather.c); owned, ctl_team_keep_free */
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by
@@ -540,8 +553,9 @@ struct ctl_rc_result {
                               * the commit): a failure for readiness. rc 0 and not
                               * committed: it did not run (no memory for its context) */
     char err[512];           /* with rc: why ("" = gq_strerror(rc) says it) */
-    int64_t settle_due_ms;   /* reconcile again then (wall clock, ms): a status write held
-                              * back by --status-settle is due (0 = none; only when rc 0) */
+    int64_t due_ms;          /* reconcile again then (wall clock, ms): time alone changes
+                              * something (rc_ctx.due_next; 0 = none; only when rc 0) */
+    int quiet;               /* skipped: nothing could have changed (ctl_cycle.c rc_quiet) */
 };
 /* One reconcile (the phases in ctl_cycle.c); only while leading, after every
  * informer synced. */

@@ -25,6 +25,7 @@ static void ctl_mark_dirty(struct gq_ctl *c)
 {
     if (c->stopping)
         return;
+    c->inputs++; /* whoever asks, the next reconcile runs (not quiet) */
     if (!c->dirty) {
         c->dirty = 1;
         /* a libev timer counts from the loop's time, which a reconcile run
@@ -89,12 +90,14 @@ static void maybe_reconcile(struct gq_ctl *c)
         return;
     double t0 = ev_time();
     struct ctl_rc_result res = ctl_reconcile(c);
+    if (res.quiet)
+        return; /* nothing changed, nothing due: the batching keeps the last real cost */
     if (res.committed)
         ctl_reconcile_result(c, 0, NULL);
     if (res.rc)
         ctl_reconcile_result(c, res.rc, res.err);
-    if (res.settle_due_ms)
-        ctl_settle_at(c, res.settle_due_ms);
+    if (res.due_ms)
+        ctl_settle_at(c, res.due_ms);
     if (ev_time() - c->trim_at >= CTL_TRIM_INTERVAL_S) {
         /* a reconcile's arrays and the objects the informers replaced leave
          * free heap glibc would keep resident: give it back (a few ms) */
@@ -118,11 +121,13 @@ static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct gq_ctl *c = w->data;
     c->settle_at_ms = 0;
-    ctl_mark_dirty(c); /* the jobs whose held status is due are dirty then */
+    ctl_mark_dirty(c); /* what time alone changes is due: the reconcile is not quiet */
 }
 
-/* Reconcile again at due_ms (wall clock, ms): a status write held back by
- * --status-settle is due then. An earlier one already armed is kept. */
+/* Reconcile again at due_ms (wall clock, ms): time alone changes something
+ * then (a status write held back by --status-settle, a position epoch, the
+ * end of a minimum-runtime protection, ...: ctl_rc.h due_next). An earlier
+ * one already armed is kept. */
 static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms)
 {
     if (c->stopping || (c->settle_at_ms && c->settle_at_ms <= due_ms))
@@ -276,6 +281,8 @@ void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, cons
         c->full_next = 1;
         quiet = 0;
     }
+    if (!quiet)
+        c->inputs++; /* the next reconcile is not quiet (ctl_cycle.c rc_quiet) */
     if (c->wake && !quiet)
         c->wake(c);
 }
@@ -587,6 +594,10 @@ static void metrics_work(struct gq_ctl *c)
                 "Reconciles that examined every job (every --full-resync-interval; a Team, GPUPool, node or "
                 "PriorityClass change)",
                 NULL, NULL, &c->m.reconciles_full, 1);
+    counters_to(c, "gangq_reconciles_quiet_total",
+                "Reconciles skipped: nothing they read changed since the last one and nothing time changes was due "
+                "(the --cycle-interval ticks of an idle controller); not in the phase histograms",
+                NULL, NULL, &c->m.reconciles_quiet, 1);
     const uint64_t rf[] = {c->m.refresh_sent, c->m.refresh_held};
     const char *const rfr[] = {"sent", "held"};
     counters_to(c, "gangq_status_refresh_total",
@@ -953,6 +964,7 @@ void ctl_core_release(struct gq_ctl *c)
     free(c->ins_keep);
     free(c->ins_job_keep);
     free(c->waited_keep);
+    free(c->dirty_keep);
     ctl_team_keep_free(c->team_keep);
     store_close(c->st);
     sched_free(c->sched);

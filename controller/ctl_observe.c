@@ -54,8 +54,13 @@ int64_t rc_status_held(const struct rc_ctx *r, const struct cj *j)
 void rc_settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)
 {
     j->memo->status.settle_due_ms = due;
-    if (!r->settle_next || due < r->settle_next)
-        r->settle_next = due;
+    rc_due(r, due);
+}
+
+void rc_due(struct rc_ctx *r, int64_t when)
+{
+    if (when > r->now && (!r->due_next || when < r->due_next))
+        r->due_next = when;
 }
 
 static int team_exists(struct rc_ctx *r, const char *name)

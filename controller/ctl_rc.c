@@ -272,6 +272,7 @@ int rc_audit(struct rc_ctx *r, const char *action, const struct cj *j, const cha
 static void job_touch(struct rc_ctx *r, struct cj *j)
 {
     ctl_memo_dirty(j->memo, r->c->reconciles + 1);
+    r->marked_next = 1;
 }
 
 /* What j's status shows may have changed in this reconcile (the core's
@@ -428,6 +429,7 @@ int rc_ledger_set(struct rc_ctx *r, struct cj *j)
 int rc_intent(struct rc_ctx *r, int kind, const char *key, const char *payload)
 {
     ctl_memo_mark(&r->c->memo, key, r->c->reconciles + 1);
+    r->marked_next = 1;
     return store_intent_add(r->c->st, kind, key, payload ? payload : "", r->now, NULL, r->err,
                             sizeof(r->err));
 }

@@ -121,8 +121,16 @@ struct rc_ctx {
     int full;                     /* every job is examined in full (else only dirty ones) */
     int rows_read;                /* the rows came from the store, not the last reconcile */
     uint64_t jobs_deleted;        /* c->jobs_deleted when gathered */
-    int64_t settle_next;          /* earliest status write held back by --status-settle or
-                                   * --status-refresh-qps (0 = none) */
+    /* the earliest time (wall clock, ms) at which time alone changes what
+     * this reconcile decided or published (rc_due): a status write held back
+     * by --status-settle or --status-refresh-qps, a wait message held by
+     * --wait-message-interval, positions due at the next epoch, a stray
+     * pod's delete to retry, the end of a minimum-runtime protection while
+     * jobs wait (0 = none). Until then, with no input, a reconcile is quiet. */
+    int64_t due_next;
+    int resync_jobs;              /* jobs the periodic resync examines (not steady) */
+    int marked_next;              /* a job is marked for the next reconcile (a row written,
+                                   * an intent): that one is not quiet */
 };
 
 /* One decision rule applied to j: rc_act_begin takes j as it is now (its
@@ -190,6 +198,9 @@ int rc_gather(struct rc_ctx *r);
 int64_t rc_creation_ms(const struct cj *j, int64_t now);
 int64_t rc_status_held(const struct rc_ctx *r, const struct cj *j);
 void rc_settle_hold(struct rc_ctx *r, struct cj *j, int64_t due);
+/* Time alone changes something at when (wall clock, ms; ignored unless
+ * after r->now): r->due_next is the earliest such time. */
+void rc_due(struct rc_ctx *r, int64_t when);
 int rc_max_pod_attempt(struct ctl_memo *m);
 int rc_finished(int state);
 int rc_reports_invalid(const struct cj *j);

@@ -131,8 +131,8 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
             j->memo->status_upto = r->c->reconciles + 1; /* its status only, not a full look */
         /* and a reconcile when the next token is there (the settle timer);
          * credit comes with a decision, which makes a reconcile anyway */
-        if (wait < INT64_MAX / 2 && (!r->settle_next || r->now + wait < r->settle_next))
-            r->settle_next = r->now + wait;
+        if (wait < INT64_MAX / 2)
+            rc_due(r, r->now + wait);
         return;
     }
     char path[CTL_PATH_MAX];
@@ -247,8 +247,10 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
                            const char *urgent)
 {
     struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
-    if (!m || m->status.status_inflight)
-        return; /* in flight: computed again next reconcile */
+    if (!m || m->status.status_inflight) {
+        rc_due(r, r->now + 1000); /* in flight: computed again by a reconcile a second later */
+        return;
+    }
     uint64_t sig = gq_hash_str(urgent);
     sig = sig ? sig : 1;
     if (!r->pub_epoch && m->status.last_status && m->status.status_sig == sig)
@@ -697,6 +699,8 @@ void rc_waiting_publish(struct rc_ctx *r)
     int epoch = r->sched_ran && (!c->pos_pub_ms || r->now - c->pos_pub_ms >= pos_iv);
     if (epoch)
         c->pos_pub_ms = r->now;
+    else if (r->sched_ran)
+        rc_due(r, c->pos_pub_ms + pos_iv); /* what this schedule changed is published then */
     r->pub_epoch = epoch;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
@@ -719,7 +723,10 @@ void rc_waiting_publish(struct rc_ctx *r)
         /* an Event speaks for the core's explanation or a problem, not a
          * stored message awaiting the next schedule; a wait the status does
          * not show yet (--status-settle) is neither published nor evented */
-        if (!rc_status_held(r, j) && ctl_wait_publish(&m->wait.pub, j->state, waiting, msg, inv, r->now, msg_iv) &&
+        int64_t held = rc_status_held(r, j);
+        if (held)
+            rc_due(r, held); /* published once its status shows the wait */
+        if (!held && ctl_wait_publish(&m->wait.pub, j->state, waiting, msg, inv, r->now, msg_iv) &&
             j->obj && (inv || m->wait.wait_msg)) {
             /* one per wait reason per wait: the message names the reason its
              * conditions now carry */
@@ -727,6 +734,8 @@ void rc_waiting_publish(struct rc_ctx *r)
             snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->wait.pub.cls), msg ? msg : "");
             ctl_act_event(&c->act, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
         }
+        if (!held && m->wait.pub.msg_held)
+            rc_due(r, m->wait.pub.msg_ms + msg_iv); /* the new text is published then */
         if (waiting && epoch)
             m->wait.pub.position = inv ? 0 : ctl_position_shown(m->wait.position, c->cfg.position_head);
         if (!waiting && !rc_holds(j->state) && m->wait.wait_msg) {

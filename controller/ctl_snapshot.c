@@ -1185,10 +1185,18 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
         p->evented = 0; /* a new wait (or a new waiting state) */
         p->position = 0;
     }
-    if (fresh || p->cls != cls || (now_ms - p->msg_ms >= interval_ms && strcmp(ctl_str(p->msg), msg))) {
+    if (fresh || p->cls != cls) {
         (void)ctl_str_set(&p->msg, msg, SCHED_MSG_MAX);
         p->msg_ms = now_ms;
+        p->pub_sig = sig;
+    } else if (p->pub_sig != sig && now_ms - p->msg_ms >= interval_ms) {
+        if (strcmp(ctl_str(p->msg), msg)) {
+            (void)ctl_str_set(&p->msg, msg, SCHED_MSG_MAX);
+            p->msg_ms = now_ms;
+        }
+        p->pub_sig = sig;
     }
+    p->msg_held = p->pub_sig != sig;
     p->set = 1;
     p->state = state;
     p->cls = cls;

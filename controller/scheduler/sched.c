@@ -658,6 +658,32 @@ out:
     return rc;
 }
 
+/* sched_result.due: the first end of a minimum-runtime protection after
+ * now, among the jobs running and those this cycle admits (admitted now),
+ * while a job waits; 0 when no job waits, preemption is off or nothing is
+ * protected. Victims are chosen among running jobs only, and only their
+ * youth depends on the clock (cy_preempt), so nothing else can change the
+ * decisions of an unchanged snapshot before then. */
+static int64_t protection_due(const struct sched_snapshot *s, const struct sched_config *cfg,
+                              const struct sched_result *res)
+{
+    int waits = 0, admits = 0;
+    for (int k = 0; k < res->n; k++) {
+        waits += res->d[k].kind == SCHED_WAIT;
+        admits += res->d[k].kind == SCHED_ADMIT;
+    }
+    if (!waits || !cfg->preemption || cfg->min_runtime_s <= 0)
+        return 0;
+    int64_t due = admits ? s->now + cfg->min_runtime_s : 0;
+    for (int i = 0; i < s->njobs; i++) {
+        const struct sched_job *j = &s->jobs[i];
+        int64_t end = j->admitted_at + cfg->min_runtime_s;
+        if (j->state == SCHED_JOB_RUNNING && end > s->now && (!due || end < due))
+            due = end;
+    }
+    return due;
+}
+
 int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
                 struct sched_result **out, char *err, size_t errlen)
 {
@@ -710,6 +736,8 @@ int sched_cycle(struct sched *ctx, const struct sched_snapshot *snap,
     }
     rc = run(&cy);
     cy.res->mem->capd = cy.capdec;
+    if (!rc)
+        cy.res->due = protection_due(snap, cy.cfg, cy.res);
 done:
     for (int i = 0; i < cy.nsk; i++)
         free(cy.sk[i].nodes);

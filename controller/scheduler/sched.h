@@ -345,6 +345,14 @@ struct sched_stats {
 struct sched_result {
     struct sched_decision *d; int n; /* ADMITs and PREEMPTs in cycle order, then WAITs in queue order */
     struct sched_stats stats;
+    /* The earliest snapshot time (s, > snap.now) at which time alone may
+     * change what this cycle decided on the same snapshot: while a job
+     * waits and preemption is on, the first end of a running (or just
+     * admitted) job's minimum-runtime protection. 0: none, the same
+     * snapshot gets the same decisions at any later time. The only clock
+     * rule of the core: a caller may skip cycles on an unchanged snapshot
+     * until then. */
+    int64_t due;
     struct sched_result_mem *mem;    /* private storage */
 };
 

@@ -6,7 +6,10 @@
  * admit what fits and nothing twice; an idle reconcile examines no job in
  * full and sends nothing; freed GPUs go to the waiting jobs; a finished job
  * goes dormant and stays so; a deleted GPUJob's store row goes (whatever
- * else happened since), a re-created one starts afresh. */
+ * else happened since), a re-created one starts afresh. A reconcile with no
+ * input since the last and nothing due is quiet (skipped); one that time
+ * makes due (the end of a minimum-runtime protection while a job waits)
+ * runs then and decides what that time allows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,19 +42,25 @@ static void put(struct env *e, int idx, enum kube_event_type type, const char *j
     assert_int_equal(ctl_fake_put(e->f, idx, type, parse(json)), 0);
 }
 
-static void put_job(struct env *e, int i, const char *uid)
+/* Job jN of class cls, priority prio, gpus GPUs. */
+static void put_job_of(struct env *e, int i, const char *uid, const char *cls, int prio, int gpus)
 {
     char json[1024];
     snprintf(json, sizeof(json),
              "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":{\"name\":\"j%d\","
              "\"namespace\":\"a\",\"uid\":\"%s\",\"resourceVersion\":\"1\",\"generation\":1,"
-             "\"creationTimestamp\":\"2026-12-01T00:00:00Z\"},\"spec\":{\"class\":\"Batch\",\"gpu\":{\"count\":2},"
-             "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"m\","
+             "\"creationTimestamp\":\"2026-12-01T00:00:00Z\"},\"spec\":{\"class\":\"%s\",\"priority\":%d,"
+             "\"gpu\":{\"count\":%d},\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"m\","
              "\"image\":\"busybox\"}]}}}}",
-             i, uid);
+             i, uid, cls, prio, gpus);
     cJSON *o = parse(json);
     ctl_prune_gpujob(o);
     assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_ADDED, o), 0);
+}
+
+static void put_job(struct env *e, int i, const char *uid)
+{
+    put_job_of(e, i, uid, "Batch", 0, 2);
 }
 
 /* Reconcile and answer until a reconcile sends nothing (at most 20). */
@@ -61,6 +70,8 @@ static void settle(struct env *e)
         struct ctl_fake_counts a = ctl_fake_requests(e->f);
         struct ctl_rc_result res = ctl_reconcile(e->c);
         assert_int_equal(res.rc, 0);
+        if (res.quiet)
+            return; /* nothing changed since the last, nothing due */
         assert_true(res.committed);
         assert_int_equal(ctl_fake_deliver(e->f), 0);
         struct ctl_fake_counts b = ctl_fake_requests(e->f);
@@ -174,11 +185,14 @@ static void test_reconcile_event_driven(void **state)
     struct ctl_fake_counts n0 = ctl_fake_requests(e->f);
     assert_int_equal(n0.creates, 8); /* one pod each, none twice */
 
-    /* idle: nothing examined in full, nothing sent */
+    /* idle: nothing examined in full, nothing sent, even by a reconcile
+     * asked for (as a due time asks) */
     uint64_t full0 = e->c->m.jobs_full;
     for (int k = 0; k < 3; k++) {
+        e->c->inputs++;
         struct ctl_rc_result res = ctl_reconcile(e->c);
         assert_int_equal(res.rc, 0);
+        assert_false(res.quiet);
         assert_int_equal(ctl_fake_deliver(e->f), 0);
     }
     assert_int_equal(e->c->m.jobs_full, full0);
@@ -270,6 +284,7 @@ static void test_reconcile_event_driven(void **state)
     assert_true(found);
     full0 = e->c->m.jobs_full;
     for (int k = 0; k < 3; k++) {
+        e->c->inputs++; /* a reconcile asked for: this one change came without an event */
         assert_int_equal(ctl_reconcile(e->c).rc, 0);
         assert_int_equal(ctl_fake_deliver(e->f), 0);
     }
@@ -286,10 +301,90 @@ static void test_reconcile_event_driven(void **state)
     assert_int_equal(held, 8);
 }
 
+/* Reconcile (answering its requests) until one is quiet; how many ran. */
+static int until_quiet(struct env *e)
+{
+    for (int k = 0; k < 10; k++) {
+        struct ctl_rc_result res = ctl_reconcile(e->c);
+        assert_int_equal(res.rc, 0);
+        if (res.quiet)
+            return k;
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+    }
+    fail_msg("no quiet reconcile in 10");
+    return -1;
+}
+
+static void test_reconcile_quiet_and_due(void **state)
+{
+    struct env *e = *state;
+    e->c->cfg.min_runtime_s = 3;
+    ctl_scfg_init(e->c);
+    char uid[32];
+    /* eight Batch jobs of 2 GPUs fill the Team's 16 */
+    for (int i = 0; i < 8; i++) {
+        snprintf(uid, sizeof(uid), "u%d", i);
+        put_job(e, i, uid);
+    }
+    settle(e);
+    (void)until_quiet(e);
+    int64_t t_adm = ctl_now_ms(); /* all eight admitted by now */
+    for (int i = 0; i < 8; i++)
+        assert_true(holding(state_of(e, i)));
+
+    /* nothing changes: quiet reconciles, no phase run, nothing sent */
+    int64_t n0 = e->c->reconciles;
+    uint64_t q0 = e->c->m.reconciles_quiet;
+    struct ctl_fake_counts r0 = ctl_fake_requests(e->f);
+    for (int k = 0; k < 5; k++)
+        assert_true(ctl_reconcile(e->c).quiet);
+    assert_int_equal(e->c->reconciles, n0);
+    assert_int_equal(e->c->m.reconciles_quiet, q0 + 5);
+    struct ctl_fake_counts r1 = ctl_fake_requests(e->f);
+    assert_int_equal(r1.creates + r1.patches + r1.deletes, r0.creates + r0.patches + r0.deletes);
+
+    /* an event: the next reconcile runs; a Training job of priority 100
+     * needing 4 GPUs waits, its victims protected by the minimum runtime */
+    put_job_of(e, 8, "u8", "Training", 100, 4);
+    struct ctl_rc_result res = ctl_reconcile(e->c);
+    assert_false(res.quiet);
+    assert_int_equal(res.rc, 0);
+    assert_int_equal(ctl_fake_deliver(e->f), 0);
+    (void)until_quiet(e);
+    assert_int_equal(state_of(e, 8), STORE_QUEUED);
+    struct ctl_memo *m = ctl_memo_get(&e->c->memo, "a/j8", 0);
+    assert_non_null(m);
+    assert_non_null(strstr(ctl_str(m->wait.wait_msg), "minimum runtime"));
+    /* no event from here: each reconcile is quiet until the next due time
+     * (a stray-pod look, a position epoch, the protection's end), then runs;
+     * the one at the end of the protection (3 s after the admissions, the
+     * core's due) preempts, not a later one (the next epoch is 5 s after) */
+    int preempted = 0;
+    for (int k = 0; k < 10 && !preempted; k++) {
+        int64_t now = ctl_now_ms();
+        assert_true(e->c->due_ms > now);
+        assert_true(ctl_reconcile(e->c).quiet);
+        assert_int_equal(state_of(e, 8), STORE_QUEUED);
+        usleep((useconds_t)(e->c->due_ms - now + 20) * 1000);
+        res = ctl_reconcile(e->c);
+        assert_false(res.quiet);
+        assert_int_equal(res.rc, 0);
+        for (int i = 0; i < 8; i++)
+            preempted += state_of(e, i) == STORE_PREEMPTED;
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+    }
+    assert_int_equal(preempted, 2);
+    assert_true(ctl_now_ms() <= t_adm + 3000 + 400);
+    /* the victims' pods deleted (the fake answers), then it is admitted */
+    settle(e);
+    assert_true(holding(state_of(e, 8)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reconcile_event_driven, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_quiet_and_due, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
