@@ -114,7 +114,7 @@ static void cleanup_strays(struct rc_ctx *r)
                 continue; /* its end asks for a reconcile */
             if (m->pods.cleanup_done_ms && r->now - m->pods.cleanup_done_ms < CTL_STRAY_RETRY_MS) {
                 /* a delete the pod watch has not shown yet is not repeated at once */
-                rc_due(r, m->pods.cleanup_done_ms + CTL_STRAY_RETRY_MS);
+                rc_due(r, m->pods.cleanup_done_ms + CTL_STRAY_RETRY_MS, "stray-retry");
                 continue;
             }
             if (rc_intent_first(r, m->key) < r->nintents)
@@ -541,8 +541,10 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
         int64_t dt = ctl_now_ms() - r->now;
         c->m.cycle_us_total += (uint64_t)dt * 1000;
         gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
-               " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld", (long long)c->reconciles,
-               r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt);
+               " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld next_full=%d due_in_ms=%lld due=%s",
+               (long long)c->reconciles, r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt,
+               r->marked_next, (long long)(r->due_next ? r->due_next - r->now : -1),
+               r->due_why ? r->due_why : "none");
     }
     res.committed = r->committed;
     rc_release(r);

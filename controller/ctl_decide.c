@@ -200,7 +200,7 @@ int rc_run_sched(struct rc_ctx *r)
         goto out;
     r->sched_ran = 1;
     if (res->due)
-        rc_due(r, res->due * 1000); /* a minimum-runtime protection ends: decisions may change */
+        rc_due(r, res->due * 1000, "min-runtime"); /* a minimum-runtime protection ends: decisions may change */
     c->m.cycles++;
     c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
     gq_metrics_observe(c->mh.cycle_dur, c->m.last_cycle_ms / 1000.0);

@@ -54,13 +54,15 @@ int64_t rc_status_held(const struct rc_ctx *r, const struct cj *j)
 void rc_settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)
 {
     j->memo->status.settle_due_ms = due;
-    rc_due(r, due);
+    rc_due(r, due, "status-settle");
 }
 
-void rc_due(struct rc_ctx *r, int64_t when)
+void rc_due(struct rc_ctx *r, int64_t when, const char *why)
 {
-    if (when > r->now && (!r->due_next || when < r->due_next))
+    if (when > r->now && (!r->due_next || when < r->due_next)) {
         r->due_next = when;
+        r->due_why = why;
+    }
 }
 
 static int team_exists(struct rc_ctx *r, const char *name)

@@ -128,6 +128,7 @@ struct rc_ctx {
      * pod's delete to retry, the end of a minimum-runtime protection while
      * jobs wait (0 = none). Until then, with no input, a reconcile is quiet. */
     int64_t due_next;
+    const char *due_why;          /* static: what is due at due_next (rc_due) */
     int resync_jobs;              /* jobs the periodic resync examines (not steady) */
     int marked_next;              /* a job is marked for the next reconcile (a row written,
                                    * an intent): that one is not quiet */
@@ -199,8 +200,9 @@ int64_t rc_creation_ms(const struct cj *j, int64_t now);
 int64_t rc_status_held(const struct rc_ctx *r, const struct cj *j);
 void rc_settle_hold(struct rc_ctx *r, struct cj *j, int64_t due);
 /* Time alone changes something at when (wall clock, ms; ignored unless
- * after r->now): r->due_next is the earliest such time. */
-void rc_due(struct rc_ctx *r, int64_t when);
+ * after r->now): r->due_next is the earliest such time, r->due_why (static
+ * text, the debug log's) what is due then. */
+void rc_due(struct rc_ctx *r, int64_t when, const char *why);
 int rc_max_pod_attempt(struct ctl_memo *m);
 int rc_finished(int state);
 int rc_reports_invalid(const struct cj *j);

@@ -132,7 +132,7 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
         /* and a reconcile when the next token is there (the settle timer);
          * credit comes with a decision, which makes a reconcile anyway */
         if (wait < INT64_MAX / 2)
-            rc_due(r, r->now + wait);
+            rc_due(r, r->now + wait, "status-refresh");
         return;
     }
     char path[CTL_PATH_MAX];
@@ -248,7 +248,7 @@ static void counted_status(struct rc_ctx *r, const char *key, const char *path, 
 {
     struct ctl_memo *m = ctl_memo_get(&r->c->memo, key, 1);
     if (!m || m->status.status_inflight) {
-        rc_due(r, r->now + 1000); /* in flight: computed again by a reconcile a second later */
+        rc_due(r, r->now + 1000, "status-inflight"); /* in flight: computed again by a reconcile a second later */
         return;
     }
     uint64_t sig = gq_hash_str(urgent);
@@ -700,7 +700,7 @@ void rc_waiting_publish(struct rc_ctx *r)
     if (epoch)
         c->pos_pub_ms = r->now;
     else if (r->sched_ran)
-        rc_due(r, c->pos_pub_ms + pos_iv); /* what this schedule changed is published then */
+        rc_due(r, c->pos_pub_ms + pos_iv, "position-epoch"); /* what this schedule changed is published then */
     r->pub_epoch = epoch;
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
@@ -725,7 +725,7 @@ void rc_waiting_publish(struct rc_ctx *r)
          * not show yet (--status-settle) is neither published nor evented */
         int64_t held = rc_status_held(r, j);
         if (held)
-            rc_due(r, held); /* published once its status shows the wait */
+            rc_due(r, held, "status-settle"); /* published once its status shows the wait */
         if (!held && ctl_wait_publish(&m->wait.pub, j->state, waiting, msg, inv, r->now, msg_iv) &&
             j->obj && (inv || m->wait.wait_msg)) {
             /* one per wait reason per wait: the message names the reason its
@@ -735,7 +735,7 @@ void rc_waiting_publish(struct rc_ctx *r)
             ctl_act_event(&c->act, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
         }
         if (!held && m->wait.pub.msg_held)
-            rc_due(r, m->wait.pub.msg_ms + msg_iv); /* the new text is published then */
+            rc_due(r, m->wait.pub.msg_ms + msg_iv, "wait-message"); /* the new text is published then */
         if (waiting && epoch)
             m->wait.pub.position = inv ? 0 : ctl_position_shown(m->wait.position, c->cfg.position_head);
         if (!waiting && !rc_holds(j->state) && m->wait.wait_msg) {

@@ -27,10 +27,20 @@ spec:
 YAML
 done
 for n in a b c d; do wait_state 30 st "$n" Running; done
-sleep 6 # what is due after the last changes passes: statuses settle (2 s), positions (5 s)
 full() { gq_metric "$port" 'gangq_jobs_examined_total{how="full"}'; }
 recs() { gq_metric "$port" 'gangq_reconcile_phase_duration_seconds_count{phase="gather"}'; }
 quiet() { gq_metric "$port" gangq_reconciles_quiet_total; }
+# what the last changes made due passes: statuses settle (0.3 s), stray-pod looks (2 s), and
+# the positions published 5 s after the last schedule (each reconcile that runs may make one
+# due): wait for 6 s in a row without a reconcile, at most 40 s
+calm=0
+for _ in $(seq 40); do
+  n0=$(recs)
+  sleep 1
+  if [ "$(recs)" = "$n0" ]; then calm=$(( calm + 1 )); else calm=0; fi
+  [ "$calm" -lt 6 ] || break
+done
+[ "$calm" -ge 6 ] || fail "reconciles kept running for 40 s with nothing changing"
 f0=$(full)
 r0=$(recs)
 q0=$(quiet)
