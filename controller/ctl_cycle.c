@@ -326,21 +326,17 @@ static int phase_observe(struct rc_ctx *r)
              " pending=%d store_jobs=%d", r->nintents, r->nrows);
         c->restart_done = 1;
     }
-    unsigned char *dirty = c->dirty_keep = /* which jobs this reconcile examines in full */
-        rc_keep_reserve(c->dirty_keep, &c->dirty_keep_cap, (size_t)r->njobs + 1, 1);
-    if (!dirty)
-        return GQ_ENOMEM;
-    for (int i = 0; i < r->njobs; i++) {
-        dirty[i] = rc_job_dirty(r, &r->jobs[i]);
+    for (int i = 0; i < r->njobs; i++)
         if ((rc = rc_job_prepare(r, &r->jobs[i])))
             return rc;
-    }
     /* the GPUs held since the last accounting, before this reconcile's spec
      * rules and lifecycle change them: what the last committed reconcile
      * left held all along (through a quiet stretch too: nothing changed) */
     account_usage(r);
+    /* the spec rules of the jobs examined in full (a job's spec changes only
+     * with an event of it, which makes it dirty) */
     for (int i = 0; i < r->njobs; i++)
-        if (dirty[i] && (rc = rc_job_spec_rules(r, &r->jobs[i])))
+        if (r->jobs[i].looked && (rc = rc_job_spec_rules(r, &r->jobs[i])))
             return rc;
     /* store rows whose GPUJob is gone: deleted, then dropped from rows[].
      * Rows kept from the last committed reconcile each had a GPUJob then, and

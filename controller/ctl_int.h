@@ -402,8 +402,6 @@ struct gq_ctl {
     size_t ins_job_keep_cap;
     unsigned char *waited_keep;   /* rc_run_sched: which snapshot jobs had a WAIT */
     size_t waited_keep_cap;
-    unsigned char *dirty_keep;    /* phase_observe: which jobs are examined in full */
-    size_t dirty_keep_cap;
     struct ctl_team_keep *team_keep; /* each Team's last decode and the reconcile's Team
                                       * arrays (ctl_gather.c); owned, ctl_team_keep_free */
     struct ctl_snap_keep snap_keep; /* the last scheduling snapshot's array memory, reused by

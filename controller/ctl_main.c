@@ -964,7 +964,6 @@ void ctl_core_release(struct gq_ctl *c)
     free(c->ins_keep);
     free(c->ins_job_keep);
     free(c->waited_keep);
-    free(c->dirty_keep);
     ctl_team_keep_free(c->team_keep);
     store_close(c->st);
     sched_free(c->sched);

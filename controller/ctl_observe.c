@@ -633,6 +633,7 @@ int rc_job_prepare(struct rc_ctx *r, struct cj *j)
         return job_prepare_clean(r, j);
     }
     r->c->m.jobs_full++;
+    j->looked = 1;
     int rc = job_look_again(r, j);
     if (!rc) {
         struct ctl_memo *m = j->memo;

@@ -46,6 +46,7 @@ struct cj {
     struct ctl_objent *ent;     /* its entry in c->jobs_set (the memo hint; no event runs
                                  * during a reconcile) */
     int dormant;                /* finished and settled: skipped by this reconcile (rc_job_sleep) */
+    int looked;                 /* examined in full by this reconcile's rc_job_prepare */
 };
 
 /* An intent by job key (index into rc_ctx.intents). */
