@@ -684,6 +684,14 @@ void rc_team_pool_seen(struct rc_ctx *r)
 
 /* ------------------------------------------------------------ waiting jobs */
 
+/* p is what ctl_wait_publish leaves for a job in state that does not wait:
+ * set, that state, nothing else. */
+static int pub_cleared(const struct ctl_waitpub *p, int state)
+{
+    return p->set && p->state == state && !p->cls && !p->msg && !p->msg_ms && !p->evented && !p->position &&
+           !p->in_sig && !p->in_cls && !p->pub_sig && !p->msg_held;
+}
+
 /* What the statuses of waiting jobs show (API writes follow decisions, not
  * queue moves): each job's explanation goes through ctl_wait_publish (its
  * status is rewritten when its state or wait class changes, the detailed
@@ -708,6 +716,8 @@ void rc_waiting_publish(struct rc_ctx *r)
         if (!m || !j->row || j->dormant)
             continue;
         int waiting = j->state == STORE_QUEUED || j->state == STORE_PREEMPTED;
+        if (!waiting && pub_cleared(&m->wait.pub, j->state) && !(m->wait.wait_msg && !rc_holds(j->state)))
+            continue; /* not waiting, and nothing of a wait left to clear (most jobs, most reconciles) */
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
         const char *msg = inv ? ctl_str(j->invalid_msg) : m->wait.wait_msg ? m->wait.wait_msg : j->row->message;
         if (!m->wait.pub.set && waiting && j->obj) {
