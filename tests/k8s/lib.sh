@@ -129,6 +129,11 @@ gq_team() { # NAME NS...
 gq_gpu1_job() { # NAME NS
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$2"
 }
+# A GPUJob manifest: NAME in namespace NS of CLASS and PRIORITY, REPLICAS replicas of COUNT
+# GPUs each, a pod that stops within a second of its delete.
+gq_job() { # NS NAME CLASS PRIORITY REPLICAS COUNT
+  printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: %s\n  priority: %s\n  replicas: %s\n  gpu: {count: %s}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$2" "$1" "$3" "$4" "$5" "$6"
+}
 # The audit-log times (seconds since the epoch, fractional) of the controller's status PATCHes
 # of GPUJob NAME after the RFC 3339 time AFTER, one a line.
 gq_status_patch_times() { # NAME AFTER

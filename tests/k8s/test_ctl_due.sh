@@ -12,18 +12,7 @@ gq_team dt dt
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --min-runtime 4s --cycle-interval 1h --full-resync-interval 1h \
   --listen 127.0.0.1:0
-job() { # NAME CLASS PRIORITY
-  cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: GPUJob
-metadata: {name: $1, namespace: dt}
-spec:
-  class: $2
-  priority: $3
-  gpu: {count: 4}
-  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}
-YAML
-}
+job() { gq_job dt "$1" "$2" "$3" 1 4 | k apply -f - >/dev/null; } # NAME CLASS PRIORITY
 job low Batch 10
 wait_state 30 dt low Running
 t_run=$(date +%s.%N) # low was admitted before this

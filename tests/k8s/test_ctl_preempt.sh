@@ -26,19 +26,7 @@ gq_ctl_start --leader-elect=false --min-runtime 0s
 wait_state() { # TIMEOUT NS NAME REGEX
   wait_for "$1" "gpujob $2/$3 state matching $4" bash -c "kubectl -n $2 get gpujob $3 -o jsonpath='{.status.state}' | grep -Eqx '$4'"
 }
-job() { # NS NAME CLASS PRIORITY REPLICAS COUNT
-  cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: GPUJob
-metadata: {name: $2, namespace: $1}
-spec:
-  class: $3
-  priority: $4
-  replicas: $5
-  gpu: {count: $6}
-  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}
-YAML
-}
+job() { gq_job "$@" | k apply -f - >/dev/null; } # NS NAME CLASS PRIORITY REPLICAS COUNT
 job bt victim Batch 10 2 4
 wait_jsonpath 20 Running -n bt gpujob victim -o jsonpath='{.status.state}'
 old_pods=$(k -n bt get pods -l gangq.io/job=victim -o jsonpath='{.items[*].metadata.name}')

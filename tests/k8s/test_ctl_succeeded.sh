@@ -18,19 +18,7 @@ YAML
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --min-runtime 0s --pod-watch-delay 5s
 
-job() { # NAME CLASS PRIORITY REPLICAS COUNT
-  cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: GPUJob
-metadata: {name: $1, namespace: sc}
-spec:
-  class: $2
-  priority: $3
-  replicas: $4
-  gpu: {count: $5}
-  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}
-YAML
-}
+job() { gq_job sc "$@" | k apply -f - >/dev/null; } # NAME CLASS PRIORITY REPLICAS COUNT
 phases() { kubectl -n sc get pods -l "gangq.io/job=$1" -o jsonpath='{range .items[*]}{.metadata.name}={.status.phase}{" "}{end}'; }
 
 job done Batch 10 2 2
