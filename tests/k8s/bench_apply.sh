@@ -124,17 +124,20 @@ pass "controller API writes by resource: $(printf '%s\n' "$wdelta" | sort -rn | 
 # finds nothing changed must cost next to nothing, whatever the job count.
 full_examined() { gq_metric "$port" 'gangq_jobs_examined_total{how="full"}'; }
 full_passes() { gq_metric "$port" gangq_reconciles_full_total; }
+quiet_rc() { gq_metric "$port" gangq_reconciles_quiet_total; }
 IDLE_S=${GQ_BENCH_IDLE_S:-20}
 sleep 5 # the last statuses settle (--status-settle)
 ic0=$(cpu_ticks)
 ir0=$(reconciles)
 if0=$(full_examined)
 ip0=$(full_passes)
+iq0=$(quiet_rc)
 sleep "$IDLE_S"
 idle_ms=$(( ($(cpu_ticks) - ic0) * 1000 / hz ))
 idle_rc=$(( $(reconciles) - ir0 ))
 idle_full=$(( $(full_examined) - if0 ))
 idle_passes=$(( $(full_passes) - ip0 ))
-pass "idle with $N jobs admitted: controller CPU ${idle_ms} ms over ${IDLE_S} s, $idle_rc reconciles ($idle_passes full passes, --full-resync-interval), $idle_full jobs examined in full"
-echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes,\"reconciles\":$nrc,\"idle_s\":$IDLE_S,\"idle_cpu_ms\":$idle_ms,\"idle_reconciles\":$idle_rc,\"idle_full_examined\":$idle_full}"
+idle_quiet=$(( $(quiet_rc) - iq0 ))
+pass "idle with $N jobs admitted: controller CPU ${idle_ms} ms over ${IDLE_S} s, $idle_rc reconciles ($idle_passes full passes, --full-resync-interval), $idle_quiet quiet (skipped), $idle_full jobs examined in full"
+echo "{\"jobs\":$N,\"apply_ms\":$t_apply,\"all_admitted_ms\":$t_all,\"controller_cpu_ms\":$cpu_ms,\"cpu_us_per_admission\":$per_us,\"api_writes\":$writes,\"reconciles\":$nrc,\"idle_s\":$IDLE_S,\"idle_cpu_ms\":$idle_ms,\"idle_reconciles\":$idle_rc,\"idle_quiet\":$idle_quiet,\"idle_full_examined\":$idle_full}"
 gq_ctl_stop
