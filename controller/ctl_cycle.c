@@ -537,7 +537,7 @@ struct ctl_rc_result ctl_reconcile(struct gq_ctl *c)
         int64_t dt = ctl_now_ms() - r->now;
         c->m.cycle_us_total += (uint64_t)dt * 1000;
         gq_log(c->cfg.log_level, GQ_LOG_DEBUG, "ctl", "reconcile",
-               " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld next_full=%d due_in_ms=%lld due=%s",
+               " n=%lld jobs=%d nodes=%d released_pods=%d sched=%d ms=%lld marked_next=%d due_in_ms=%lld due=%s",
                (long long)c->reconciles, r->njobs, r->nnodes, r->nreleased, r->sched_ran, (long long)dt,
                r->marked_next, (long long)(r->due_next ? r->due_next - r->now : -1),
                r->due_why ? r->due_why : "none");

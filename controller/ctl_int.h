@@ -384,7 +384,8 @@ struct gq_ctl {
     int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
     /* Quiet reconciles (ctl_cycle.c rc_quiet): what the last committed
      * reconcile left for deciding that the next one has nothing to do.
-     * inputs counts what a reconcile reads changing (ctl_input); inputs_seen
+     * inputs counts what a reconcile reads changing (ctl_object_event,
+     * ctl_wire.c's wake_loop, ctl_main.c's ctl_mark_dirty); inputs_seen
      * is its value when that reconcile began; due_ms when time alone changes
      * something (rc_ctx.due_next); resync_jobs the jobs the periodic resync
      * examines; quiet_ok that it committed. */
