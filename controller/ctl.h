@@ -507,9 +507,9 @@ struct ctl_waitpub {
      * it reads it several times over (ctl_wait_publish) */
     uint64_t in_sig;              /* hash of that explanation and invalid reason, 0 none */
     int in_cls;
-    uint64_t pub_sig;             /* the same hash of what msg published (0: not known) */
-    int msg_held;                 /* the explanation given differs from msg: published once
-                                   * interval_ms has passed since msg_ms */
+    uint64_t pub_sig;             /* the same hash of what msg published (0: not known); when
+                                   * it differs from in_sig, the explanation given waits to be
+                                   * published until interval_ms has passed since msg_ms */
 };
 
 /* Free p's message (p stays usable: zero it to reuse). */
@@ -518,8 +518,8 @@ void ctl_waitpub_release(struct ctl_waitpub *p);
 /* Publish this reconcile's explanation msg of a job in state (waiting: Queued
  * or Preempted). A job not waiting clears everything. A waiting job's msg is
  * published at once when nothing was, its state or its class changed, else
- * only when interval_ms has passed since the last publication (p->msg_held
- * says one waits for it). Returns 1
+ * only when interval_ms has passed since the last publication (one waits
+ * while p->pub_sig != p->in_sig). Returns 1
  * when a Waiting Event is due (the class was not evented in this wait; the
  * bit is set), else 0. */
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,

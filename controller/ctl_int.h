@@ -384,8 +384,7 @@ struct gq_ctl {
     int64_t last_resync_ms;    /* the last periodic resync (--cycle-interval) began */
     /* Quiet reconciles (ctl_cycle.c rc_quiet): what the last committed
      * reconcile left for deciding that the next one has nothing to do.
-     * inputs counts what a reconcile reads changing (ctl_object_event,
-     * ctl_wire.c's wake_loop, ctl_main.c's ctl_mark_dirty); inputs_seen
+     * inputs counts what a reconcile reads changing (ctl_wake); inputs_seen
      * is its value when that reconcile began; due_ms when time alone changes
      * something (rc_ctx.due_next); resync_jobs the jobs the periodic resync
      * examines; quiet_ok that it committed. */
@@ -581,6 +580,11 @@ void ctl_pod_deleted(struct gq_ctl *c, const cJSON *pod);
  * (ctl_store_open). wake asks the loop for a reconcile (kept in c->wake):
  * the hooks call it when an outcome needs one, from the loop or inside a
  * call into the actuator. */
+/* Something a reconcile reads changed (an informer event but a status echo,
+ * an actuator outcome, a due time, an informer synced, the lease taken):
+ * counted in c->inputs, so the next reconcile is not quiet, and the loop is
+ * asked for one through c->wake. */
+void ctl_wake(struct gq_ctl *c);
 void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c), const struct ctl_act_kube *kube,
                   void *kube_ctx);
 /* Delete one pod (uid precondition); grace < 0 = the pod's own. Tracked on

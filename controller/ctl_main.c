@@ -20,12 +20,11 @@
 /* ------------------------------------------------------------ loop */
 
 /* A reconcile is wanted: the debounce timer is armed (batched, adaptive).
- * Also the actuator hooks' wake-up (c->wake, ctl_act_wire). */
+ * The loop's c->wake (ctl_act_wire), called by ctl_wake. */
 static void ctl_mark_dirty(struct gq_ctl *c)
 {
     if (c->stopping)
         return;
-    c->inputs++; /* whoever asks, the next reconcile runs (not quiet) */
     if (!c->dirty) {
         c->dirty = 1;
         /* a libev timer counts from the loop's time, which a reconcile run
@@ -121,7 +120,7 @@ static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct gq_ctl *c = w->data;
     c->settle_at_ms = 0;
-    ctl_mark_dirty(c); /* what time alone changes is due: the reconcile is not quiet */
+    ctl_wake(c); /* what time alone changes is due */
 }
 
 /* Reconcile again at due_ms (wall clock, ms): time alone changes something
@@ -282,9 +281,7 @@ void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, cons
         quiet = 0;
     }
     if (!quiet)
-        c->inputs++; /* the next reconcile is not quiet (ctl_cycle.c rc_quiet) */
-    if (c->wake && !quiet)
-        c->wake(c);
+        ctl_wake(c);
 }
 
 static void inf_event(enum kube_event_type type, const cJSON *old_obj, const cJSON *new_obj, void *ud)
@@ -342,7 +339,7 @@ static void inf_synced(void *ud)
 {
     struct ctl_infud *u = ud;
     gq_log(u->c->cfg.log_level, GQ_LOG_INFO, "ctl", "informer synced", " informer=%d", u->idx);
-    ctl_mark_dirty(u->c);
+    ctl_wake(u->c);
 }
 
 static int ctl_store_open(struct gq_ctl *c)
@@ -380,7 +377,7 @@ static void lead_started(void *ud)
     gq_log(c->cfg.log_level, GQ_LOG_INFO, "ctl", "leading: cycles on", " identity=%s", c->identity);
     /* GPUJobs skipped while standing by get their Event and Failed status now */
     kube_informer_skipped_foreach(c->inf[INF_JOBS], inf_skip, &c->infud[INF_JOBS]);
-    ctl_mark_dirty(c);
+    ctl_wake(c);
 }
 
 static void lead_stopped(void *ud)

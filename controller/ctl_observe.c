@@ -57,14 +57,6 @@ void rc_settle_hold(struct rc_ctx *r, struct cj *j, int64_t due)
     rc_due(r, due, "status-settle");
 }
 
-void rc_due(struct rc_ctx *r, int64_t when, const char *why)
-{
-    if (when > r->now && (!r->due_next || when < r->due_next)) {
-        r->due_next = when;
-        r->due_why = why;
-    }
-}
-
 static int team_exists(struct rc_ctx *r, const char *name)
 {
     return rc_team_of(r, name) != NULL;

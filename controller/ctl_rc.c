@@ -267,6 +267,14 @@ int rc_audit(struct rc_ctx *r, const char *action, const struct cj *j, const cha
     return apply_audit(&x, action, j ? j->job->spec.team : "", key, oldv, newv, reason);
 }
 
+void rc_due(struct rc_ctx *r, int64_t when, const char *why)
+{
+    if (when > r->now && (!r->due_next || when < r->due_next)) {
+        r->due_next = when;
+        r->due_why = why;
+    }
+}
+
 /* The job changed in this reconcile: examined in full by the rest of it
  * (status) and by the next one. */
 static void job_touch(struct rc_ctx *r, struct cj *j)

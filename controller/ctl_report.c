@@ -689,7 +689,7 @@ void rc_team_pool_seen(struct rc_ctx *r)
 static int pub_cleared(const struct ctl_waitpub *p, int state)
 {
     return p->set && p->state == state && !p->cls && !p->msg && !p->msg_ms && !p->evented && !p->position &&
-           !p->in_sig && !p->in_cls && !p->pub_sig && !p->msg_held;
+           !p->in_sig && !p->in_cls && !p->pub_sig;
 }
 
 /* What the statuses of waiting jobs show (API writes follow decisions, not
@@ -744,7 +744,7 @@ void rc_waiting_publish(struct rc_ctx *r)
             snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->wait.pub.cls), msg ? msg : "");
             ctl_act_event(&c->act, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
         }
-        if (!held && m->wait.pub.msg_held)
+        if (!held && m->wait.pub.pub_sig != m->wait.pub.in_sig)
             rc_due(r, m->wait.pub.msg_ms + msg_iv, "wait-message"); /* the new text is published then */
         if (waiting && epoch)
             m->wait.pub.position = inv ? 0 : ctl_position_shown(m->wait.position, c->cfg.position_head);

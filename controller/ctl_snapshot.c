@@ -1196,7 +1196,6 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
         }
         p->pub_sig = sig;
     }
-    p->msg_held = p->pub_sig != sig;
     p->set = 1;
     p->state = state;
     p->cls = cls;

@@ -13,10 +13,9 @@
 
 #include "ctl_int.h"
 
-/* Ask the loop for a reconcile. */
-static void wake_loop(struct gq_ctl *c)
+void ctl_wake(struct gq_ctl *c)
 {
-    c->inputs++; /* an outcome the next reconcile reads: it is not quiet */
+    c->inputs++; /* the next reconcile is not quiet (ctl_cycle.c rc_quiet) */
     if (c->wake)
         c->wake(c);
 }
@@ -26,7 +25,7 @@ static void wake_loop(struct gq_ctl *c)
 static void mark_key(struct gq_ctl *c, const char *key)
 {
     ctl_memo_mark(&c->memo, key, c->reconciles + 1);
-    wake_loop(c);
+    ctl_wake(c);
 }
 
 static void hook_settled(void *ctx, int64_t intent_id, const char *key, int ok)
@@ -108,7 +107,7 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
 
 static void hook_mark_dirty(void *ctx)
 {
-    wake_loop(ctx);
+    ctl_wake(ctx);
 }
 
 /* The job's pods as the pod informer's events index them (ctl_index_pod). */

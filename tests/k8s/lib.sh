@@ -129,6 +129,16 @@ gq_team() { # NAME NS...
 gq_gpu1_job() { # NAME NS
   printf -- '---\napiVersion: gangq.io/v1alpha1\nkind: GPUJob\nmetadata: {name: %s, namespace: %s}\nspec:\n  class: Batch\n  replicas: 1\n  gpu: {count: 1}\n  template: {spec: {terminationGracePeriodSeconds: 1, restartPolicy: Never, containers: [{name: c, image: busybox}]}}\n' "$1" "$2"
 }
+# In namespace NS, job j00 (gq_gpu1_job) applied and Running, then N more, j01..jN (two
+# digits), applied at once: on a cluster of one GPU they wait behind it, in that order.
+gq_j00_then_queue() { # NS N
+  local ns="$1" n="$2" f="$GQ_TEST_TMP/jobs.yaml" i
+  gq_gpu1_job j00 "$ns" | k apply -f - >/dev/null
+  wait_jsonpath 40 Running -n "$ns" gpujob j00 -o jsonpath='{.status.state}'
+  : >"$f"
+  for i in $(seq 1 "$n"); do gq_gpu1_job "$(printf 'j%02d' "$i")" "$ns" >>"$f"; done
+  k apply -f "$f" >/dev/null
+}
 # A GPUJob manifest: NAME in namespace NS of CLASS and PRIORITY, REPLICAS replicas of COUNT
 # GPUs each, a pod that stops within a second of its delete.
 gq_job() { # NS NAME CLASS PRIORITY REPLICAS COUNT

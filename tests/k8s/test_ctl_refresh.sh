@@ -18,14 +18,8 @@ gq_ctl_start --leader-elect=false --min-runtime 0s --position-head 10 --position
   --status-refresh-qps 1 --status-refresh-burst 1 --event-qps 0 --listen 127.0.0.1:0
 port=$(gq_ctl_port)
 [ -n "$port" ] || fail "no metrics port"
-job() { gq_gpu1_job "$1" "$ns"; }
 
-job j00 | k apply -f - >/dev/null
-wait_jsonpath 40 Running -n "$ns" gpujob j00 -o jsonpath='{.status.state}'
-jobs="$GQ_TEST_TMP/jobs.yaml"
-: >"$jobs"
-for i in 1 2 3 4 5 6; do job "j0$i" >>"$jobs"; done
-k apply -f "$jobs" >/dev/null
+gq_j00_then_queue "$ns" 6
 for i in 1 2 3 4 5 6; do wait_jsonpath 30 "$i" -n "$ns" gpujob "j0$i" -o jsonpath='{.status.position}'; done
 pass "j01..j06 wait with positions 1..6"
 

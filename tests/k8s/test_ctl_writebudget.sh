@@ -17,14 +17,8 @@ gq_ctl_start --leader-elect=false --min-runtime 0s --position-head 20 --position
   --status-refresh-qps 0 --event-qps 0 --listen 127.0.0.1:0
 port=$(gq_ctl_port)
 [ -n "$port" ] || fail "no metrics port"
-job() { gq_gpu1_job "$1" "$ns"; }
 
-job j00 | k apply -f - >/dev/null
-wait_jsonpath 40 Running -n "$ns" gpujob j00 -o jsonpath='{.status.state}'
-jobs="$GQ_TEST_TMP/jobs.yaml"
-: >"$jobs"
-for i in $(seq -w 1 20); do job "j$i" >>"$jobs"; done
-k apply -f "$jobs" >/dev/null
+gq_j00_then_queue "$ns" 20
 for i in $(seq 1 20); do wait_jsonpath 30 "$i" -n "$ns" gpujob "j$(printf %02d "$i")" -o jsonpath='{.status.position}'; done
 pass "j01..j20 wait with positions 1..20"
 

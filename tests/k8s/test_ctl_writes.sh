@@ -20,13 +20,7 @@ gq_ctl_start --leader-elect=false --min-runtime 0s --position-head "$HEAD" --pos
   --event-qps 0
 port=$(gq_ctl_port)
 
-job() { gq_gpu1_job "$1" "$ns"; }
-job j00 | k apply -f - >/dev/null
-wait_jsonpath 40 Running -n "$ns" gpujob j00 -o jsonpath='{.status.state}'
-jobs="$GQ_TEST_TMP/jobs.yaml"
-: >"$jobs"
-for i in $(seq -w 1 30); do job "j$i" >>"$jobs"; done
-k apply -f "$jobs" >/dev/null
+gq_j00_then_queue "$ns" 30
 tail=j30
 
 # status PATCHes of one GPUJob by the controller, from the audit log
