@@ -90,6 +90,8 @@ struct ctl_config {
     double node_lost_grace_s;      /* default 40 */
     int max_retries;               /* default 3 */
     double usage_half_life_s;      /* default 86400 */
+    double audit_retention_s;      /* audit entries older than this are deleted; 0 keeps them
+                                    * all; default 30 days */
     double cycle_interval_s;       /* periodic resync of the jobs time alone can change
                                     * (holding GPUs, pods stopping); default 2 */
     double full_resync_interval_s; /* every job examined again at least this often; default 30

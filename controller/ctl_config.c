@@ -41,6 +41,9 @@ const struct ctl_option ctl_options[] = {
     {"max-retries", CTL_OPT_INT, F(max_retries), "3", 0, 0, 1000, NULL, " N", "failed-gang requeues before Failed"},
     {"usage-half-life", CTL_OPT_DURATION, F(usage_half_life_s), "24h", 0, 0, 0, NULL, " DUR",
      "fair-share usage decay"},
+    {"audit-retention", CTL_OPT_DURATION, F(audit_retention_s), "30d", 0, 0, 0, NULL, " DUR",
+     "audit log entries (`gangq audit`) older than this are deleted,\n"
+     "oldest first, a bounded batch at a time (0 = keep them all)"},
     {"cycle-interval", CTL_OPT_DURATION, F(cycle_interval_s), "2s", 0.05, 0, 0, NULL, " DUR",
      "periodic resync: jobs whose state can change with time alone\n"
      "(holding GPUs, pods stopping) are examined again"},

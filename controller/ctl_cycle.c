@@ -379,13 +379,29 @@ static int phase_observe(struct rc_ctx *r)
         if (rc_job_dirty(r, j) && ((rc = rc_job_create_refused(r, j)) || (rc = rc_job_lifecycle(r, j))))
             return rc;
     }
-    if (r->now - c->last_prune_ms > 600000) {
-        /* housekeeping: done intents after a day, usage older than ten half-lives */
+    if (r->now - c->last_prune_ms > CTL_PRUNE_INTERVAL_MS) {
+        /* housekeeping: done intents after a day, usage older than ten half-lives,
+         * audit entries past --audit-retention (a bounded batch: a long backlog
+         * goes over the following reconciles, not in one transaction) */
+        int pruned = 0;
         if ((rc = store_intents_prune(c->st, r->now - 86400000LL, r->err, sizeof(r->err))) ||
             (rc = store_usage_prune(c->st, r->now - (int64_t)(c->cfg.usage_half_life_s * 10000.0), r->err,
-                                    sizeof(r->err))))
+                                    sizeof(r->err))) ||
+            (c->cfg.audit_retention_s > 0 &&
+             (rc = store_audit_prune(c->st, r->now - (int64_t)(c->cfg.audit_retention_s * 1000.0),
+                                     CTL_AUDIT_PRUNE_BATCH, &pruned, r->err, sizeof(r->err)))))
             return rc;
         c->last_prune_ms = r->now;
+        if (pruned) {
+            c->m.audit_pruned += (uint64_t)pruned;
+            LOGC(c, GQ_LOG_INFO, "audit entries past retention deleted", " deleted=%d retention_s=%.0f", pruned,
+                 c->cfg.audit_retention_s);
+        }
+        if (pruned >= CTL_AUDIT_PRUNE_BATCH) {
+            /* more left: a reconcile a second from now goes on */
+            c->last_prune_ms = r->now - CTL_PRUNE_INTERVAL_MS;
+            rc_due(r, r->now + 1000, "audit-prune");
+        }
     }
     for (int i = 0; i < r->njobs; i++)
         if (r->jobs[i].invalid_reason && !r->jobs[i].failed_invalid) {

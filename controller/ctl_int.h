@@ -302,10 +302,15 @@ struct ctl_metrics_counters {
     uint64_t job_status_events;      /* GPUJob events that changed the status alone (ctl_object_event) */
     uint64_t refresh_sent, refresh_held; /* status refreshes written / put off (--status-refresh-qps) */
     uint64_t status_deferred;     /* cosmetic statuses not built: the low lane was full */
+    uint64_t audit_pruned;        /* audit entries deleted past --audit-retention */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */
 #define CTL_NPHASES 6
+/* Housekeeping (done intents, decayed usage, audit entries past retention) at most this often. */
+#define CTL_PRUNE_INTERVAL_MS 600000
+/* Audit entries one reconcile deletes at most; a longer backlog goes on a second later. */
+#define CTL_AUDIT_PRUNE_BATCH 20000
 extern const char *const ctl_phase_names[CTL_NPHASES];
 
 /* Metric handles (NULL when --listen is not given: updates are no-ops). */

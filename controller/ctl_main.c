@@ -595,6 +595,8 @@ static void metrics_work(struct gq_ctl *c)
                 "Reconciles skipped: nothing they read changed since the last one and nothing time changes was due "
                 "(the --cycle-interval ticks of an idle controller); not in the phase histograms",
                 NULL, NULL, &c->m.reconciles_quiet, 1);
+    counters_to(c, "gangq_audit_pruned_total",
+                "Audit log entries deleted for being older than --audit-retention", NULL, NULL, &c->m.audit_pruned, 1);
     const uint64_t rf[] = {c->m.refresh_sent, c->m.refresh_held};
     const char *const rfr[] = {"sent", "held"};
     counters_to(c, "gangq_status_refresh_total",

@@ -122,7 +122,7 @@ enum {
     S_INTENT_ADD, S_INTENT_DONE, S_INTENTS_PENDING, S_INTENTS_PRUNE,
     S_ALLOC_SET, S_ALLOC_CLEAR, S_ALLOCS_EACH, S_LEDGER, S_ALLOCS_TEAM, S_ALLOCS_TEAM_SUM, S_ALLOC_BORROWED,
     S_USAGE_ADD, S_USAGE_TEAM, S_USAGE_ALL, S_USAGE_PRUNE,
-    S_AUDIT_ADD, S_AUDIT_QUERY,
+    S_AUDIT_ADD, S_AUDIT_QUERY, S_AUDIT_PRUNE,
     S_TEAM_SAVE, S_TEAM_GET, S_TEAM_DELETE, S_JOB_RAISE_ATTEMPTS,
     S_COUNT
 };
@@ -180,6 +180,9 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_USAGE_TEAM] = "SELECT bucket_ms+width_ms,gpu_s FROM usage WHERE team=?1",
     [S_USAGE_ALL] = "SELECT team,bucket_ms+width_ms,gpu_s FROM usage ORDER BY team",
     [S_USAGE_PRUNE] = "DELETE FROM usage WHERE bucket_ms+width_ms<?1",
+    /* oldest first, at most ?2 (the time index finds them) */
+    [S_AUDIT_PRUNE] = "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE time_ms<?1"
+                      " ORDER BY time_ms, id LIMIT ?2)",
     [S_AUDIT_ADD] = "INSERT INTO audit(time_ms,actor,action,team,job_key,old_value,new_value,"
                     "reason) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
     [S_AUDIT_QUERY] =
@@ -1328,6 +1331,25 @@ int store_audit_add(struct store *st, const struct store_audit *a, char *err, si
     bind_text(s, 7, a->new_value);
     bind_text(s, 8, a->reason);
     return step_write(st, S_AUDIT_ADD, "cannot append to the audit log", err, errlen);
+}
+
+int store_audit_prune(struct store *st, int64_t before_ms, int max, int *deleted, char *err, size_t errlen)
+{
+    if (deleted)
+        *deleted = 0;
+    int ret = write_guard(st, err, errlen);
+    if (ret)
+        return ret;
+    if (max <= 0) {
+        gq_errf(err, errlen, "%s: audit prune without a positive row limit", st->path);
+        return GQ_EINVAL;
+    }
+    sqlite3_bind_int64(st->stmt[S_AUDIT_PRUNE], 1, before_ms);
+    sqlite3_bind_int64(st->stmt[S_AUDIT_PRUNE], 2, max);
+    ret = step_write(st, S_AUDIT_PRUNE, "cannot prune the audit log", err, errlen);
+    if (!ret && deleted)
+        *deleted = sqlite3_changes(st->db);
+    return ret;
 }
 
 int store_audit_query(struct store *st, const struct store_audit_filter *f, store_audit_cb cb,

@@ -334,5 +334,10 @@ typedef int (*store_audit_cb)(void *ctx, const struct store_audit *a);
 /* Matching entries, oldest first (time, then id). */
 int store_audit_query(struct store *st, const struct store_audit_filter *f, store_audit_cb cb,
                       void *ctx, char *err, size_t errlen);
+/* Delete the entries older than before_ms (time_ms < before_ms), oldest first, at most max
+ * (> 0) of them: retention, in bounded steps so a first prune of a long history does not hold
+ * one transaction for long. *deleted (may be NULL) gets how many went; fewer than max means
+ * none older is left. Inside a cycle's transaction or on its own. */
+int store_audit_prune(struct store *st, int64_t before_ms, int max, int *deleted, char *err, size_t errlen);
 
 #endif

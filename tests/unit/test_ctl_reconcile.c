@@ -380,11 +380,117 @@ static void test_reconcile_quiet_and_due(void **state)
     assert_true(holding(state_of(e, 8)));
 }
 
+/* Counts entries whose job key starts with ctx's prefix. */
+static int audit_count_cb(void *ctx, const struct store_audit *a)
+{
+    struct {
+        const char *kp;
+        int *n;
+    } *c = ctx;
+    if (!strncmp(a->job_key, c->kp, strlen(c->kp)))
+        (*c->n)++;
+    return 0;
+}
+
+/* Audit entries of age ms, n of them, job key prefix kp (one transaction). */
+static void audit_aged(struct env *e, int n, int64_t age_ms, const char *kp)
+{
+    char err[256], key[64];
+    int64_t now = ctl_now_ms();
+    assert_int_equal(store_begin_cycle(e->c->st, err, sizeof(err)), 0);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "%s/%d", kp, i);
+        struct store_audit a = {0, now - age_ms, "gangq", "admit", "ta", key, "Queued", "Admitted", ""};
+        assert_int_equal(store_audit_add(e->c->st, &a, err, sizeof(err)), 0);
+    }
+    assert_int_equal(store_commit_cycle(e->c->st, err, sizeof(err)), 0);
+}
+
+static int audit_count(struct env *e, const char *kp)
+{
+    struct store_audit_filter f = {0};
+    char err[256];
+    int n = 0;
+    struct cnt {
+        const char *kp;
+        int *n;
+    } ctx = {kp, &n};
+    assert_int_equal(store_audit_query(e->c->st, &f, audit_count_cb, &ctx, err, sizeof(err)), 0);
+    return n;
+}
+
+/* --audit-retention: a reconcile deletes the audit entries older than the
+ * retention and keeps the younger ones and those it writes itself; a
+ * backlog past one batch goes on in a reconcile it makes due a second
+ * later, with no event; 0 keeps everything. */
+static void test_reconcile_audit_retention(void **state)
+{
+    struct env *e = *state;
+    e->c->cfg.audit_retention_s = 0;
+    audit_aged(e, 3, 48 * 3600000LL, "keep0");
+    put_job(e, 0, "u0");
+    settle(e);
+    (void)until_quiet(e);
+    assert_int_equal(audit_count(e, "keep0/"), 3); /* 0 keeps them all */
+    assert_true(holding(state_of(e, 0)));
+    assert_true(audit_count(e, "a/j0") > 0);
+
+    /* a day's retention: 20,001 entries two days old, 5 an hour old */
+    e->c->cfg.audit_retention_s = 86400;
+    e->c->last_prune_ms = 0;
+    audit_aged(e, CTL_AUDIT_PRUNE_BATCH + 1, 48 * 3600000LL, "old");
+    audit_aged(e, 5, 3600000LL, "young");
+    put_job(e, 1, "u1");
+    settle(e); /* the first reconcile prunes one batch, the next the rest */
+    (void)until_quiet(e);
+    assert_int_equal(audit_count(e, "keep0/"), 0);
+    assert_int_equal(audit_count(e, "old/"), 0);
+    assert_int_equal(e->c->m.audit_pruned, (uint64_t)CTL_AUDIT_PRUNE_BATCH + 4);
+    assert_true(holding(state_of(e, 1)));
+
+    /* a backlog with no event: a reconcile that prunes a whole batch (a full
+     * pass here, as every --full-resync-interval) makes one due a second
+     * later, which takes the rest; the reconciles in between are quiet */
+    e->c->last_prune_ms = 0;
+    audit_aged(e, CTL_AUDIT_PRUNE_BATCH + 2, 48 * 3600000LL, "old2");
+    e->c->full_next = 1;
+    struct ctl_rc_result res = ctl_reconcile(e->c);
+    int64_t t_prune = ctl_now_ms(), res0due = res.due_ms;
+    assert_int_equal(res.rc, 0);
+    assert_false(res.quiet);
+    assert_int_equal(audit_count(e, "old2/"), 2);
+    int ran = 0;
+    int64_t ran_at = 0;
+    while (!ran && ctl_now_ms() - t_prune < 5000) {
+        res = ctl_reconcile(e->c);
+        assert_int_equal(res.rc, 0);
+        ran = !res.quiet;
+        ran_at = ctl_now_ms();
+        if (!ran)
+            usleep(20000);
+    }
+    assert_true(ran);
+    /* due a second after the prune (nothing else is due that soon here) */
+    assert_true(res0due - t_prune >= 900 && res0due - t_prune <= 1000);
+    assert_true(ran_at - t_prune >= 900 && ran_at - t_prune < 1600);
+    assert_int_equal(audit_count(e, "old2/"), 0);
+    assert_int_equal(e->c->m.audit_pruned, 2 * (uint64_t)CTL_AUDIT_PRUNE_BATCH + 6);
+    /* the young ones and the reconciles' own stay */
+    assert_int_equal(audit_count(e, "young/"), 5);
+    assert_true(audit_count(e, "a/j0") > 0);
+    assert_true(audit_count(e, "a/j1") > 0);
+    /* done: nothing more is due for it, the reconciles are quiet again */
+    (void)until_quiet(e);
+    for (int k = 0; k < 3; k++)
+        assert_true(ctl_reconcile(e->c).quiet);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reconcile_event_driven, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_quiet_and_due, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_audit_retention, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

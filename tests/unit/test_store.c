@@ -948,6 +948,51 @@ static void test_audit(void **state)
     store_close(st);
 }
 
+/* Retention: entries older than the cut go, oldest first (equal times by
+ * insertion), at most the batch asked for; newer ones and the count stay
+ * right whatever the batch. */
+static void test_audit_prune(void **state)
+{
+    struct fx *fx = *state;
+    struct store *st = open_ok(fx->path);
+    char err[256];
+    int deleted = -1;
+    const int64_t times[] = {500, 100, 300, 300, 200, 400};
+    const char *const keys[] = {"ml/e", "ml/a", "ml/c", "ml/d", "ml/b", "ml/f"};
+    for (size_t i = 0; i < GQ_ARRAY_LEN(times); i++) {
+        struct store_audit a = {0, times[i], "gangq", "admit", "t", keys[i], "Queued", "Admitted", ""};
+        assert_int_equal(store_audit_add(st, &a, err, sizeof err), 0);
+    }
+    /* cut at 301 (100, 200, 300, 300 are older), batch 3: the three oldest */
+    assert_int_equal(store_audit_prune(st, 301, 3, &deleted, err, sizeof err), 0);
+    assert_int_equal(deleted, 3);
+    struct audit_rows r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(store_audit_query(st, NULL, audit_cb, &r, err, sizeof err), 0);
+    assert_string_equal(r.text, "300|gangq|admit|t|ml/d|Queued|Admitted|\n"
+                                "400|gangq|admit|t|ml/f|Queued|Admitted|\n"
+                                "500|gangq|admit|t|ml/e|Queued|Admitted|\n");
+    /* the rest of the backlog: fewer than the batch, so nothing older is left */
+    assert_int_equal(store_audit_prune(st, 301, 3, &deleted, err, sizeof err), 0);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(store_audit_prune(st, 301, 3, &deleted, err, sizeof err), 0);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM audit"), 2);
+    /* inside a cycle's transaction, rolled back with it */
+    assert_int_equal(store_begin_cycle(st, err, sizeof err), 0);
+    assert_int_equal(store_audit_prune(st, 1000, 10, &deleted, err, sizeof err), 0);
+    assert_int_equal(deleted, 2);
+    store_rollback_cycle(st);
+    assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM audit"), 2);
+    /* a batch must be positive: refused with the reason, nothing deleted */
+    err[0] = 0;
+    assert_int_equal(store_audit_prune(st, 1000, 0, &deleted, err, sizeof err), GQ_EINVAL);
+    assert_int_equal(deleted, 0);
+    assert_non_null(strstr(err, "limit"));
+    assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM audit"), 2);
+    store_close(st);
+}
+
 /* ---------------- migrations ---------------- */
 
 /* Schema v1 exactly as that version created it. */
@@ -1474,6 +1519,7 @@ int main(void)
         T(test_cycle),
         T(test_usage),
         T(test_audit),
+        T(test_audit_prune),
         T(test_migrate_v1),
         T(test_migrate_readonly_refuses_old),
         T(test_refuse_newer),
