@@ -72,6 +72,8 @@
 #define API_GPU_COUNT_MAX 16
 #define API_GPU_SHARES_MAX 999
 #define API_REPLICAS_MAX 1024
+/* Longest spec.ttlSecondsAfterFinished: a year, s. */
+#define API_TTL_MAX 31536000
 #define API_MIN_MEMORY_GIB_MAX 1024
 #define API_PRIORITY_MIN (-2147483647 - 1)
 #define API_PRIORITY_MAX 1000000000 /* user priorities, as Kubernetes */
@@ -239,6 +241,10 @@ struct api_gpujob_spec {
     int suspend;
     int32_t master_port;          /* spec.masterPort (1..65535): the replicas' MASTER_PORT;
                                    * 0 = not given (the controller's default, 29500) */
+    int ttl_set;                  /* spec.ttlSecondsAfterFinished given (and valid) */
+    int32_t ttl_after_finished;   /* spec.ttlSecondsAfterFinished (0..API_TTL_MAX): the GPUJob
+                                   * is deleted this long after it finished; without ttl_set it
+                                   * is kept until its owner deletes it */
     /* From spec.template.spec: per-replica requests = max(sum of containers,
      * max of initContainers), a container's request falling back to its limit. */
     int64_t cpu_milli;

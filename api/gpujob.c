@@ -665,7 +665,8 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
 {
     static const char *const fields[] = {"team", "class", "priorityClassName", "priority",
                                          "preemptible", "replicas", "gang", "gpu", "topology",
-                                         "pool", "suspend", "masterPort", "template", NULL};
+                                         "pool", "suspend", "masterPort", "ttlSecondsAfterFinished",
+                                         "template", NULL};
     const cJSON *spec, *v;
     struct api_gpujob_spec *sp;
     int before = errs->n + errs->dropped;
@@ -705,6 +706,15 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
         (sp->master_port < 1 || sp->master_port > 65535)) {
         api_errors_add(errs, "spec.masterPort", "must be 1..65535, got %d", sp->master_port);
         sp->master_port = 0; /* 0 = not given */
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "ttlSecondsAfterFinished")) &&
+        (sp->ttl_set = api_get_int(errs, "spec.ttlSecondsAfterFinished", v, 0, API_TTL_MAX,
+                                   &sp->ttl_after_finished)) &&
+        (sp->ttl_after_finished < 0 || sp->ttl_after_finished > API_TTL_MAX)) {
+        api_errors_add(errs, "spec.ttlSecondsAfterFinished", "must be 0..%d (seconds), got %d", API_TTL_MAX,
+                       sp->ttl_after_finished);
+        sp->ttl_set = 0; /* refused: the job is invalid, and never deleted for it */
+        sp->ttl_after_finished = 0;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")) && api_get_str(errs, "spec.pool", v, name, sizeof name) &&
         name_set(&sp->pool, name))

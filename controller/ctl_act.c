@@ -472,6 +472,43 @@ void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const c
     op_settle(o);
 }
 
+/* A finished GPUJob's delete (ctl_act_delete_job). */
+struct jdel_op {
+    struct ctl_act *a;
+    char key[CTL_KEY_MAX];
+};
+
+static void jdel_cb(const struct kube_response *resp, void *ud)
+{
+    struct jdel_op *o = ud;
+    struct ctl_act *a = o->a;
+    if (resp->rc == GQ_OK || resp->rc == GQ_ENOTFOUND || resp->rc == GQ_ECONFLICT)
+        LOGA(a, GQ_LOG_INFO, "finished GPUJob deleted (ttlSecondsAfterFinished)", " job=%s status=%ld", o->key,
+             resp->status);
+    else
+        LOGA(a, GQ_LOG_WARN, "finished GPUJob not deleted: tried again later", " job=%s status=%ld err=\"%s\"",
+             o->key, resp->status, resp->errmsg);
+    if (a->hooks.job_deleted)
+        a->hooks.job_deleted(a->hooks.ctx, o->key, resp->rc);
+    free(o);
+}
+
+int ctl_act_delete_job(struct ctl_act *a, const char *key, const char *ns, const char *name, const char *uid)
+{
+    char path[CTL_PATH_MAX];
+    if (!key || !uid || !uid[0] || kube_path(path, sizeof(path), "/apis/" API_GROUP_VERSION, ns, "gpujobs", name, NULL))
+        return GQ_EINVAL;
+    struct jdel_op *o = calloc(1, sizeof(*o));
+    if (!o)
+        return GQ_ENOMEM;
+    o->a = a;
+    gq_strlcpy(o->key, key, sizeof(o->key));
+    int rc = a->kube->delete_rv(a->kube_ctx, KUBE_PRIO_LOW, path, -1, uid, NULL, jdel_cb, o);
+    if (rc)
+        free(o);
+    return rc;
+}
+
 /* A pod absent from the cache: only the API server says whether it is gone. */
 struct confirm_op {
     struct ctl_act *a;

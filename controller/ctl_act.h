@@ -113,6 +113,11 @@ struct ctl_act_hooks {
      * NULL: the actuator then finds them by walking the pod cache. May be
      * NULL itself (same). */
     const cJSON *const *(*job_pods)(void *ctx, const char *key, int *n);
+    /* The answer to ctl_act_delete_job for key: GQ_OK, GQ_ENOTFOUND (gone
+     * already) or GQ_ECONFLICT (another object of that name now: the one
+     * asked for is gone) mean done; anything else failed (a dropped request
+     * too). May be NULL. */
+    void (*job_deleted)(void *ctx, const char *key, int rc);
 };
 
 struct ctl_act {
@@ -218,6 +223,12 @@ void ctl_act_stop(struct ctl_act *a);
 /* Delete one pod as cached (uid and resourceVersion preconditions); grace <
  * 0 = the pod's own, never above max_grace_s. Ends with settled(0, key). */
 void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const char *key);
+/* Delete the GPUJob ns/name whose metadata.uid is uid (a precondition:
+ * never another object of that name), its pods with it (propagation
+ * Background), in the low lane (housekeeping: a finished job's
+ * ttlSecondsAfterFinished). Returns 0 when sent (hooks.job_deleted for key
+ * runs later, once), else an error (it does not run). */
+int ctl_act_delete_job(struct ctl_act *a, const char *key, const char *ns, const char *name, const char *uid);
 /* Ask the API server for a pod absent from the cache (GET); the answer goes
  * to pod_confirmed. 0 when sent, else an error (no hook call). */
 int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);

@@ -10,7 +10,7 @@
  * that sent them, as the API server and a kubelet would: a pod created is
  * cached bound and Running (an ADDED event), a status patch is merged into
  * the cached GPUJob (a MODIFIED event, as the watch echoes it), a delete
- * removes the pod. Every cache change goes through ctl_object_event, the
+ * removes the pod (or the GPUJob). Every cache change goes through ctl_object_event, the
  * informers' own callback, so the reconcile sees what it sees in a cluster.
  *
  * Stages (each prints one line: reconciles, the reconcile's CPU, jobs
@@ -55,7 +55,7 @@
 
 /* ------------------------------------------------------------ the fake API */
 
-enum fk_kind { FK_PLAIN, FK_POD_ADD, FK_POD_DELETE, FK_JOB_STATUS };
+enum fk_kind { FK_PLAIN, FK_POD_ADD, FK_POD_DELETE, FK_JOB_STATUS, FK_JOB_DELETE };
 
 struct fk_req {
     enum fk_kind kind;
@@ -64,7 +64,7 @@ struct fk_req {
     int rc;
     long status;
     cJSON *obj;     /* FK_POD_ADD: the pod to cache; FK_JOB_STATUS: the patch (owned) */
-    char key[CTL_KEY_MAX]; /* FK_POD_DELETE, FK_JOB_STATUS: "ns/name" */
+    char key[CTL_KEY_MAX]; /* FK_POD_DELETE, FK_JOB_STATUS, FK_JOB_DELETE: "ns/name" */
 };
 
 struct ctl_fake {
@@ -170,6 +170,10 @@ static int fk_delete_rv(void *k, enum kube_prio prio, const char *path, long gra
     char key[CTL_KEY_MAX];
     (void)prio, (void)grace_s, (void)uid, (void)rv;
     f->counts.deletes++;
+    if (!fk_path_key(path, "gpujobs", key, sizeof(key))) {
+        f->counts.job_deletes++;
+        return fk_push(f, FK_JOB_DELETE, cb, ud, 200, NULL, key); /* a finished job's TTL */
+    }
     if (fk_path_key(path, "pods", key, sizeof(key)))
         return fk_push(f, FK_PLAIN, cb, ud, 200, NULL, NULL);
     return fk_push(f, FK_POD_DELETE, cb, ud, 200, NULL, key);
@@ -264,11 +268,12 @@ static int fk_deliver(struct ctl_fake *f)
         if (r.kind == FK_POD_ADD) {
             rc = fk_apply(f, INF_PODS, KUBE_EV_ADDED, r.obj);
             r.obj = NULL;
-        } else if (r.kind == FK_POD_DELETE) {
-            const cJSON *cur = kube_cache_get_key(f->cache[INF_PODS], r.key);
+        } else if (r.kind == FK_POD_DELETE || r.kind == FK_JOB_DELETE) {
+            int idx = r.kind == FK_POD_DELETE ? INF_PODS : INF_JOBS;
+            const cJSON *cur = kube_cache_get_key(f->cache[idx], r.key);
             cJSON *gone = cur ? cJSON_Duplicate(cur, 1) : NULL;
             if (gone)
-                rc = fk_apply(f, INF_PODS, KUBE_EV_DELETED, gone);
+                rc = fk_apply(f, idx, KUBE_EV_DELETED, gone);
         } else if (r.kind == FK_JOB_STATUS) {
             rc = fk_job_status(f, r.key, r.obj);
         }

@@ -376,7 +376,8 @@ static int phase_observe(struct rc_ctx *r)
     }
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
-        if (rc_job_dirty(r, j) && ((rc = rc_job_create_refused(r, j)) || (rc = rc_job_lifecycle(r, j))))
+        if ((rc_job_dirty(r, j) && ((rc = rc_job_create_refused(r, j)) || (rc = rc_job_lifecycle(r, j)))) ||
+            (rc = rc_job_ttl(r, j)))
             return rc;
     }
     if (r->now - c->last_prune_ms > CTL_PRUNE_INTERVAL_MS) {
@@ -449,6 +450,11 @@ static int phase_act(struct rc_ctx *r)
     rc_waiting_publish(r);
     ctl_act_intents(&c->act);
     cleanup_strays(r);
+    for (int i = 0; r->nttl_delete && i < r->njobs; i++) {
+        struct cj *j = &r->jobs[i];
+        if (j->ttl_delete && ctl_job_delete(c, j->key, j->job->meta.namespace, j->job->meta.name, j->job->meta.uid))
+            rc_due(r, j->memo->ttl.retry_ms, "finished-ttl-retry");
+    }
     return 0;
 }
 

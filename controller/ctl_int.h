@@ -237,6 +237,14 @@ struct ctl_memo_victims {
     int nvictims, capvictims;
 };
 
+/* spec.ttlSecondsAfterFinished of a finished job (ctl_observe.c rc_job_ttl):
+ * kept while the job is dormant, so a dormant job wakes when it is due. */
+struct ctl_memo_ttl {
+    int64_t at_ms;                /* when the GPUJob is to be deleted (0 = not known) */
+    int64_t retry_ms;             /* a delete failed: not before then */
+    int inflight;                 /* a delete is on its way (ctl_job_delete .. hook) */
+};
+
 struct ctl_memo {
     char *key;                    /* owned */
     uint64_t hash;                /* gq_hash_str(key): a chain is walked without reading keys */
@@ -260,6 +268,7 @@ struct ctl_memo {
     struct ctl_memo_status status;
     struct ctl_memo_placement pl;
     struct ctl_memo_victims victims;
+    struct ctl_memo_ttl ttl;
 };
 
 struct ctl_memo_table {
@@ -303,6 +312,7 @@ struct ctl_metrics_counters {
     uint64_t refresh_sent, refresh_held; /* status refreshes written / put off (--status-refresh-qps) */
     uint64_t status_deferred;     /* cosmetic statuses not built: the low lane was full */
     uint64_t audit_pruned;        /* audit entries deleted past --audit-retention */
+    uint64_t jobs_ttl_deleted;    /* finished GPUJobs deleted for their ttlSecondsAfterFinished */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */
@@ -311,6 +321,8 @@ struct ctl_metrics_counters {
 #define CTL_PRUNE_INTERVAL_MS 600000
 /* Audit entries one reconcile deletes at most; a longer backlog goes on a second later. */
 #define CTL_AUDIT_PRUNE_BATCH 20000
+/* A finished GPUJob's delete that failed is tried again this much later. */
+#define CTL_TTL_RETRY_MS 10000
 extern const char *const ctl_phase_names[CTL_NPHASES];
 
 /* Metric handles (NULL when --listen is not given: updates are no-ops). */
@@ -532,6 +544,7 @@ void ctl_core_release(struct gq_ctl *c);
 struct ctl_fake;
 struct ctl_fake_counts {
     uint64_t creates, deletes, patches, events, gets; /* requests answered so far */
+    uint64_t job_deletes;         /* of the deletes, those of GPUJobs */
 };
 /* NULL on failure (err filled). */
 struct ctl_fake *ctl_fake_new(const char *db, char *err, size_t errlen);
@@ -599,6 +612,11 @@ void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *
  * as gone on the memo of key; any other answer restarts missing_since_ms. One
  * at a time per memo; none without a memo. */
 void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name);
+/* Delete the finished GPUJob of key (ns/name, uid: ctl_act_delete_job): its
+ * ttlSecondsAfterFinished passed. One at a time per memo (m->ttl.inflight);
+ * a failure (now or in its answer) is tried again CTL_TTL_RETRY_MS later.
+ * GQ_ENOTFOUND without a memo. */
+int ctl_job_delete(struct gq_ctl *c, const char *key, const char *ns, const char *name, const char *uid);
 /* Patch a status subresource if its JSON differs from memo->last_status
  * (the memo of memo_key is created); invalid: it reports an invalid spec
  * (ctl_status_lane_state). Returns 0 when last_status now holds patch

@@ -595,6 +595,9 @@ static void metrics_work(struct gq_ctl *c)
                 "Reconciles skipped: nothing they read changed since the last one and nothing time changes was due "
                 "(the --cycle-interval ticks of an idle controller); not in the phase histograms",
                 NULL, NULL, &c->m.reconciles_quiet, 1);
+    counters_to(c, "gangq_jobs_ttl_deleted_total",
+                "Finished GPUJobs deleted for their spec.ttlSecondsAfterFinished (the API server's answer: done)",
+                NULL, NULL, &c->m.jobs_ttl_deleted, 1);
     counters_to(c, "gangq_audit_pruned_total",
                 "Audit log entries deleted for being older than --audit-retention", NULL, NULL, &c->m.audit_pruned, 1);
     const uint64_t rf[] = {c->m.refresh_sent, c->m.refresh_held};

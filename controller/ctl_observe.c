@@ -548,7 +548,8 @@ void rc_job_sleep(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
     if (j->dormant || !m || !j->row || !rc_finished(j->state) || (j->invalid_reason && !j->failed_invalid) ||
-        !m->decode.prepared || m->dirty_upto > r->c->reconciles || j->admit_pending || has_intent(r, j->key))
+        !m->decode.prepared || m->dirty_upto > r->c->reconciles || j->admit_pending || has_intent(r, j->key) ||
+        j->ttl_delete || m->ttl.inflight)
         return;
     /* the API server holds the state: what it last accepted from us (if we
      * wrote since start) and what the cached object shows (else the watch
@@ -576,6 +577,57 @@ void rc_job_sleep(struct rc_ctx *r, struct cj *j)
     j->dormant = 1;
 }
 
+/* spec.ttlSecondsAfterFinished of a finished job: due once its final status
+ * is what the API server shows (the cached object's status.state, with the
+ * completionTime the deletion counts from, and no status write of it in
+ * flight or held), so whoever watches it sees how it ended before it goes.
+ * Then, at completionTime + TTL, the job is marked for deletion (j->ttl_delete:
+ * the act phase sends it, after the commit) with an audit entry; before, the
+ * time is due (rc_due) and kept on the memo for a dormant job to wake at. A
+ * delete in flight, or one that failed until its retry time, waits. */
+int rc_job_ttl(struct rc_ctx *r, struct cj *j)
+{
+    struct ctl_memo *m = j->memo;
+    /* the job's own fields first: most jobs are not finished, and their memo
+     * is not read (a dormant job keeps m->ttl.at_ms: job_dormant_view) */
+    if (j->dormant || !rc_finished(j->state) || !m)
+        return 0;
+    if (m->ttl.at_ms)
+        m->ttl.at_ms = 0;
+    if (!j->decoded || !j->job->spec.ttl_set || !j->job->meta.uid[0])
+        return 0;
+    const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
+    const char *shown = ctl_obj_str(j->obj, "status", "state");
+    const char *done = ctl_obj_str(j->obj, "status", "completionTime");
+    double t;
+    if (!shown || strcmp(shown, acc) || !done || gq_parse_rfc3339(done, 0, &t) || m->status.status_inflight ||
+        m->status.settle_due_ms) {
+        /* its final status is on its way: its echo asks no reconcile, so look again */
+        rc_due(r, r->now + 1000, "finished-ttl-status");
+        return 0;
+    }
+    int64_t at = (int64_t)(t * 1000.0) + (int64_t)j->job->spec.ttl_after_finished * 1000;
+    m->ttl.at_ms = at;
+    if (m->ttl.inflight)
+        return 0; /* hook_job_deleted marks the job */
+    if (r->now < at) {
+        rc_due(r, at, "finished-ttl");
+        return 0;
+    }
+    if (m->ttl.retry_ms > r->now) {
+        rc_due(r, m->ttl.retry_ms, "finished-ttl-retry");
+        return 0;
+    }
+    char ttl[32];
+    snprintf(ttl, sizeof(ttl), "%ds", (int)j->job->spec.ttl_after_finished);
+    int rc = rc_audit(r, "ttl-delete", j, j->key, acc, "deleted", ttl);
+    if (!rc) {
+        j->ttl_delete = 1;
+        r->nttl_delete++;
+    }
+    return rc;
+}
+
 /* A dormant job in this reconcile: its store row and state only (no decode;
  * j->job stays the empty placeholder, j->decoded 0). Returns 0 when it must
  * wake instead: dirty (an event of it or its pods), a settle timer due, or
@@ -586,8 +638,9 @@ void rc_job_sleep(struct rc_ctx *r, struct cj *j)
 static int job_dormant_view(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
-    if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key))
-        return 0;
+    if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key) ||
+        (m->ttl.at_ms && m->ttl.at_ms <= r->now))
+        return 0; /* woken (its ttlSecondsAfterFinished too: rc_job_ttl) */
     struct store_job *row = rc_row_kept(r, m); /* the one it slept with */
     if (!row) {
         row = rc_row_find(r, j->key);
@@ -599,6 +652,8 @@ static int job_dormant_view(struct rc_ctx *r, struct cj *j)
     j->state = row->state;
     j->dormant = 1;
     prep_found(j, m);
+    if (m->ttl.at_ms)
+        rc_due(r, m->ttl.at_ms, "finished-ttl");
     return 1;
 }
 

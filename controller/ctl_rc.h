@@ -47,6 +47,7 @@ struct cj {
                                  * during a reconcile) */
     int dormant;                /* finished and settled: skipped by this reconcile (rc_job_sleep) */
     int looked;                 /* examined in full by this reconcile's rc_job_prepare */
+    int ttl_delete;             /* its ttlSecondsAfterFinished passed: deleted in the act phase */
 };
 
 /* An intent by job key (index into rc_ctx.intents). */
@@ -131,6 +132,7 @@ struct rc_ctx {
     int64_t due_next;
     const char *due_why;          /* static: what is due at due_next (rc_due) */
     int resync_jobs;              /* jobs the periodic resync examines (not steady) */
+    int nttl_delete;              /* jobs with ttl_delete set (rc_job_ttl) */
     int marked_next;              /* a job is marked for the next reconcile (a row written,
                                    * an intent): that one is not quiet */
 };
@@ -213,6 +215,7 @@ int rc_job_prepare(struct rc_ctx *r, struct cj *j);
 int rc_job_spec_rules(struct rc_ctx *r, struct cj *j);
 int rc_job_create_refused(struct rc_ctx *r, struct cj *j);
 int rc_job_lifecycle(struct rc_ctx *r, struct cj *j);
+int rc_job_ttl(struct rc_ctx *r, struct cj *j);
 
 /* ctl_decide.c (schedule) */
 int rc_run_sched(struct rc_ctx *r);

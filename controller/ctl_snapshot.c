@@ -265,7 +265,8 @@ static void condense(cJSON *obj, const char *name, const char *raw_key, const ch
 
 void ctl_prune_gpujob(cJSON *obj)
 {
-    static const char *const status_keep[] = {"state", "attempt", NULL}, *const none[] = {NULL};
+    /* completionTime: a finished job's ttlSecondsAfterFinished counts from it */
+    static const char *const status_keep[] = {"state", "attempt", "completionTime", NULL}, *const none[] = {NULL};
     condense(obj, "status", CTL_STATUS_RAW, status_keep);
     condense(obj, "spec", CTL_SPEC_RAW, none);
     kube_prune_common(obj); /* interns the member names, the condensed parts' too */

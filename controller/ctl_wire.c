@@ -105,6 +105,20 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
     return 1;
 }
 
+static void hook_job_deleted(void *ctx, const char *key, int rc)
+{
+    struct gq_ctl *c = ctx;
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (m) {
+        m->ttl.inflight = 0;
+        if (rc != GQ_OK && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT)
+            m->ttl.retry_ms = ctl_now_ms() + CTL_TTL_RETRY_MS;
+        else
+            c->m.jobs_ttl_deleted++;
+    }
+    mark_key(c, key); /* a failure: tried again (not before retry_ms); done: the DELETED event follows */
+}
+
 static void hook_mark_dirty(void *ctx)
 {
     ctl_wake(ctx);
@@ -131,7 +145,7 @@ void ctl_act_wire(struct gq_ctl *c, void (*wake)(struct gq_ctl *c), const struct
     c->wake = wake;
     const struct ctl_act_hooks hooks = {c, hook_settled, hook_pod_create_sent, hook_pod_create_refused,
                                         hook_pod_confirmed, hook_status_end, hook_mark_dirty,
-                                        hook_job_pods};
+                                        hook_job_pods, hook_job_deleted};
     ctl_act_init(&c->act, kube, kube_ctx, c->cache[INF_JOBS],
                  c->cache[INF_PODS], &hooks, c->cfg.log_level, c->cfg.max_grace_period_s,
                  c->identity);
@@ -146,6 +160,21 @@ void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *
     if (m)
         m->pods.cleanup_inflight++; /* until hook_settled */
     ctl_act_delete_pod(&c->act, pod, grace, key);
+}
+
+int ctl_job_delete(struct gq_ctl *c, const char *key, const char *ns, const char *name, const char *uid)
+{
+    struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
+    if (!m)
+        return GQ_ENOTFOUND;
+    if (m->ttl.inflight)
+        return GQ_OK;
+    int rc = ctl_act_delete_job(&c->act, key, ns, name, uid);
+    if (!rc)
+        m->ttl.inflight = 1; /* until hook_job_deleted */
+    else
+        m->ttl.retry_ms = ctl_now_ms() + CTL_TTL_RETRY_MS;
+    return rc;
 }
 
 void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name)

@@ -195,6 +195,9 @@ struct rec {
     const cJSON *idx[4];
     int nidx;
     int dirty;
+    int job_deleted;
+    int job_deleted_rc;
+    char job_deleted_key[64];
 };
 
 static void h_settled(void *ctx, int64_t id, const char *key, int ok)
@@ -245,6 +248,14 @@ static int h_status_end(void *ctx, const struct ctl_act_status_end *e)
     return r->status_known;
 }
 
+static void h_job_deleted(void *ctx, const char *key, int rc)
+{
+    struct rec *r = ctx;
+    r->job_deleted++;
+    r->job_deleted_rc = rc;
+    gq_strlcpy(r->job_deleted_key, key, sizeof(r->job_deleted_key));
+}
+
 static const cJSON *const *h_job_pods(void *ctx, const char *key, int *n)
 {
     struct rec *r = ctx;
@@ -291,7 +302,7 @@ static int setup(void **state)
         return -1;
     f->r.status_known = 1;
     const struct ctl_act_hooks hooks = {&f->r, h_settled, h_sent, h_refused, h_confirmed, h_status_end, h_dirty,
-                                        h_job_pods};
+                                        h_job_pods, h_job_deleted};
     ctl_act_init(&f->a, &mock_kube, &f->m, f->jobs, f->pods, &hooks, GQ_LOG_ERROR + 1, 45, "gangq-test_1");
     f->a.st = f->st;
     *state = f;
@@ -734,6 +745,36 @@ static void test_confirm_pod(void **state)
     assert_int_equal(f->r.confirmed, 1);
 }
 
+/* A finished GPUJob's delete (its ttlSecondsAfterFinished): one DELETE of
+ * the GPUJob's path with its uid as precondition, in the low lane; the
+ * answer goes to the hook whatever it is; a uid or name it cannot send is
+ * refused at once, with no request and no hook. */
+static void test_delete_job(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ctl_act_delete_job(&f->a, "ml/train", "ml", "train", "uid-7"), 0);
+    assert_int_equal(f->m.n, 1);
+    assert_string_equal(f->m.r[0].method, "DELETE");
+    assert_string_equal(f->m.r[0].path, "/apis/gangq.io/v1alpha1/namespaces/ml/gpujobs/train");
+    assert_string_equal(f->m.r[0].uid, "uid-7");
+    assert_string_equal(f->m.r[0].rv, "");
+    assert_int_equal(f->m.r[0].prio, KUBE_PRIO_LOW);
+    assert_int_equal(f->r.job_deleted, 0); /* never inside the call */
+    answer(&f->m, 0, GQ_ECONFLICT, 409, "{}", "precondition failed: uid");
+    assert_int_equal(f->r.job_deleted, 1);
+    assert_int_equal(f->r.job_deleted_rc, GQ_ECONFLICT);
+    assert_string_equal(f->r.job_deleted_key, "ml/train");
+    assert_int_equal(ctl_act_delete_job(&f->a, "ml/b", "ml", "b", "uid-8"), 0);
+    answer(&f->m, 1, GQ_EIO, 0, NULL, "connection refused");
+    assert_int_equal(f->r.job_deleted, 2);
+    assert_int_equal(f->r.job_deleted_rc, GQ_EIO);
+    /* no uid (the precondition protects a re-created job), a bad name */
+    assert_int_not_equal(ctl_act_delete_job(&f->a, "ml/c", "ml", "c", ""), 0);
+    assert_int_not_equal(ctl_act_delete_job(&f->a, "ml/c", "ml", "a/b", "uid-9"), 0);
+    assert_int_equal(f->m.n, 2);
+    assert_int_equal(f->r.job_deleted, 2);
+}
+
 /* Status patches: a transition goes normal (pod writes alone are critical),
  * a finished one ranked ahead, another patch low; the end is
  * told with what was sent; a 409 of a known object reads it again (then
@@ -927,6 +968,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_admit_creates_and_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admit_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_deletes_indexed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_deletes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_in_cycle_txn, setup, teardown),

@@ -58,6 +58,24 @@ static void put_job_of(struct env *e, int i, const char *uid, const char *cls, i
     assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_ADDED, o), 0);
 }
 
+/* Job jN (Batch, 2 GPUs) with spec.ttlSecondsAfterFinished ttl (< 0: none). */
+static void put_job_ttl(struct env *e, int i, const char *uid, int ttl)
+{
+    char json[1024], ttls[64] = "";
+    if (ttl >= 0)
+        snprintf(ttls, sizeof(ttls), "\"ttlSecondsAfterFinished\":%d,", ttl);
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":{\"name\":\"j%d\","
+             "\"namespace\":\"a\",\"uid\":\"%s\",\"resourceVersion\":\"1\",\"generation\":1,"
+             "\"creationTimestamp\":\"2026-12-01T00:00:00Z\"},\"spec\":{%s\"gpu\":{\"count\":2},"
+             "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"m\","
+             "\"image\":\"busybox\"}]}}}}",
+             i, uid, ttls);
+    cJSON *o = parse(json);
+    ctl_prune_gpujob(o);
+    assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_ADDED, o), 0);
+}
+
 static void put_job(struct env *e, int i, const char *uid)
 {
     put_job_of(e, i, uid, "Batch", 0, 2);
@@ -380,6 +398,17 @@ static void test_reconcile_quiet_and_due(void **state)
     assert_true(holding(state_of(e, 8)));
 }
 
+/* Counts entries whose action is ctx's. */
+static int audit_action_cb(void *ctx, const struct store_audit *a)
+{
+    struct {
+        const char *action;
+        int n;
+    } *c = ctx;
+    c->n += !strcmp(a->action, c->action);
+    return 0;
+}
+
 /* Counts entries whose job key starts with ctx's prefix. */
 static int audit_count_cb(void *ctx, const struct store_audit *a)
 {
@@ -390,6 +419,105 @@ static int audit_count_cb(void *ctx, const struct store_audit *a)
     if (!strncmp(a->job_key, c->kp, strlen(c->kp)))
         (*c->n)++;
     return 0;
+}
+
+static int job_cached(struct env *e, int i)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "a/j%d", i);
+    return ctl_fake_get(e->f, INF_JOBS, key) != NULL;
+}
+
+/* Reconciles (their requests answered) until job jN's GPUJob is gone, for
+ * at most ms; the wall time (ms) it went at, 0 if it did not. */
+static int64_t until_deleted(struct env *e, int i, int ms)
+{
+    int64_t t0 = ctl_now_ms();
+    while (ctl_now_ms() - t0 < ms) {
+        struct ctl_rc_result res = ctl_reconcile(e->c);
+        assert_int_equal(res.rc, 0);
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+        if (!job_cached(e, i))
+            return ctl_now_ms();
+        if (res.quiet)
+            usleep(20000);
+    }
+    return 0;
+}
+
+static int audit_of(struct env *e, const char *key, const char *action)
+{
+    struct store_audit_filter f = {.job_key = key};
+    struct audit_rows {
+        const char *action;
+        int n;
+    } ctx = {action, 0};
+    char err[256];
+    assert_int_equal(store_audit_query(e->c->st, &f, audit_action_cb, &ctx, err, sizeof(err)), 0);
+    return ctx.n;
+}
+
+/* spec.ttlSecondsAfterFinished: a finished GPUJob is deleted (uid
+ * precondition; its row goes with the DELETED event, an audit entry says
+ * why) that long after its completionTime, once its final status is what
+ * the API server shows: 0 at once, a longer one after the job went dormant
+ * (the due time wakes it, with no event); one without it stays. */
+static void test_reconcile_finished_ttl(void **state)
+{
+    struct env *e = *state;
+    const int ttl0 = CTL_STRAY_RETRY_MS / 1000 + 3;
+    put_job_ttl(e, 0, "u0", ttl0);
+    put_job_ttl(e, 1, "u1", -1);
+    put_job_ttl(e, 2, "u2", 0);
+    settle(e);
+    for (int i = 0; i < 3; i++)
+        assert_true(holding(state_of(e, i)));
+    for (int i = 0; i < 3; i++) {
+        char keys[4][CTL_KEY_MAX];
+        assert_int_equal(pods_of(e, i, keys), 1);
+        pod_phase(e, keys[0], "Succeeded");
+    }
+    settle(e);
+    int64_t t_done = ctl_now_ms();
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(state_of(e, i), STORE_SUCCEEDED);
+
+    /* TTL 0: gone once its Succeeded status is shown (the reconciles above
+     * may have seen it already) */
+    assert_true(until_deleted(e, 2, 3000) > 0);
+    settle(e);
+    assert_int_equal(state_of(e, 2), -1);
+    assert_int_equal(audit_of(e, "a/j2", "ttl-delete"), 1);
+    assert_int_equal(ctl_fake_requests(e->f).job_deletes, 1);
+    assert_true(job_cached(e, 0) && job_cached(e, 1));
+
+    /* the others go dormant meanwhile (after the stray-pod wait) */
+    usleep((CTL_STRAY_RETRY_MS + 200) * 1000);
+    settle(e);
+    struct ctl_memo *m0 = ctl_memo_get(&e->c->memo, "a/j0", 0);
+    assert_non_null(m0);
+    assert_true(m0->decode.dormant);
+    assert_int_equal(e->c->m.jobs_dormant, 2);
+    assert_true(job_cached(e, 0));
+
+    /* j0 at its completionTime (whole seconds) + ttl0: not before */
+    int64_t gone = until_deleted(e, 0, (ttl0 + 4) * 1000);
+    assert_true(gone > 0);
+    assert_true(gone >= t_done - 1000 + ttl0 * 1000);
+    settle(e); /* the DELETED event: its row goes */
+    assert_int_equal(state_of(e, 0), -1);
+    assert_int_equal(audit_of(e, "a/j0", "ttl-delete"), 1);
+    assert_int_equal(e->c->m.jobs_ttl_deleted, 2);
+    assert_int_equal(ctl_fake_requests(e->f).job_deletes, 2); /* once each */
+
+    /* the one without a TTL stays, dormant, and nothing more is sent */
+    (void)until_quiet(e);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(ctl_reconcile(e->c).rc, 0);
+    assert_true(job_cached(e, 1));
+    assert_int_equal(state_of(e, 1), STORE_SUCCEEDED);
+    assert_int_equal(audit_of(e, "a/j1", "ttl-delete"), 0);
+    assert_int_equal(ctl_fake_requests(e->f).job_deletes, 2);
 }
 
 /* Audit entries of age ms, n of them, job key prefix kp (one transaction). */
@@ -491,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_event_driven, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_quiet_and_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_audit_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_finished_ttl, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
