@@ -32,7 +32,7 @@ pass "deploy/ applied: Deployment with 2 replicas, args, probes, metrics annotat
 # authorizer with SubjectAccessReviews (explicit group/resource: no discovery, CRDs not needed).
 # The allowed list is every request the controller makes (controller/: informers list+watch,
 # pod create/delete/get, Service create/get/delete, status patch, re-read get after a 409,
-# Event create, the Lease).
+# Event create, the Lease, the delete of a finished GPUJob whose ttlSecondsAfterFinished passed).
 can() { # VERB GROUP RESOURCE [SUBRESOURCE] [NAMESPACE] [NAME]
   k create -o jsonpath='{.status.allowed}' -f - <<JSON
 {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
@@ -51,8 +51,13 @@ no_ get "" nodes; no_ get scheduling.k8s.io priorityclasses      # informers onl
 for r in gpujobs teams gpupools; do
   yes_ patch gangq.io "$r" status
   no_ update gangq.io "$r" status
-  for v in create update patch delete; do no_ "$v" gangq.io "$r"; done   # spec belongs to users
+  for v in create update patch; do no_ "$v" gangq.io "$r"; done   # spec belongs to users
 done
+# a finished GPUJob's spec.ttlSecondsAfterFinished: gangq deletes it (uid precondition);
+# never a Team or a GPUPool, never many at once
+yes_ delete gangq.io gpujobs "" team-a train
+for r in teams gpupools; do no_ delete gangq.io "$r"; done
+no_ deletecollection gangq.io gpujobs "" team-a
 # blockOwnerDeletion on a pod's ownerReference needs update on the owner's finalizers
 yes_ update gangq.io gpujobs finalizers team-a train
 no_ update gangq.io teams finalizers
