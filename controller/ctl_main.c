@@ -224,6 +224,20 @@ static int status_only(const cJSON *o, const cJSON *n)
     return o && n && cJSON_IsObject(o) && cJSON_IsObject(n) && same_but(o, n, skip, GQ_ARRAY_LEN(skip));
 }
 
+/* A status-only change of a GPUJob that now shows a finished state, of a
+ * job with spec.ttlSecondsAfterFinished: its deletion counts from that
+ * (ctl_observe.c rc_job_ttl), so a reconcile is asked for, though the job
+ * is not examined again for it. The spec is the pruned one's raw text: a
+ * match elsewhere in it only costs a reconcile. */
+static int ttl_finish_shown(const cJSON *o, const cJSON *n)
+{
+    const char *ns = ctl_obj_str(n, "status", "state"), *os = ctl_obj_str(o, "status", "state");
+    if (!ns || (strcmp(ns, "Succeeded") && strcmp(ns, "Failed")) || (os && !strcmp(os, ns)))
+        return 0;
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "spec"), CTL_SPEC_RAW);
+    return !cJSON_IsString(raw) || strstr(raw->valuestring, "\"ttlSecondsAfterFinished\"") != NULL;
+}
+
 /* How long the API server took to tell us of a new object: its
  * creationTimestamp (whole seconds, so up to 1 s early) to its ADDED event.
  * A lagging watch delays every decision about new work by as much. */
@@ -280,7 +294,7 @@ void ctl_object_event(struct gq_ctl *c, int idx, enum kube_event_type type, cons
         c->full_next = 1;
         quiet = 0;
     }
-    if (!quiet)
+    if (!quiet || (idx == INF_JOBS && ttl_finish_shown(old_obj, new_obj)))
         ctl_wake(c);
 }
 

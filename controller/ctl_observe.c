@@ -602,8 +602,11 @@ int rc_job_ttl(struct rc_ctx *r, struct cj *j)
     double t;
     if (!shown || strcmp(shown, acc) || !done || gq_parse_rfc3339(done, 0, &t) || m->status.status_inflight ||
         m->status.settle_due_ms) {
-        /* its final status is on its way: its echo asks no reconcile, so look again */
-        rc_due(r, r->now + 1000, "finished-ttl-status");
+        /* its final status is on its way: its echo asks for a reconcile
+         * (ctl_main.c ttl_finish_shown), which may come before the write's
+         * own answer; while a write is in flight or held, look again */
+        if (m->status.status_inflight || m->status.settle_due_ms)
+            rc_due(r, r->now + 1000, "finished-ttl-status");
         return 0;
     }
     int64_t at = (int64_t)(t * 1000.0) + (int64_t)j->job->spec.ttl_after_finished * 1000;

@@ -520,6 +520,46 @@ static void test_reconcile_finished_ttl(void **state)
     assert_int_equal(ctl_fake_requests(e->f).job_deletes, 2);
 }
 
+/* jN's cached object with its status.state (and completionTime) replaced: a
+ * status-only MODIFIED event, as gangq's own status write comes back. */
+static void echo_state(struct env *e, int i, const char *state)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "a/j%d", i);
+    const cJSON *cur = ctl_fake_get(e->f, INF_JOBS, key);
+    assert_non_null(cur);
+    cJSON *o = cJSON_Duplicate(cur, 1);
+    cJSON *st = ctl_obj_child(o, "status");
+    assert_non_null(st);
+    assert_int_equal(ctl_obj_set_str(st, "state", state), 0);
+    assert_int_equal(ctl_obj_set_str(st, "completionTime", "2026-12-01T00:00:09Z"), 0);
+    assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_MODIFIED, o), 0);
+}
+
+/* A status echo changes nothing a reconcile reads and asks for none, but
+ * one that shows a finished state of a job with ttlSecondsAfterFinished
+ * does (its deletion counts from there); the job is not examined again. */
+static void test_finished_echo_wakes_ttl_jobs(void **state)
+{
+    struct env *e = *state;
+    put_job_ttl(e, 0, "u0", 60);
+    put_job_ttl(e, 1, "u1", -1);
+    settle(e);
+    (void)until_quiet(e);
+    uint64_t in0 = e->c->inputs, full0 = e->c->m.jobs_full, se0 = e->c->m.job_status_events;
+    echo_state(e, 1, "Succeeded"); /* no TTL */
+    echo_state(e, 0, "Running");   /* not finished */
+    assert_int_equal(e->c->inputs, in0);
+    echo_state(e, 0, "Succeeded");
+    assert_int_equal(e->c->inputs, in0 + 1);
+    echo_state(e, 0, "Succeeded"); /* the same state again */
+    assert_int_equal(e->c->inputs, in0 + 1);
+    assert_int_equal(e->c->m.job_status_events, se0 + 4); /* all four status-only */
+    struct ctl_rc_result res = ctl_reconcile(e->c);
+    assert_false(res.quiet);
+    assert_int_equal(e->c->m.jobs_full, full0);
+}
+
 /* Audit entries of age ms, n of them, job key prefix kp (one transaction). */
 static void audit_aged(struct env *e, int n, int64_t age_ms, const char *kp)
 {
@@ -630,6 +670,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_quiet_and_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_audit_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_finished_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_echo_wakes_ttl_jobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
