@@ -131,15 +131,25 @@ static int pods_of(struct env *e, int i, char keys[][CTL_KEY_MAX])
     return n;
 }
 
+/* The cached object key of cache idx with status.k1 = v1 (and k2 = v2 when
+ * k2 is not NULL), as a MODIFIED event. */
+static void status_modified(struct env *e, int idx, const char *key, const char *k1, const char *v1,
+                            const char *k2, const char *v2)
+{
+    const cJSON *cur = ctl_fake_get(e->f, idx, key);
+    assert_non_null(cur);
+    cJSON *o = cJSON_Duplicate(cur, 1);
+    cJSON *st = ctl_obj_child(o, "status");
+    assert_non_null(st);
+    assert_int_equal(ctl_obj_set_str(st, k1, v1), 0);
+    if (k2)
+        assert_int_equal(ctl_obj_set_str(st, k2, v2), 0);
+    assert_int_equal(ctl_fake_put(e->f, idx, KUBE_EV_MODIFIED, o), 0);
+}
+
 static void pod_phase(struct env *e, const char *key, const char *phase)
 {
-    const cJSON *cur = ctl_fake_get(e->f, INF_PODS, key);
-    assert_non_null(cur);
-    cJSON *pod = cJSON_Duplicate(cur, 1);
-    cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status");
-    assert_non_null(st);
-    assert_int_equal(ctl_obj_set_str(st, "phase", phase), 0);
-    assert_int_equal(ctl_fake_put(e->f, INF_PODS, KUBE_EV_MODIFIED, pod), 0);
+    status_modified(e, INF_PODS, key, "phase", phase, NULL, NULL);
 }
 
 static int setup(void **state)
@@ -526,14 +536,7 @@ static void echo_state(struct env *e, int i, const char *state)
 {
     char key[32];
     snprintf(key, sizeof(key), "a/j%d", i);
-    const cJSON *cur = ctl_fake_get(e->f, INF_JOBS, key);
-    assert_non_null(cur);
-    cJSON *o = cJSON_Duplicate(cur, 1);
-    cJSON *st = ctl_obj_child(o, "status");
-    assert_non_null(st);
-    assert_int_equal(ctl_obj_set_str(st, "state", state), 0);
-    assert_int_equal(ctl_obj_set_str(st, "completionTime", "2026-12-01T00:00:09Z"), 0);
-    assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_MODIFIED, o), 0);
+    status_modified(e, INF_JOBS, key, "state", state, "completionTime", "2026-12-01T00:00:09Z");
 }
 
 /* A status echo changes nothing a reconcile reads and asks for none, but
