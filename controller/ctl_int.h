@@ -241,7 +241,7 @@ struct ctl_memo_victims {
  * kept while the job is dormant, so a dormant job wakes when it is due. */
 struct ctl_memo_ttl {
     int64_t at_ms;                /* when the GPUJob is to be deleted (0 = not known) */
-    int64_t retry_ms;             /* a delete failed: not before then */
+    int64_t retry_ms;             /* a delete ended: none sent again before then */
     int inflight;                 /* a delete is on its way (ctl_job_delete .. hook) */
 };
 
@@ -321,7 +321,8 @@ struct ctl_metrics_counters {
 #define CTL_PRUNE_INTERVAL_MS 600000
 /* Audit entries one reconcile deletes at most; a longer backlog goes on a second later. */
 #define CTL_AUDIT_PRUNE_BATCH 20000
-/* A finished GPUJob's delete that failed is tried again this much later. */
+/* A finished GPUJob's delete that failed is tried again this much later; one that
+ * succeeded is not sent again before then (the watch may still show the object). */
 #define CTL_TTL_RETRY_MS 10000
 extern const char *const ctl_phase_names[CTL_NPHASES];
 

@@ -594,8 +594,8 @@ int rc_job_ttl(struct rc_ctx *r, struct cj *j)
         return 0;
     if (m->ttl.at_ms)
         m->ttl.at_ms = 0;
-    if (!j->decoded || !j->job->spec.ttl_set || !j->job->meta.uid[0])
-        return 0;
+    if (!j->decoded || !j->job->spec.ttl_set || !j->job->meta.uid[0] || j->job->meta.deleting)
+        return 0; /* deleting: deleted already (a finalizer holds it) */
     const char *acc = j->state == STORE_SUCCEEDED ? "Succeeded" : "Failed";
     const char *shown = ctl_obj_str(j->obj, "status", "state");
     const char *done = ctl_obj_str(j->obj, "status", "completionTime");

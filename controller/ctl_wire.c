@@ -111,9 +111,11 @@ static void hook_job_deleted(void *ctx, const char *key, int rc)
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m) {
         m->ttl.inflight = 0;
-        if (rc != GQ_OK && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT)
-            m->ttl.retry_ms = ctl_now_ms() + CTL_TTL_RETRY_MS;
-        else
+        /* failed: tried again then; done: not sent again before then either,
+         * while the watch still shows the object (or a finalizer holds it:
+         * its deletionTimestamp stops rc_job_ttl once seen) */
+        m->ttl.retry_ms = ctl_now_ms() + CTL_TTL_RETRY_MS;
+        if (rc == GQ_OK || rc == GQ_ENOTFOUND || rc == GQ_ECONFLICT)
             c->m.jobs_ttl_deleted++;
     }
     mark_key(c, key); /* a failure: tried again (not before retry_ms); done: the DELETED event follows */

@@ -563,6 +563,35 @@ static void test_finished_echo_wakes_ttl_jobs(void **state)
     assert_int_equal(e->c->m.jobs_full, full0);
 }
 
+/* A finished job with ttlSecondsAfterFinished 0 that its owner deleted
+ * already, a finalizer holding it (metadata.deletionTimestamp): gangq sends
+ * no DELETE of its own, however many reconciles pass. */
+static void test_ttl_not_while_deleting(void **state)
+{
+    struct env *e = *state;
+    put_job_ttl(e, 0, "u0", 0);
+    settle(e);
+    assert_true(holding(state_of(e, 0)));
+    const cJSON *cur = ctl_fake_get(e->f, INF_JOBS, "a/j0");
+    assert_non_null(cur);
+    cJSON *o = cJSON_Duplicate(cur, 1);
+    assert_int_equal(ctl_obj_set_str(ctl_obj_child(o, "metadata"), "deletionTimestamp", "2026-12-01T00:00:05Z"), 0);
+    assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_MODIFIED, o), 0);
+    char keys[4][CTL_KEY_MAX];
+    assert_int_equal(pods_of(e, 0, keys), 1);
+    pod_phase(e, keys[0], "Succeeded");
+    settle(e);
+    assert_int_equal(state_of(e, 0), STORE_SUCCEEDED);
+    for (int k = 0; k < 5; k++) {
+        e->c->inputs++; /* reconciles asked for */
+        assert_int_equal(ctl_reconcile(e->c).rc, 0);
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+    }
+    assert_int_equal(ctl_fake_requests(e->f).job_deletes, 0);
+    assert_true(job_cached(e, 0));
+    assert_int_equal(audit_of(e, "a/j0", "ttl-delete"), 0);
+}
+
 /* Audit entries of age ms, n of them, job key prefix kp (one transaction). */
 static void audit_aged(struct env *e, int n, int64_t age_ms, const char *kp)
 {
@@ -674,6 +703,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_audit_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_finished_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_echo_wakes_ttl_jobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ttl_not_while_deleting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
