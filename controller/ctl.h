@@ -207,17 +207,27 @@ struct ctl_placement {
     int reseq;
     char domain[CTL_DOMAIN_MAX];
     int n;
-    struct ctl_prep *rep; /* owned, n entries, sorted by replica */
+    struct ctl_prep *rep; /* n entries, sorted by replica; owned unless borrowed */
+    int borrowed;         /* rep is another placement's (ctl_placement_borrow): never
+                           * freed here, copied before the first change (add, remove) */
 };
 void ctl_placement_init(struct ctl_placement *p);
+/* Frees rep unless borrowed; p is empty after. */
 void ctl_placement_release(struct ctl_placement *p);
+/* dst (released first) reads src's replicas without a copy: valid while src
+ * is unchanged and alive; dst's own fields (attempt, reseq, domain) are its
+ * own. The first ctl_placement_add or ctl_placement_remove on dst copies the
+ * replicas (so a direct write to dst->rep is only made after one of those). */
+void ctl_placement_borrow(struct ctl_placement *dst, const struct ctl_placement *src);
 /* "" or NULL parses to an empty placement. */
 int ctl_placement_parse(const char *text, struct ctl_placement *out, char *err, size_t errlen);
 int ctl_placement_format(const struct ctl_placement *p, struct gq_buf *out);
 /* Index of replica r in p, or -1. */
 int ctl_placement_find(const struct ctl_placement *p, int replica);
 int ctl_placement_add(struct ctl_placement *p, int replica, const char *node, uint32_t devs);
-void ctl_placement_remove(struct ctl_placement *p, int replica);
+/* Drops replica's entry (none: nothing). 0, or GQ_ENOMEM copying borrowed
+ * replicas (p unchanged). */
+int ctl_placement_remove(struct ctl_placement *p, int replica);
 /* Pod name of a placed replica: "<job>-<attempt>-<replica>" (+ "-g<gen>"). */
 void ctl_pod_name(const char *job, const struct ctl_placement *p, const struct ctl_prep *r,
                   char *out, size_t len);

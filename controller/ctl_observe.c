@@ -417,23 +417,11 @@ static int job_refused(struct rc_ctx *r, struct cj *j)
     return 1;
 }
 
-static int placement_copy(struct ctl_placement *dst, const struct ctl_placement *src)
-{
-    ctl_placement_release(dst);
-    *dst = *src;
-    dst->rep = NULL;
-    if (src->n > 0) {
-        if (!(dst->rep = malloc((size_t)src->n * sizeof(*dst->rep)))) {
-            ctl_placement_init(dst);
-            return GQ_ENOMEM;
-        }
-        memcpy(dst->rep, src->rep, (size_t)src->n * sizeof(*dst->rep));
-    }
-    return 0;
-}
-
 /* j->pl from the row's placement text, parsed once per distinct text (the
- * memo keeps the last one). */
+ * memo keeps the last one, which j->pl borrows: no copy per job and
+ * reconcile; a rule that changes j->pl copies it first, ctl_placement_add
+ * and _remove; the memo's is replaced only here, once per reconcile and
+ * job, and freed after the reconcile's last read of j->pl). */
 static int placement_load(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
@@ -455,7 +443,8 @@ static int placement_load(struct rc_ctx *r, struct cj *j)
     }
     m->pl.pl_row = j->row;
     m->pl.pl_row_gen = r->c->rows_gen;
-    return placement_copy(&j->pl, &m->pl.pl_cache);
+    ctl_placement_borrow(&j->pl, &m->pl.pl_cache);
+    return 0;
 }
 
 /* Decode (cached), default, validate; upsert the store row. */
@@ -1041,7 +1030,8 @@ int rc_job_lifecycle(struct rc_ctx *r, struct cj *j)
             return requeue(r, j, why);
         /* non-gang: drop the lost replicas; the core re-places them */
         for (int i = 0; i < nlost; i++)
-            ctl_placement_remove(&j->pl, lost_rep[i]);
+            if ((rc = ctl_placement_remove(&j->pl, lost_rep[i])))
+                return rc;
         struct gq_buf b;
         gq_buf_init(&b, 1u << 20);
         if ((rc = ctl_placement_format(&j->pl, &b)))

@@ -24,8 +24,33 @@ void ctl_placement_release(struct ctl_placement *p)
 {
     if (!p)
         return;
-    free(p->rep);
+    if (!p->borrowed)
+        free(p->rep);
     memset(p, 0, sizeof(*p));
+}
+
+void ctl_placement_borrow(struct ctl_placement *dst, const struct ctl_placement *src)
+{
+    ctl_placement_release(dst);
+    *dst = *src;
+    dst->borrowed = src->n > 0;
+    if (!dst->borrowed)
+        dst->rep = NULL;
+}
+
+/* p's replicas its own (a borrowed set copied). */
+static int placement_own(struct ctl_placement *p)
+{
+    if (!p->borrowed)
+        return 0;
+    struct ctl_prep *r = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof(*r));
+    if (!r)
+        return GQ_ENOMEM;
+    if (p->n > 0)
+        memcpy(r, p->rep, (size_t)p->n * sizeof(*r));
+    p->rep = r;
+    p->borrowed = 0;
+    return 0;
 }
 
 int ctl_placement_find(const struct ctl_placement *p, int replica)
@@ -40,6 +65,8 @@ int ctl_placement_add(struct ctl_placement *p, int replica, const char *node, ui
 {
     if (ctl_placement_find(p, replica) >= 0)
         return GQ_EINVAL;
+    if (placement_own(p))
+        return GQ_ENOMEM;
     struct ctl_prep *r = realloc(p->rep, (size_t)(p->n + 1) * sizeof(*r));
     if (!r)
         return GQ_ENOMEM;
@@ -67,13 +94,16 @@ void ctl_pod_name(const char *job, const struct ctl_placement *p, const struct c
         snprintf(out, len, "%s-%d-%d", job, p->attempt, r->replica);
 }
 
-void ctl_placement_remove(struct ctl_placement *p, int replica)
+int ctl_placement_remove(struct ctl_placement *p, int replica)
 {
     int i = ctl_placement_find(p, replica);
     if (i < 0)
-        return;
+        return 0;
+    if (placement_own(p))
+        return GQ_ENOMEM;
     memmove(&p->rep[i], &p->rep[i + 1], (size_t)(p->n - i - 1) * sizeof(p->rep[0]));
     p->n--;
+    return 0;
 }
 
 int ctl_placement_parse(const char *text, struct ctl_placement *out, char *err, size_t errlen)

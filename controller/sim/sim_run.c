@@ -643,7 +643,7 @@ static int on_node(struct run *r, const struct sim_event *e)
                 return rc;
             for (int k = j->pl.n - 1; k >= 0; k--)
                 if (!strcmp(j->pl.rep[k].node, e->node))
-                    ctl_placement_remove(&j->pl, j->pl.rep[k].replica);
+                    (void)ctl_placement_remove(&j->pl, j->pl.rep[k].replica); /* owned: cannot fail */
             if (st_apply(r, j, &ax, &aj) &&
                 (rc = apply_replace_replica(&ax, &aj, &j->pl, st_product(r, j), r->msg)))
                 return rc;

@@ -97,6 +97,57 @@ static const char *NODE_B =
 static const char *NODE_C = /* no labels, no GPUs, no conditions */
     "{\"metadata\":{\"name\":\"c\"},\"status\":{\"allocatable\":{\"cpu\":\"4\",\"memory\":\"8Gi\"}}}";
 
+/* A borrowed placement reads the source's replicas with no copy; releasing
+ * it frees nothing of the source; its first add or remove copies, so the
+ * source never changes (ASan sees a double free or a write into the source's
+ * memory). */
+static void test_placement_borrow(void **state)
+{
+    (void)state;
+    struct ctl_placement src, b;
+    ctl_placement_init(&src);
+    ctl_placement_init(&b);
+    assert_int_equal(ctl_placement_add(&src, 0, "n0", 1), 0);
+    assert_int_equal(ctl_placement_add(&src, 1, "n1", 2), 0);
+    src.attempt = 2;
+    ctl_placement_borrow(&b, &src);
+    assert_true(b.borrowed);
+    assert_ptr_equal(b.rep, src.rep);
+    assert_int_equal(b.n, 2);
+    assert_int_equal(b.attempt, 2);
+    ctl_placement_release(&b); /* frees nothing of src */
+    assert_int_equal(b.n, 0);
+    assert_string_equal(src.rep[1].node, "n1");
+    /* remove: a copy first */
+    ctl_placement_borrow(&b, &src);
+    assert_int_equal(ctl_placement_remove(&b, 0), 0);
+    assert_false(b.borrowed);
+    assert_ptr_not_equal(b.rep, src.rep);
+    assert_int_equal(b.n, 1);
+    assert_string_equal(b.rep[0].node, "n1");
+    assert_int_equal(src.n, 2);
+    assert_string_equal(src.rep[0].node, "n0");
+    /* add: a copy first, then the direct write a gang's re-placement makes */
+    ctl_placement_borrow(&b, &src); /* releases b's own copy */
+    assert_int_equal(ctl_placement_add(&b, 2, "n2", 4), 0);
+    b.rep[ctl_placement_find(&b, 2)].gen = 1;
+    assert_int_equal(b.n, 3);
+    assert_int_equal(src.n, 2);
+    assert_int_equal(ctl_placement_find(&src, 2), -1);
+    /* remove of a replica it does not have: nothing, still borrowed */
+    ctl_placement_borrow(&b, &src);
+    assert_int_equal(ctl_placement_remove(&b, 7), 0);
+    assert_true(b.borrowed);
+    /* an empty source: nothing borrowed */
+    struct ctl_placement empty;
+    ctl_placement_init(&empty);
+    ctl_placement_borrow(&b, &empty);
+    assert_false(b.borrowed);
+    assert_null(b.rep);
+    ctl_placement_release(&b);
+    ctl_placement_release(&src);
+}
+
 static void test_node_info(void **state)
 {
     (void)state;
@@ -1442,7 +1493,8 @@ static void test_batch_delay(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_node_info),
+        cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_placement_borrow),
+        cmocka_unit_test(test_node_info),
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
         cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_pods_live), cmocka_unit_test(test_status_compute),
