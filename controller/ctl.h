@@ -385,6 +385,9 @@ struct ctl_snapin {
     const struct api_team *teams; int nteams;
     const double *team_usage;      /* decayed GPU-seconds per team, may be NULL */
     const struct ctl_jobin *jobs; int njobs;
+    int keys_sorted;               /* the caller vouches the jobs come in ascending key order
+                                    * (the reconcile's do: the index it reads them from is):
+                                    * not checked again; 0: checked */
 };
 
 #define CTL_SNAP_NKEEP 15

@@ -490,10 +490,14 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     j->job = m->decode.job;
     j->decoded = 1;
     prep_found(j, m);
-    j->row = rc_row_kept(r, m);
-    if (!j->row)
-        j->row = rc_row_find(r, j->key);
-    if (!j->row || strcmp(j->row->uid, j->job->meta.uid) || j->row->generation != j->job->meta.generation)
+    /* A row kept since the job's last examination has its uid: a row is
+     * kept (rc_row_keep) only once compared with the decode in force, the
+     * decode changes only in a full examination, and rows are replaced,
+     * never changed in place. One found among the rows is compared. */
+    struct store_job *kept = rc_row_kept(r, m);
+    j->row = kept ? kept : rc_row_find(r, j->key);
+    if (!j->row || (j->row != kept && strcmp(j->row->uid, j->job->meta.uid)) ||
+        j->row->generation != j->job->meta.generation)
         return job_look_again(r, j); /* the store moved on */
     rc_row_keep(r, j);
     j->old_gpus = j->row->gpus;

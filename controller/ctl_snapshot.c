@@ -691,11 +691,11 @@ static int arrival_ranks(struct ctl_snap *s, const struct ctl_snapin *in, int nj
         gq_errf(err, errlen, "snapshot: out of memory");
         return GQ_ENOMEM;
     }
-    int keys_sorted = 1; /* the reconcile hands the jobs over in key order */
+    int keys_sorted = 1, check = !in->keys_sorted; /* the reconcile hands the jobs over in key order */
     for (int k = 0; k < nj; k++) {
         const struct ctl_jobin *ji = &in->jobs[s->job_in[k]];
         v[k] = (struct arrival_key){ji->enqueue_ms, ji->arrival, ji->key, k};
-        if (k > 0 && keys_sorted && strcmp(v[k - 1].key, ji->key) >= 0)
+        if (check && k > 0 && keys_sorted && strcmp(v[k - 1].key, ji->key) >= 0)
             keys_sorted = 0;
     }
     arrival_sort(v, tmp, nj, keys_sorted);
