@@ -74,6 +74,7 @@ struct ctl_fake {
     size_t n, cap;
     uint64_t seq; /* uids and resourceVersions */
     struct ctl_fake_counts counts;
+    long job_delete_status; /* ctl_fake_job_delete_status (0: 200) */
 };
 
 struct fk_evud {
@@ -113,7 +114,7 @@ static int fk_push(struct ctl_fake *f, enum fk_kind kind, kube_response_cb cb, v
     r->cb = cb;
     r->ud = ud;
     r->status = status;
-    r->rc = status == 404 ? GQ_ENOTFOUND : GQ_OK;
+    r->rc = status == 404 ? GQ_ENOTFOUND : status >= 400 ? GQ_EHTTP : GQ_OK;
     r->obj = obj;
     if (key)
         gq_strlcpy(r->key, key, sizeof(r->key));
@@ -172,6 +173,8 @@ static int fk_delete_rv(void *k, enum kube_prio prio, const char *path, long gra
     f->counts.deletes++;
     if (!fk_path_key(path, "gpujobs", key, sizeof(key))) {
         f->counts.job_deletes++;
+        if (f->job_delete_status && f->job_delete_status != 200)
+            return fk_push(f, FK_PLAIN, cb, ud, f->job_delete_status, NULL, NULL); /* refused */
         return fk_push(f, FK_JOB_DELETE, cb, ud, 200, NULL, key); /* a finished job's TTL */
     }
     if (fk_path_key(path, "pods", key, sizeof(key)))
@@ -353,6 +356,11 @@ const cJSON *ctl_fake_get(const struct ctl_fake *f, int idx, const char *key)
 int ctl_fake_deliver(struct ctl_fake *f)
 {
     return fk_deliver(f);
+}
+
+void ctl_fake_job_delete_status(struct ctl_fake *f, long status)
+{
+    f->job_delete_status = status;
 }
 
 struct ctl_fake_counts ctl_fake_requests(const struct ctl_fake *f)

@@ -243,6 +243,7 @@ struct ctl_memo_ttl {
     int64_t at_ms;                /* when the GPUJob is to be deleted (0 = not known) */
     int64_t retry_ms;             /* a delete ended: none sent again before then */
     int inflight;                 /* a delete is on its way (ctl_job_delete .. hook) */
+    int fails;                    /* deletes failed in a row: the wait doubles with each */
 };
 
 struct ctl_memo {
@@ -321,9 +322,12 @@ struct ctl_metrics_counters {
 #define CTL_PRUNE_INTERVAL_MS 600000
 /* Audit entries one reconcile deletes at most; a longer backlog goes on a second later. */
 #define CTL_AUDIT_PRUNE_BATCH 20000
-/* A finished GPUJob's delete that failed is tried again this much later; one that
- * succeeded is not sent again before then (the watch may still show the object). */
+/* A finished GPUJob's delete that failed is tried again this much later, doubled
+ * with each failure in a row up to CTL_TTL_RETRY_MAX_MS (a refusing API server, e.g.
+ * RBAC without the delete, is not asked again and again); one that succeeded is
+ * not sent again before CTL_TTL_RETRY_MS (the watch may still show the object). */
 #define CTL_TTL_RETRY_MS 10000
+#define CTL_TTL_RETRY_MAX_MS 600000
 extern const char *const ctl_phase_names[CTL_NPHASES];
 
 /* Metric handles (NULL when --listen is not given: updates are no-ops). */
@@ -558,6 +562,9 @@ const cJSON *ctl_fake_get(const struct ctl_fake *f, int idx, const char *key);
 /* Answer every request sent so far, then update the caches (events). */
 int ctl_fake_deliver(struct ctl_fake *f);
 struct ctl_fake_counts ctl_fake_requests(const struct ctl_fake *f);
+/* GPUJob deletes are answered with HTTP status (0 or 200: done, the object
+ * goes; else refused with GQ_EHTTP, the object stays). */
+void ctl_fake_job_delete_status(struct ctl_fake *f, long status);
 void ctl_fake_free(struct ctl_fake *f);
 
 /* The reconcile: ctl_cycle.c, and ctl_gather.c (ctl_team_keep_free),

@@ -634,9 +634,12 @@ int rc_job_ttl(struct rc_ctx *r, struct cj *j)
 static int job_dormant_view(struct rc_ctx *r, struct cj *j)
 {
     struct ctl_memo *m = j->memo;
+    /* its ttlSecondsAfterFinished wakes it when a delete may be sent: the
+     * time has come, and no failed delete's wait runs (rc_job_ttl) */
+    int64_t ttl_wake = m->ttl.at_ms ? GQ_MAX(m->ttl.at_ms, m->ttl.retry_ms) : 0;
     if (m->dirty_upto >= r->c->reconciles || m->status.settle_due_ms || has_intent(r, j->key) ||
-        (m->ttl.at_ms && m->ttl.at_ms <= r->now))
-        return 0; /* woken (its ttlSecondsAfterFinished too: rc_job_ttl) */
+        (ttl_wake && ttl_wake <= r->now))
+        return 0; /* woken */
     struct store_job *row = rc_row_kept(r, m); /* the one it slept with */
     if (!row) {
         row = rc_row_find(r, j->key);
@@ -648,8 +651,8 @@ static int job_dormant_view(struct rc_ctx *r, struct cj *j)
     j->state = row->state;
     j->dormant = 1;
     prep_found(j, m);
-    if (m->ttl.at_ms)
-        rc_due(r, m->ttl.at_ms, "finished-ttl");
+    if (ttl_wake)
+        rc_due(r, ttl_wake, "finished-ttl");
     return 1;
 }
 

@@ -111,11 +111,16 @@ static void hook_job_deleted(void *ctx, const char *key, int rc)
     struct ctl_memo *m = ctl_memo_get(&c->memo, key, 0);
     if (m) {
         m->ttl.inflight = 0;
-        /* failed: tried again then; done: not sent again before then either,
-         * while the watch still shows the object (or a finalizer holds it:
-         * its deletionTimestamp stops rc_job_ttl once seen) */
-        m->ttl.retry_ms = ctl_now_ms() + CTL_TTL_RETRY_MS;
-        if (rc == GQ_OK || rc == GQ_ENOTFOUND || rc == GQ_ECONFLICT)
+        /* done: not sent again for a while, as the watch may still show the
+         * object (or a finalizer holds it: its deletionTimestamp stops
+         * rc_job_ttl once seen); failed: tried again later, the wait doubling */
+        int done = rc == GQ_OK || rc == GQ_ENOTFOUND || rc == GQ_ECONFLICT;
+        m->ttl.fails = done ? 0 : m->ttl.fails + 1;
+        int64_t wait = CTL_TTL_RETRY_MS;
+        for (int k = 1; k < m->ttl.fails && wait < CTL_TTL_RETRY_MAX_MS; k++)
+            wait *= 2;
+        m->ttl.retry_ms = ctl_now_ms() + (wait < CTL_TTL_RETRY_MAX_MS ? wait : CTL_TTL_RETRY_MAX_MS);
+        if (done)
             c->m.jobs_ttl_deleted++;
     }
     mark_key(c, key); /* a failure: tried again (not before retry_ms); done: the DELETED event follows */

@@ -592,6 +592,53 @@ static void test_ttl_not_while_deleting(void **state)
     assert_int_equal(audit_of(e, "a/j0", "ttl-delete"), 0);
 }
 
+/* An API server that refuses the delete (RBAC without it, say): each refusal
+ * doubles the wait before the next (10 s, 20 s, 40 s ... at most 10
+ * minutes), a success resets it; meanwhile the job sleeps, and reconciles do
+ * not wake it to examine it again. */
+static void test_ttl_refused_backs_off(void **state)
+{
+    struct env *e = *state;
+    ctl_fake_job_delete_status(e->f, 403);
+    put_job_ttl(e, 0, "u0", 0);
+    settle(e);
+    char keys[4][CTL_KEY_MAX];
+    assert_int_equal(pods_of(e, 0, keys), 1);
+    pod_phase(e, keys[0], "Succeeded");
+    settle(e);
+    (void)until_quiet(e);
+    assert_int_equal(ctl_fake_requests(e->f).job_deletes, 1); /* refused once, not again soon */
+    assert_true(job_cached(e, 0));
+    struct ctl_memo *m = ctl_memo_get(&e->c->memo, "a/j0", 0);
+    assert_non_null(m);
+    assert_int_equal(m->ttl.fails, 1);
+    int64_t now = ctl_now_ms();
+    assert_true(m->ttl.retry_ms > now + 9000 && m->ttl.retry_ms <= now + 10000);
+    /* asleep till then: reconciles asked for wake and examine nothing */
+    usleep((CTL_STRAY_RETRY_MS + 200) * 1000);
+    settle(e);
+    assert_true(m->decode.dormant);
+    uint64_t woken0 = e->c->m.jobs_woken, full0 = e->c->m.jobs_full;
+    for (int k = 0; k < 3; k++) {
+        e->c->inputs++;
+        assert_int_equal(ctl_reconcile(e->c).rc, 0);
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+    }
+    assert_int_equal(e->c->m.jobs_woken, woken0);
+    assert_int_equal(e->c->m.jobs_full, full0);
+    assert_int_equal(ctl_fake_requests(e->f).job_deletes, 1);
+    /* the waits double, up to ten minutes; a success resets them */
+    const int64_t want[] = {20000, 40000, 80000, 160000, 320000, 600000, 600000};
+    for (size_t k = 0; k < GQ_ARRAY_LEN(want); k++) {
+        e->c->act.hooks.job_deleted(e->c, "a/j0", GQ_EHTTP);
+        int64_t d = m->ttl.retry_ms - ctl_now_ms();
+        assert_true(d > want[k] - 1000 && d <= want[k]);
+    }
+    e->c->act.hooks.job_deleted(e->c, "a/j0", GQ_OK);
+    assert_int_equal(m->ttl.fails, 0);
+    assert_true(m->ttl.retry_ms - ctl_now_ms() <= CTL_TTL_RETRY_MS);
+}
+
 /* Audit entries of age ms, n of them, job key prefix kp (one transaction). */
 static void audit_aged(struct env *e, int n, int64_t age_ms, const char *kp)
 {
@@ -704,6 +751,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_finished_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_echo_wakes_ttl_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_not_while_deleting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ttl_refused_backs_off, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
