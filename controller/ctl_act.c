@@ -482,7 +482,7 @@ static void jdel_cb(const struct kube_response *resp, void *ud)
 {
     struct jdel_op *o = ud;
     struct ctl_act *a = o->a;
-    if (resp->rc == GQ_OK || resp->rc == GQ_ENOTFOUND || resp->rc == GQ_ECONFLICT)
+    if (ctl_act_job_delete_done(resp->rc))
         LOGA(a, GQ_LOG_INFO, "finished GPUJob deleted (ttlSecondsAfterFinished)", " job=%s status=%ld", o->key,
              resp->status);
     else

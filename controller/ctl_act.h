@@ -229,6 +229,12 @@ void ctl_act_delete_pod(struct ctl_act *a, const cJSON *pod, long grace, const c
  * ttlSecondsAfterFinished). Returns 0 when sent (hooks.job_deleted for key
  * runs later, once), else an error (it does not run). */
 int ctl_act_delete_job(struct ctl_act *a, const char *key, const char *ns, const char *name, const char *uid);
+/* The answer rc to ctl_act_delete_job means the object of that uid is gone
+ * (deleted, already gone, or another object holds the name). */
+static inline int ctl_act_job_delete_done(int rc)
+{
+    return rc == GQ_OK || rc == GQ_ENOTFOUND || rc == GQ_ECONFLICT;
+}
 /* Ask the API server for a pod absent from the cache (GET); the answer goes
  * to pod_confirmed. 0 when sent, else an error (no hook call). */
 int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, const char *name);

@@ -622,7 +622,8 @@ void ctl_pod_delete(struct gq_ctl *c, const cJSON *pod, long grace, const char *
 void ctl_pod_confirm(struct gq_ctl *c, const char *key, const char *ns, const char *name);
 /* Delete the finished GPUJob of key (ns/name, uid: ctl_act_delete_job): its
  * ttlSecondsAfterFinished passed. One at a time per memo (m->ttl.inflight);
- * a failure (now or in its answer) is tried again CTL_TTL_RETRY_MS later.
+ * a failure (now or in its answer) is tried again later (ctl_wire.c
+ * ttl_wait_ms: CTL_TTL_RETRY_MS, doubled per refusal in a row).
  * GQ_ENOTFOUND without a memo. */
 int ctl_job_delete(struct gq_ctl *c, const char *key, const char *ns, const char *name, const char *uid);
 /* Patch a status subresource if its JSON differs from memo->last_status

@@ -43,11 +43,10 @@ static int placement_own(struct ctl_placement *p)
 {
     if (!p->borrowed)
         return 0;
-    struct ctl_prep *r = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof(*r));
+    struct ctl_prep *r = malloc((size_t)p->n * sizeof(*r)); /* borrowed: n > 0 */
     if (!r)
         return GQ_ENOMEM;
-    if (p->n > 0)
-        memcpy(r, p->rep, (size_t)p->n * sizeof(*r));
+    memcpy(r, p->rep, (size_t)p->n * sizeof(*r));
     p->rep = r;
     p->borrowed = 0;
     return 0;

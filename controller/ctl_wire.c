@@ -105,6 +105,16 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
     return 1;
 }
 
+/* How long after a delete ended the next may go: CTL_TTL_RETRY_MS, doubled
+ * for each failure in a row past the first, at most CTL_TTL_RETRY_MAX_MS. */
+static int64_t ttl_wait_ms(int fails)
+{
+    int64_t wait = CTL_TTL_RETRY_MS;
+    for (int k = 1; k < fails && wait < CTL_TTL_RETRY_MAX_MS; k++)
+        wait *= 2;
+    return wait < CTL_TTL_RETRY_MAX_MS ? wait : CTL_TTL_RETRY_MAX_MS;
+}
+
 static void hook_job_deleted(void *ctx, const char *key, int rc)
 {
     struct gq_ctl *c = ctx;
@@ -114,12 +124,9 @@ static void hook_job_deleted(void *ctx, const char *key, int rc)
         /* done: not sent again for a while, as the watch may still show the
          * object (or a finalizer holds it: its deletionTimestamp stops
          * rc_job_ttl once seen); failed: tried again later, the wait doubling */
-        int done = rc == GQ_OK || rc == GQ_ENOTFOUND || rc == GQ_ECONFLICT;
+        int done = ctl_act_job_delete_done(rc);
         m->ttl.fails = done ? 0 : m->ttl.fails + 1;
-        int64_t wait = CTL_TTL_RETRY_MS;
-        for (int k = 1; k < m->ttl.fails && wait < CTL_TTL_RETRY_MAX_MS; k++)
-            wait *= 2;
-        m->ttl.retry_ms = ctl_now_ms() + (wait < CTL_TTL_RETRY_MAX_MS ? wait : CTL_TTL_RETRY_MAX_MS);
+        m->ttl.retry_ms = ctl_now_ms() + ttl_wait_ms(m->ttl.fails);
         if (done)
             c->m.jobs_ttl_deleted++;
     }
@@ -180,7 +187,7 @@ int ctl_job_delete(struct gq_ctl *c, const char *key, const char *ns, const char
     if (!rc)
         m->ttl.inflight = 1; /* until hook_job_deleted */
     else
-        m->ttl.retry_ms = ctl_now_ms() + CTL_TTL_RETRY_MS;
+        m->ttl.retry_ms = ctl_now_ms() + ttl_wait_ms(m->ttl.fails);
     return rc;
 }
 

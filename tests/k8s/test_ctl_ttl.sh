@@ -7,13 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 fakelet add-node t1 --gpus 4 >/dev/null
-k create namespace tt >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: gangq.io/v1alpha1
-kind: Team
-metadata: {name: tt}
-spec: {namespaces: [tt]}
-YAML
+gq_team tt tt
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --listen 127.0.0.1:0
 port=$(gq_ctl_port)
