@@ -482,7 +482,11 @@ static int build_jobs(struct run *r)
         for (size_t k = 0; k < r->c->npools; k++)
             if (!strcmp(r->c->pools[k].name, s->pool))
                 q->pool = (int)k;
-        q->enqueue_time = s->arrival;
+        /* its rank in arrival order (the trace is sorted stably by arrival, so
+         * jobs arriving in one second keep their order in the file), as the
+         * controller ranks its jobs by (creation, etcd revision): the core
+         * orders equal priorities by it, then by name */
+        q->enqueue_time = (int64_t)i;
         q->state = SCHED_JOB_WAITING;
         q->placement = j->rep;
         q->nplaced = 0;
@@ -510,6 +514,7 @@ static int on_arrival(struct run *r, size_t i)
         sj.priority = s->priority;
         sj.gpus = (int64_t)s->replicas * s->gpus;
         sj.enqueue_ms = ms(r, s->arrival);
+        sj.arrival = (int64_t)i + 1; /* the trace's order within one arrival time */
         sj.state = j->suspend_requested ? STORE_SUSPENDED : STORE_QUEUED;
         sj.placement = "";
         sj.message = "";

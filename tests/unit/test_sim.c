@@ -452,6 +452,28 @@ static void test_run_fifo(void **st)
     run_release(&f);
 }
 
+/* Jobs arriving in the same second run in the order the trace lists them
+ * (as the controller orders a burst of creates by etcd revision), not by
+ * name: "job10" after "job9", and the 8-GPU "b" before the 4-GPU "a"
+ * listed after it. */
+static void test_run_same_second_order(void **st)
+{
+    (void)st;
+    struct runfix f;
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: job9, team: t, gpus: 8, duration: 10}\n"
+             "  - {name: job10, team: t, gpus: 8, duration: 10}\n"
+             "  - {name: b, team: t, gpus: 8, duration: 10, arrival: 5}\n"
+             "  - {name: a, team: t, gpus: 4, duration: 10, arrival: 5}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "job9")->first_start, 0);
+    assert_int_equal(out_of(&f, "job10")->first_start, 10);
+    assert_int_equal(out_of(&f, "b")->first_start, 20);
+    assert_int_equal(out_of(&f, "a")->first_start, 30);
+    run_release(&f);
+}
+
 static void test_run_fragmentation(void **st)
 {
     (void)st;
@@ -733,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_fgd_table),
         cmocka_unit_test(test_delay_stats),
         cmocka_unit_test(test_run_fifo),
+        cmocka_unit_test(test_run_same_second_order),
         cmocka_unit_test(test_run_fragmentation),
         cmocka_unit_test(test_run_preemption),
         cmocka_unit_test(test_run_never_runs),
