@@ -117,6 +117,8 @@ bench: all
 # streaming throughput against kube-scheduler (built once by tests/k8s/build-scheduler.sh).
 	GQ_TEST_TIMEOUT=2700 tests/k8s/run.sh $(BUILD) bench_kueue
 	GQ_TEST_TIMEOUT=1800 tests/k8s/run.sh $(BUILD) bench_stream
+# knavigator's gang-scheduling burst (53 jobs of 1-32 whole nodes on 32 nodes; about 5 minutes).
+	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_gang
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -10,7 +10,9 @@ GQ_TOKEN and GQ_CA (from `. ENV_DIR/env`).
       GPUJobs created at fixed intervals; a fake kubelet runs every pod bound to a node for
       its runtime (annotation bench/runtime-ms, counted from when the pod is seen
       bound) and finishes graceful deletes; waits until every job is Succeeded and prints
-      one JSON object with the figures (see summary()).
+      one JSON object with the figures. With "sequential": true the jobs are created one
+      after the other in the classes' order (a burst, as knavigator submits it); with
+      "cluster_gpus" it also prints the cluster's GPU occupancy.
   benchtool.py stream KIND NAMESPACE N CLIENTS
       create N objects (KIND gpujob: single-replica 1-GPU GPUJobs; KIND pod: plain pods
       requesting one nvidia.com/gpu, for kube-scheduler) from CLIENTS parallel clients and
@@ -358,11 +360,21 @@ def cmd_kueue(api, cfg_path):
             j["cls"], j["created"], j["status"] = c["name"], now, st
 
     t0 = time.monotonic() + 0.2
-    for ns in queues:
-        for c in classes:
-            for i in range(c["count"]):
-                name = "%s-%d" % (c["name"], i)
-                pool.at(t0 + i * c["interval_ms"] / 1000.0, lambda ns=ns, name=name, c=c: create(ns, name, c))
+    if cfg.get("sequential"):
+        # A burst submitted in order, each create after the last one's answer (knavigator's
+        # SubmitObj tasks): per queue, the classes in their order, each class's jobs in turn.
+        def burst():
+            for ns in queues:
+                for c in classes:
+                    for i in range(c["count"]):
+                        create(ns, "%s-%d" % (c["name"], i), c)
+        pool.at(t0, burst)
+    else:
+        for ns in queues:
+            for c in classes:
+                for i in range(c["count"]):
+                    name = "%s-%d" % (c["name"], i)
+                    pool.at(t0 + i * c["interval_ms"] / 1000.0, lambda ns=ns, name=name, c=c: create(ns, name, c))
     # Until every job Succeeded, the timeout, or no job Succeeded for stall_s once all exist.
     deadline = time.monotonic() + float(cfg.get("timeout_s", 3000))
     stall_s = float(cfg.get("stall_s", 60))
@@ -444,6 +456,22 @@ def cmd_kueue(api, cfg_path):
     means = [use[ns] / span for ns in queues]
     out["team_usage_gpus"] = {"min": round(min(means), 1), "mean": round(sum(means) / len(means), 1),
                               "nominal": cfg.get("nominal")}
+    # The cluster's GPU occupancy (knavigator's measure): GPU-seconds held by pods over the
+    # cluster's GPUs, from the first create to the last job Succeeded and to the last pod
+    # finished.
+    if cfg.get("cluster_gpus"):
+        held = sum(use.values())
+        work_end = max(ends) if ends else last_done
+        out["occupancy_pct"] = round(100.0 * held / (cfg["cluster_gpus"] * span), 1)
+        out["work_occupancy_pct"] = round(100.0 * held / (cfg["cluster_gpus"] * max(1e-9, work_end - first_create)), 1)
+    # A gang's pods are bound together: per job, first to last of its Succeeded pods seen bound.
+    spread = []
+    for key, ps in by_job.items():
+        st = [p["start"] for p in ps if p["phase"] == "Succeeded"]
+        if len(st) > 1:
+            spread.append(max(st) - min(st))
+    out["gang_bound_spread_s"] = {"max": round(max(spread), 2) if spread else 0.0,
+                                  "mean": round(sum(spread) / len(spread), 2) if spread else 0.0}
     print(json.dumps(out))
 
 
