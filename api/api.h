@@ -74,6 +74,8 @@
 #define API_REPLICAS_MAX 1024
 /* Longest spec.ttlSecondsAfterFinished: a year, s. */
 #define API_TTL_MAX 31536000
+/* Longest spec.maxRunSeconds: a year, s. */
+#define API_MAX_RUN_MAX 31536000
 #define API_MIN_MEMORY_GIB_MAX 1024
 #define API_PRIORITY_MIN (-2147483647 - 1)
 #define API_PRIORITY_MAX 1000000000 /* user priorities, as Kubernetes */
@@ -245,6 +247,11 @@ struct api_gpujob_spec {
     int32_t ttl_after_finished;   /* spec.ttlSecondsAfterFinished (0..API_TTL_MAX): the GPUJob
                                    * is deleted this long after it finished; without ttl_set it
                                    * is kept until its owner deletes it */
+    int32_t max_run_s;            /* spec.maxRunSeconds (1..API_MAX_RUN_MAX), 0 = none: the
+                                   * longest one admission may run; the controller fails the
+                                   * job then (DeadlineExceeded), and the scheduler lets it
+                                   * backfill nodes a gang reserves when it ends before that
+                                   * gang could start */
     /* From spec.template.spec: per-replica requests = max(sum of containers,
      * max of initContainers), a container's request falling back to its limit. */
     int64_t cpu_milli;

@@ -666,7 +666,7 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
     static const char *const fields[] = {"team", "class", "priorityClassName", "priority",
                                          "preemptible", "replicas", "gang", "gpu", "topology",
                                          "pool", "suspend", "masterPort", "ttlSecondsAfterFinished",
-                                         "template", NULL};
+                                         "maxRunSeconds", "template", NULL};
     const cJSON *spec, *v;
     struct api_gpujob_spec *sp;
     int before = errs->n + errs->dropped;
@@ -715,6 +715,13 @@ int api_gpujob_decode(const cJSON *obj, struct api_gpujob *out, struct api_error
                        sp->ttl_after_finished);
         sp->ttl_set = 0; /* refused: the job is invalid, and never deleted for it */
         sp->ttl_after_finished = 0;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(spec, "maxRunSeconds")) &&
+        api_get_int(errs, "spec.maxRunSeconds", v, 1, API_MAX_RUN_MAX, &sp->max_run_s) &&
+        (sp->max_run_s < 1 || sp->max_run_s > API_MAX_RUN_MAX)) {
+        api_errors_add(errs, "spec.maxRunSeconds", "must be 1..%d (seconds), got %d", API_MAX_RUN_MAX,
+                       sp->max_run_s);
+        sp->max_run_s = 0; /* refused: the job is invalid */
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(spec, "pool")) && api_get_str(errs, "spec.pool", v, name, sizeof name) &&
         name_set(&sp->pool, name))

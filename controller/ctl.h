@@ -468,6 +468,9 @@ struct ctl_jobview {
     const char *unschedulable;
 };
 
+/* How a job stopped by its spec.maxRunSeconds is told (the store's message
+ * starts so; the status's Failed condition then has reason DeadlineExceeded). */
+#define CTL_MAX_RUN_MSG "ran past spec.maxRunSeconds"
 /* Compute the status to write from prev (the object's current status, for
  * start/completion times and condition transition times), the view and
  * now_ms (wall). nodes (nodes_cap entries) receives node-name pointers into

@@ -482,6 +482,31 @@ int rc_reports_invalid(const struct cj *j)
     return j->invalid_reason && (j->failed_invalid || (!rc_holds(j->state) && !rc_finished(j->state)));
 }
 
+/* spec.maxRunSeconds: when the admission of a job holding its placement
+ * ends (wall clock, ms); 0 for none. */
+static int64_t max_run_end(const struct cj *j)
+{
+    if (!j->decoded || j->job->spec.max_run_s <= 0 || !rc_holds(j->state) || !j->row ||
+        j->row->admitted_ms <= 0)
+        return 0;
+    return j->row->admitted_ms + (int64_t)j->job->spec.max_run_s * 1000;
+}
+
+/* A job not examined in full by this reconcile: past its maxRunSeconds it
+ * is (the lifecycle stops it); before, its end is a due time, so a
+ * reconcile comes then however quiet the cluster. Returns 1 when it must be
+ * examined in full. */
+static int max_run_due(struct rc_ctx *r, const struct cj *j)
+{
+    int64_t end = max_run_end(j);
+    if (!end)
+        return 0;
+    if (r->now >= end)
+        return 1;
+    rc_due(r, end, "max-run");
+    return 0;
+}
+
 /* A job not dirty: what its last full examination found, and its current
  * store row and placement (the scheduling core sees every job). */
 static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
@@ -502,6 +527,11 @@ static int job_prepare_clean(struct rc_ctx *r, struct cj *j)
     rc_row_keep(r, j);
     j->old_gpus = j->row->gpus;
     j->state = j->row->state;
+    if (max_run_due(r, j)) {
+        /* past its maxRunSeconds: examined in full (the lifecycle stops it) */
+        ctl_memo_dirty(m, r->c->reconciles);
+        return job_look_again(r, j);
+    }
     if (placement_load(r, j)) {
         ctl_placement_release(&j->pl);
         ctl_placement_init(&j->pl);
@@ -965,12 +995,44 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
 }
 
 /* Lifecycle of an admitted job from its pods. */
+/* spec.maxRunSeconds of a job examined in full: past it, its pods are
+ * deleted and it is Failed (reason DeadlineExceeded), like a Job past its
+ * activeDeadlineSeconds; a job sure to end by a reservation's start may
+ * backfill the reserved nodes (the core trusts the limit: this rule keeps
+ * it). Returns 1 when it failed the job, 0 when not, < 0 on error. */
+static int job_max_run(struct rc_ctx *r, struct cj *j)
+{
+    int64_t end = max_run_end(j);
+    if (!end)
+        return 0;
+    if (r->now < end) {
+        rc_due(r, end, "max-run");
+        return 0;
+    }
+    char msg[API_MSG_MAX], at[API_TIME_MAX];
+    ctl_time_format(j->row->admitted_ms, at, sizeof(at));
+    snprintf(msg, sizeof(msg), CTL_MAX_RUN_MSG " (%ds since its admission at %s): its pods are stopped",
+             (int)j->job->spec.max_run_s, at);
+    struct act a;
+    rc_act_begin(r, j, &a);
+    j->released = 1;
+    int rc = rc_act_end(r, j, apply_fail(&a.x, &a.j, msg, "max-run"));
+    if (rc)
+        return rc;
+    rc_event_add(r, j->obj, "Warning", "DeadlineExceeded", "%s", msg);
+    LOGC(r->c, GQ_LOG_WARN, "job failed: past maxRunSeconds", " job=%s max_run_s=%d", j->key,
+         (int)j->job->spec.max_run_s);
+    return 1;
+}
+
 int rc_job_lifecycle(struct rc_ctx *r, struct cj *j)
 {
     j->memo->pods.steady = 0;
     int rc0 = job_succeeded_meanwhile(r, j);
     if (rc0 || !rc_holds(j->state) || j->admit_pending || j->failed_invalid)
         return rc0;
+    if ((rc0 = job_max_run(r, j)))
+        return rc0 < 0 ? rc0 : 0;
     int unready = 0; /* a live pod on a node not Ready (lost once its grace ends) */
     int np = 0;
     const cJSON **pods = rc_memo_pods(j->memo, &np);

@@ -907,6 +907,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         j->preemptible = sp->preemptible == API_TRUE;
         j->gang = sp->gang != API_FALSE;
         j->replicas = sp->replicas > 0 ? sp->replicas : 1;
+        j->max_run_s = sp->max_run_s; /* the lifecycle stops it then (rc_job_max_run) */
         if (sp->gpu.present) {
             j->req.gpus = sp->gpu.count;
             j->req.gpu_milli = sp->gpu.count ? 0 : sp->gpu.shares;
@@ -1133,7 +1134,11 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
     if (s == STORE_SUCCEEDED)
         add_cond(out, prev, "Succeeded", 1, "PodsSucceeded", "every replica succeeded", now);
     if (s == STORE_FAILED)
-        add_cond(out, prev, "Failed", 1, v->invalid_reason ? v->invalid_reason : "Failed", msg, now);
+        add_cond(out, prev, "Failed", 1,
+                 v->invalid_reason                                                  ? v->invalid_reason
+                 : !strncmp(msg, CTL_MAX_RUN_MSG, sizeof(CTL_MAX_RUN_MSG) - 1) ? "DeadlineExceeded"
+                                                                                    : "Failed",
+                 msg, now);
 }
 
 /* ------------------------------------------------------------ waiting jobs */

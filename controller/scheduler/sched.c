@@ -362,6 +362,7 @@ int cy_make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc)
     probe.L = pc->L;
     probe.P = pc->P;
     probe.S = pc->S;
+    probe.run_s = jb->max_run_s > 0 ? jb->max_run_s : 0;
     int k = cy_key_get(cy, &probe);
     if (k < 0)
         return k;
@@ -435,12 +436,25 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
         if (!d->domain)
             return GQ_ENOMEM;
     }
-    char msg[160];
+    char msg[SCHED_MSG_MAX];
+    int n;
     if (lvl >= 0)
-        snprintf(msg, sizeof(msg), "admitted %d replica%s in %s %s", got, got == 1 ? "" : "s",
-                 cy->cfg->levels[lvl].name, d->domain);
+        n = snprintf(msg, sizeof(msg), "admitted %d replica%s in %s %s", got, got == 1 ? "" : "s",
+                     cy->cfg->levels[lvl].name, d->domain);
     else
-        snprintf(msg, sizeof(msg), "admitted %d replica%s", got, got == 1 ? "" : "s");
+        n = snprintf(msg, sizeof(msg), "admitted %d replica%s", got, got == 1 ? "" : "s");
+    /* a backfill says whose reservation it uses, and why it may */
+    for (int y = 0; y < got; y++) {
+        const struct cy_node *nd = &cy->n[reps[y].node];
+        if (nd->reserved_by < 0 || nd->reserved_by == pc->jx)
+            continue;
+        if (n >= 0 && (size_t)n < sizeof(msg))
+            snprintf(msg + n, sizeof(msg) - (size_t)n,
+                     "; backfill on nodes reserved for %s: ends within its maxRunSeconds (%llds), before "
+                     "that job could start",
+                     cy->s->jobs[nd->reserved_by].id, (long long)pc->jb->max_run_s);
+        break;
+    }
     d->message = cy_res_str(cy, msg);
     if (!d->message)
         return GQ_ENOMEM;

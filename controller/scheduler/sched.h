@@ -273,6 +273,13 @@ struct sched_job {
      * are never used for this job and count as "node affinity mismatch" in
      * the explanation. Appended. */
     const struct sched_affinity_term *affinity; int naffinity;
+    /* The longest one admission may run, s (0 = no limit): the caller stops
+     * a RUNNING job at admitted_at + max_run_s. Backfill: a node reserved
+     * for a blocked head (see reserved_domain) stays open to a job with a
+     * limit that ends by the reservation's start, the earliest time the
+     * head fits on its reserved nodes once the jobs there end by their own
+     * limits (a job there without one: never, no backfill). Appended. */
+    int64_t max_run_s;
 };
 
 /* Workload shape for fragmentation scoring (FGD): tasks drawn with these

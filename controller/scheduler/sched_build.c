@@ -239,6 +239,7 @@ static uint64_t key_hash(const struct cy_key *k)
     h = gq_hash_bytes(h, &k->L, sizeof(k->L));
     h = gq_hash_bytes(h, &k->P, sizeof(k->P));
     h = gq_hash_bytes(h, &k->S, sizeof(k->S));
+    h = gq_hash_bytes(h, &k->run_s, sizeof(k->run_s));
     return h;
 }
 
@@ -246,7 +247,7 @@ static int key_eq(const struct cy_key *a, const struct cy_key *b)
 {
     return a->skey == b->skey && a->gpus == b->gpus && a->milli == b->milli && a->cpu == b->cpu &&
            a->mem == b->mem && a->want == b->want && a->gang == b->gang && a->L == b->L &&
-           a->P == b->P && a->S == b->S;
+           a->P == b->P && a->S == b->S && a->run_s == b->run_s;
 }
 
 int cy_key_get(struct cy *cy, const struct cy_key *probe)
@@ -391,6 +392,7 @@ int cy_build(struct cy *cy)
         sc_recount(&n->c);
         n->pool = s->npools > 0 ? sn->pool : -1;
         n->reserved_by = -1;
+        n->res_start = 0;
         n->claimed_by = -1;
         n->excluded = !sn->ready ? R_NOTREADY : (sn->unschedulable ? R_UNSCHED : 0);
         cy->cluster_gpus += n->c.ndev;

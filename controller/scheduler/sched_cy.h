@@ -51,6 +51,9 @@ struct cy_node {
     int32_t dom[SCHED_LEVELS_MAX];
     int32_t pool;
     int32_t reserved_by; /* job index, -1 */
+    int64_t res_start;   /* reserved: when its job could start here at the earliest (the
+                          * snapshot clock, s); a job with a limit ending by then may use
+                          * the node (backfill); 0 = none may */
     int32_t claimed_by;  /* waiting preemptor whose claim holds the node, -1 */
     uint32_t ver;
     uint8_t excluded;    /* R_NOTREADY / R_UNSCHED / 0 */
@@ -146,6 +149,7 @@ struct cy_key {
     int32_t gpus, milli;
     int64_t cpu, mem;
     int32_t want, gang, L, P, S;
+    int64_t run_s;  /* the job's max_run_s: the reserved nodes it may backfill differ */
     int32_t failed;
     int32_t cursor; /* position in the static list of the first node that fitted */
     const char *msg;
@@ -284,6 +288,7 @@ int cy_pool_access(const struct cy *cy, const struct sched_job *jb, int pool);
 void cy_node_apply(struct cy *cy, int i, const struct sc_req *r, uint32_t devs, int sign);
 int cy_preempted_for_waiting(const struct cy *cy, int p, int jx);
 int cy_claim_blocks(const struct cy *cy, int claimant, int jx);
+int cy_backfills(const struct cy *cy, const struct sched_job *jb, const struct cy_node *n);
 int cy_dyn_reason(struct cy *cy, const struct place_ctx *pc, int i);
 int cy_node_cap(struct cy *cy, const struct place_ctx *pc, int i);
 int cy_dom_of(const struct cy *cy, int i, int lvl);

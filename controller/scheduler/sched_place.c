@@ -123,10 +123,18 @@ int cy_claim_blocks(const struct cy *cy, int claimant, int jx)
            cy_preempted_for_waiting(cy, claimant, jx);
 }
 
+/* Backfill: a job with a limit that ends by the time the reservation
+ * holding node n expects its job to start may use the node (it is gone,
+ * stopped by its limit if not finished, before that job could use it). */
+int cy_backfills(const struct cy *cy, const struct sched_job *jb, const struct cy_node *n)
+{
+    return jb->max_run_s > 0 && n->res_start > 0 && cy->s->now + jb->max_run_s <= n->res_start;
+}
+
 int cy_dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
 {
     const struct cy_node *n = &cy->n[i];
-    if (n->reserved_by >= 0 && n->reserved_by != pc->jx)
+    if (n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n))
         return R_RESERVED;
     if (n->claimed_by >= 0 && cy_claim_blocks(cy, n->claimed_by, pc->jx))
         return R_CLAIMED;

@@ -341,6 +341,101 @@ static int64_t closeness(const struct cy *cy, const struct place_ctx *pc, int i)
     return sc_is_gpu(&pc->r) ? cy->n[i].c.free_milli : cy->n[i].c.cpu_free;
 }
 
+/* Backfill: the jobs running on the nodes reserved for pc's job
+ * (reserved_by == pc->jx among cand[0..nc)) end in order of their expected
+ * end: admitted_at + max_run_s (the caller stops a job there), now for one
+ * stopping or chosen as a victim. The reservation starts at the first end
+ * after which the reserved nodes hold the job's replicas. 0 when a job
+ * without a limit must end first (no one can say when: no backfill), or
+ * out of memory (likewise). */
+struct res_end {
+    int64_t end;
+    int job;
+};
+
+static int res_end_cmp(const void *a, const void *b)
+{
+    const struct res_end *x = a, *y = b;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->job - y->job;
+}
+
+static int reserved_fits(struct cy *cy, const struct place_ctx *pc, const int *cand, int nc)
+{
+    int got = 0;
+    for (int x = 0; x < nc && got < pc->want; x++) {
+        int i = cand[x];
+        if (cy->n[i].reserved_by != pc->jx)
+            continue;
+        int c = sc_fit_count(&cy->n[i].c, &pc->r, pc->want);
+        got += c > 0 && pc->S >= 0 ? 1 : GQ_MAX(c, 0);
+    }
+    return got >= pc->want;
+}
+
+static void job_usage(struct cy *cy, int v, int sign)
+{
+    const struct sched_job *V = &cy->s->jobs[v];
+    for (int p = 0; p < V->nplaced; p++)
+        cy_node_apply(cy, V->placement[p].node, &cy->j[v].r, V->placement[p].devs, sign);
+}
+
+static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, const int *cand, int nc)
+{
+    const int64_t now = cy->s->now;
+    if (reserved_fits(cy, pc, cand, nc))
+        return now;
+    int ne = 0;
+    for (int rx = 0; rx < cy->nrunning; rx++) {
+        int v = cy->running[rx];
+        const struct sched_job *V = &cy->s->jobs[v];
+        for (int p = 0; p < V->nplaced; p++)
+            if (cy->n[V->placement[p].node].reserved_by == pc->jx) {
+                ne++;
+                break;
+            }
+    }
+    if (ne == 0)
+        return 0;
+    struct res_end *ev = malloc((size_t)ne * sizeof(*ev));
+    if (!ev)
+        return 0;
+    ne = 0;
+    for (int rx = 0; rx < cy->nrunning; rx++) {
+        int v = cy->running[rx];
+        const struct sched_job *V = &cy->s->jobs[v];
+        int on = 0;
+        for (int p = 0; p < V->nplaced && !on; p++)
+            on = cy->n[V->placement[p].node].reserved_by == pc->jx;
+        if (!on)
+            continue;
+        int64_t end = INT64_MAX;
+        if (V->terminating || cy->j[v].victim)
+            end = now;
+        else if (V->max_run_s > 0)
+            end = GQ_MAX(now, V->admitted_at + V->max_run_s);
+        ev[ne++] = (struct res_end){end, v};
+    }
+    qsort(ev, (size_t)ne, sizeof(*ev), res_end_cmp);
+    int64_t start = 0;
+    int removed = 0;
+    for (int e = 0; e < ne && ev[e].end != INT64_MAX; e++) {
+        job_usage(cy, ev[e].job, -1);
+        removed++;
+        if (e + 1 < ne && ev[e + 1].end == ev[e].end)
+            continue; /* every job ending then goes before the look */
+        if (reserved_fits(cy, pc, cand, nc)) {
+            start = ev[e].end;
+            break;
+        }
+    }
+    while (removed > 0)
+        job_usage(cy, ev[--removed].job, 1);
+    free(ev);
+    return start;
+}
+
 /* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
  * Only statically eligible nodes that could hold a replica when empty count.
  * The domain it reserved last cycle (jb->reserved_domain) is kept until
@@ -474,6 +569,11 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
     cy->reservations++;
     int rc = 0;
     if (nres > 0) {
+        /* backfill: jobs sure to end by then may use the reserved nodes */
+        int64_t start = reservation_start(cy, pc, cand, nc);
+        for (int x = 0; x < nc && start > 0; x++)
+            if (cy->n[cand[x]].reserved_by == pc->jx)
+                cy->n[cand[x]].res_start = start;
         cy->j[pc->jx].reserved = b.p ? cy_res_str(cy, b.p) : NULL;
         cy->j[pc->jx].reserved_n = nres;
         if (!cy->j[pc->jx].reserved)

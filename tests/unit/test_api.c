@@ -134,6 +134,9 @@ static const struct bad bad_cases[] = {
     {K_JOB, JOBT("'ttlSecondsAfterFinished':31536001,"), "spec.ttlSecondsAfterFinished",
      "must be 0..31536000 (seconds), got 31536001"},
     {K_JOB, JOBT("'ttlSecondsAfterFinished':1.5,"), "spec.ttlSecondsAfterFinished", "must be an integer, got 1.5"},
+    {K_JOB, JOBT("'maxRunSeconds':0,"), "spec.maxRunSeconds", "must be 1..31536000 (seconds), got 0"},
+    {K_JOB, JOBT("'maxRunSeconds':31536001,"), "spec.maxRunSeconds", "must be 1..31536000 (seconds), got 31536001"},
+    {K_JOB, JOBT("'maxRunSeconds':'1h',"), "spec.maxRunSeconds", "must be an integer, got string"},
     {K_JOB, JOBT("'priority':5,'priorityClassName':'high',"), "spec.priority", "set priority or priorityClassName, not both"},
     {K_JOB, JOBT("'priority':2000000000,"), "spec.priority", "must be at most 1000000000, got 2000000000"},
     {K_JOB, JOBT("'priority':1e10,"), "spec.priority", "must be -2147483648..1000000000, got 10000000000"},
@@ -401,7 +404,7 @@ static void test_decode_fields(void **st)
     decode_job(JOB("'team':'vision','class':'Training','replicas':4,'gang':true,'preemptible':false,"
                    "'gpu':{'count':8,'types':['NVIDIA-H100-80GB-HBM3','NVIDIA-A100-SXM4-40GB'],'minMemoryGiB':40},"
                    "'topology':{'required':'block','preferred':'rack','spread':'node'},'pool':'training',"
-                   "'priority':500,'suspend':true,'masterPort':23456,'ttlSecondsAfterFinished':600,"
+                   "'priority':500,'suspend':true,'masterPort':23456,'ttlSecondsAfterFinished':600,'maxRunSeconds':7200,"
                    "'template':{'metadata':{'labels':{'app':'x'}},'spec':{"
                    "'initContainers':[{'resources':{'requests':{'cpu':'8','memory':'1Gi'}}}],"
                    "'containers':[{'resources':{'requests':{'cpu':'500m','memory':'16Gi'}}},"
@@ -416,6 +419,7 @@ static void test_decode_fields(void **st)
     assert_int_equal(job.spec.replicas, 4);
     assert_int_equal(job.spec.master_port, 23456);
     assert_true(job.spec.ttl_set && job.spec.ttl_after_finished == 600);
+    assert_int_equal(job.spec.max_run_s, 7200);
     assert_int_equal(job.spec.gang, API_TRUE);
     assert_int_equal(job.spec.preemptible, API_FALSE);
     assert_int_equal(job.spec.gpu.count, 8);

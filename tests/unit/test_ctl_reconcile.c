@@ -59,21 +59,29 @@ static void put_job_of(struct env *e, int i, const char *uid, const char *cls, i
 }
 
 /* Job jN (Batch, 2 GPUs) with spec.ttlSecondsAfterFinished ttl (< 0: none). */
-static void put_job_ttl(struct env *e, int i, const char *uid, int ttl)
+/* GPUJob jN of 2 GPUs with extra spec fields (JSON members, each ending
+ * with a comma) before the others. */
+static void put_job_extra(struct env *e, int i, const char *uid, const char *extra)
 {
-    char json[1024], ttls[64] = "";
-    if (ttl >= 0)
-        snprintf(ttls, sizeof(ttls), "\"ttlSecondsAfterFinished\":%d,", ttl);
+    char json[1024];
     snprintf(json, sizeof(json),
              "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":{\"name\":\"j%d\","
              "\"namespace\":\"a\",\"uid\":\"%s\",\"resourceVersion\":\"1\",\"generation\":1,"
              "\"creationTimestamp\":\"2026-12-01T00:00:00Z\"},\"spec\":{%s\"gpu\":{\"count\":2},"
              "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"m\","
              "\"image\":\"busybox\"}]}}}}",
-             i, uid, ttls);
+             i, uid, extra);
     cJSON *o = parse(json);
     ctl_prune_gpujob(o);
     assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_ADDED, o), 0);
+}
+
+static void put_job_ttl(struct env *e, int i, const char *uid, int ttl)
+{
+    char ttls[64] = "";
+    if (ttl >= 0)
+        snprintf(ttls, sizeof(ttls), "\"ttlSecondsAfterFinished\":%d,", ttl);
+    put_job_extra(e, i, uid, ttls);
 }
 
 static void put_job(struct env *e, int i, const char *uid)
@@ -530,6 +538,62 @@ static void test_reconcile_finished_ttl(void **state)
     assert_int_equal(ctl_fake_requests(e->f).job_deletes, 2);
 }
 
+/* spec.maxRunSeconds: a running job is stopped at its admission + the
+ * limit by the reconcile due then (no event comes), Failed with reason
+ * DeadlineExceeded and its pods deleted; a job without a limit runs on. */
+static void test_reconcile_max_run(void **state)
+{
+    struct env *e = *state;
+    put_job_extra(e, 0, "u0", "\"maxRunSeconds\":2,");
+    put_job_extra(e, 1, "u1", "");
+    settle(e);
+    for (int i = 0; i < 2; i++) {
+        char keys[4][CTL_KEY_MAX];
+        assert_int_equal(pods_of(e, i, keys), 1);
+        pod_phase(e, keys[0], "Running");
+    }
+    settle(e);
+    (void)until_quiet(e);
+    assert_int_equal(state_of(e, 0), STORE_RUNNING);
+    assert_int_equal(state_of(e, 1), STORE_RUNNING);
+    char err[256];
+    struct store_job *row = NULL;
+    assert_int_equal(store_job_get(e->c->st, "a/j0", &row, err, sizeof(err)), 0);
+    int64_t end = row->admitted_ms + 2000;
+    store_job_free(row);
+    struct ctl_fake_counts d0 = ctl_fake_requests(e->f);
+    /* quiet until the limit (its end is the reconcile's due time), then Failed */
+    int failed = 0;
+    for (int k = 0; k < 20 && !failed; k++) {
+        int64_t now = ctl_now_ms();
+        assert_true(e->c->due_ms > 0 && e->c->due_ms <= end);
+        if (now < end)
+            assert_true(ctl_reconcile(e->c).quiet);
+        usleep((useconds_t)(GQ_MAX(e->c->due_ms - now, 0) + 20) * 1000);
+        assert_int_equal(ctl_reconcile(e->c).rc, 0);
+        failed = state_of(e, 0) == STORE_FAILED;
+        assert_true(!failed || ctl_now_ms() >= end);
+    }
+    assert_true(failed);
+    settle(e);
+    assert_int_equal(ctl_fake_requests(e->f).deletes, d0.deletes + 1); /* its pod */
+    assert_int_equal(audit_of(e, "a/j0", "fail"), 1);
+    const cJSON *o = ctl_fake_get(e->f, INF_JOBS, "a/j0");
+    assert_non_null(o);
+    assert_string_equal(ctl_obj_str(o, "status", "state"), "Failed");
+    const cJSON *cond, *found = NULL;
+    cJSON_ArrayForEach(cond, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "status"),
+                                                              "conditions"))
+    {
+        if (!strcmp(ctl_str(ctl_obj_str(cond, "type", NULL)), "Failed"))
+            found = cond;
+    }
+    assert_non_null(found);
+    assert_string_equal(ctl_obj_str(found, "reason", NULL), "DeadlineExceeded");
+    assert_non_null(strstr(ctl_obj_str(found, "message", NULL), "ran past spec.maxRunSeconds (2s"));
+    assert_int_equal(state_of(e, 1), STORE_RUNNING);
+}
+
 /* jN's cached object with its status.state (and completionTime) replaced: a
  * status-only MODIFIED event, as gangq's own status write comes back. */
 static void echo_state(struct env *e, int i, const char *state)
@@ -749,6 +813,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_quiet_and_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_audit_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_finished_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_max_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_echo_wakes_ttl_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_not_while_deleting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_refused_backs_off, setup, teardown),

@@ -903,6 +903,59 @@ static void test_reservation_backfill(void **st)
     fx_done(&f);
 }
 
+/* Backfill with run limits (knavigator's HPC backfill test on GPUs): b1
+ * holds 4 of node 0's 8 GPUs until now + 60 (its maxRunSeconds). The head a
+ * (6 GPUs) reserves node 0 and could start there at now + 60. A later job
+ * with a limit ending by then backfills the 4 free GPUs (c: 30 s); one
+ * ending later (b2: 90 s) or with no limit (d) waits: either would delay a. */
+static void test_backfill_run_limits(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 8, "H100", 64000, NULL);
+    int b1 = add_job(&f, "x/b1", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, b1, 0, 0x0F);
+    f.jobs[b1].admitted_at = f.now - 30;
+    f.jobs[b1].max_run_s = 90; /* ends by now + 60 */
+    int a = add_job(&f, "x/a", 6, 1, SCHED_BATCH, 10);
+    int b2 = add_job(&f, "x/b2", 4, 1, SCHED_BATCH, 10);
+    f.jobs[b2].max_run_s = 90;
+    int c = add_job(&f, "x/c", 4, 1, SCHED_BATCH, 10);
+    f.jobs[c].max_run_s = 60;
+    int d = add_job(&f, "x/d", 4, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
+                        "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0");
+    assert_null(dec(&f, b2, SCHED_ADMIT));
+    assert_string_equal(dec(&f, b2, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 reserved for a higher job");
+    const struct sched_decision *ac = dec(&f, c, SCHED_ADMIT);
+    assert_non_null(ac);
+    assert_int_equal(ac->rep[0].node, 0);
+    assert_string_equal(ac->message, "admitted 1 replica; backfill on nodes reserved for x/a: ends within "
+                                     "its maxRunSeconds (60s), before that job could start");
+    assert_null(dec(&f, d, SCHED_ADMIT));
+
+    /* a limit one second longer than the time left: it would delay a */
+    f.jobs[c].max_run_s = 61;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, c, SCHED_ADMIT));
+
+    /* b1 without a limit: nobody can say when a starts, no backfill */
+    f.jobs[c].max_run_s = 1;
+    f.jobs[b1].max_run_s = 0;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, c, SCHED_ADMIT));
+    assert_string_equal(dec(&f, c, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 reserved for a higher job");
+
+    /* b1 past its limit (being stopped): a starts as soon as it is gone */
+    f.jobs[b1].max_run_s = 10;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, c, SCHED_ADMIT));
+    fx_done(&f);
+}
+
 /* cohort: a team reclaims the quota it lent, even from a higher-priority borrower */
 static void test_reclaim_lent_quota(void **st)
 {
@@ -2233,6 +2286,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_index_fgd),
         cmocka_unit_test(test_reservation_backfill),
+        cmocka_unit_test(test_backfill_run_limits),
         cmocka_unit_test(test_reclaim_lent_quota),
         cmocka_unit_test(test_nongang_required_domain),
         cmocka_unit_test(test_index_policies),
