@@ -10,6 +10,7 @@
 #include <yaml.h>
 #include <cJSON.h>
 
+#include "api.h"
 #include "gq.h"
 #include "sim_csv.h"
 #include "yamljson.h"
@@ -701,6 +702,8 @@ static int finish_job(struct lctx *c, struct sim_job *j)
         return lfail(c, "replicas", "must be >= 1");
     if (j->duration < 1)
         return lfail(c, "duration", "required, at least 1 second");
+    if (j->max_run > API_MAX_RUN_MAX)
+        return lfail(c, "maxRun", "at most %d seconds (a year), as spec.maxRunSeconds", API_MAX_RUN_MAX);
     if (j->resume_at >= 0 && j->suspend_at < 0)
         return lfail(c, "resumeAt", "needs suspendAt");
     if (j->resume_at >= 0 && j->resume_at <= j->suspend_at)
@@ -713,7 +716,7 @@ static int load_job(struct lctx *c, const cJSON *o, struct sim_trace *t)
     static const char *const keys[] = {"name", "count", "every", "arrival", "team", "class", "priority",
                                        "preemptible", "gang", "replicas", "gpus", "shares", "gpuTypes",
                                        "minMemoryGiB", "cpu", "memoryGiB", "topology", "pool",
-                                       "duration", "checkpoint", "suspendAt", "resumeAt", NULL};
+                                       "duration", "maxRun", "checkpoint", "suspendAt", "resumeAt", NULL};
     static const char *const tkeys[] = {"required", "preferred", "spread", NULL};
     struct sim_job j;
     char cls[24] = "Batch";
@@ -740,6 +743,7 @@ static int load_job(struct lctx *c, const cJSON *o, struct sim_trace *t)
         (rc = get_num(c, o, "memoryGiB", 0, 0, 1 << 24, &mem)) ||
         (rc = get_str(c, o, "pool", 0, j.pool, sizeof(j.pool))) ||
         (rc = get_secs(c, o, "duration", 0, &j.duration)) ||
+        (rc = get_secs(c, o, "maxRun", 0, &j.max_run)) ||
         (rc = get_bool(c, o, "checkpoint", 0, &j.checkpoint)) ||
         (rc = get_secs(c, o, "suspendAt", -1, &j.suspend_at)) ||
         (rc = get_secs(c, o, "resumeAt", -1, &j.resume_at)))
@@ -962,7 +966,7 @@ static int trace_from_csv(struct sim_csv *s, struct sim_trace *t, char *err, siz
                                         "shares", "gpu_types", "min_mem_gib", "cpu", "memory_gib",
                                         "required", "preferred", "spread", "pool", "duration",
                                         "checkpoint", "preemptible", "gang", "suspend_at", "resume_at",
-                                        "event", "node", NULL};
+                                        "event", "node", "max_run", NULL};
     int col[32];
     int rc;
     for (size_t i = 0; i < s->nheader; i++) {
@@ -1034,8 +1038,14 @@ static int trace_from_csv(struct sim_csv *s, struct sim_trace *t, char *err, siz
             (rc = csv_bool(s, col[18], -1, &j->preemptible, "preemptible", err, errlen)) ||
             (rc = csv_bool(s, col[19], -1, &j->gang, "gang", err, errlen)) ||
             (rc = csv_secs(s, col[20], -1, &j->suspend_at, "suspend_at", err, errlen)) ||
-            (rc = csv_secs(s, col[21], -1, &j->resume_at, "resume_at", err, errlen)))
+            (rc = csv_secs(s, col[21], -1, &j->resume_at, "resume_at", err, errlen)) ||
+            (rc = csv_secs(s, col[24], 0, &j->max_run, "max_run", err, errlen)))
             return rc;
+        if (j->max_run > API_MAX_RUN_MAX) {
+            gq_errf(err, errlen, "%s:%d: max_run: at most %d seconds (a year), as spec.maxRunSeconds", s->path,
+                    s->line, API_MAX_RUN_MAX);
+            return GQ_EINVAL;
+        }
         if (!j->name[0] || j->arrival < 0) {
             gq_errf(err, errlen, "%s:%d: %s: required", s->path, s->line, !j->name[0] ? "name" : "arrival");
             return GQ_EINVAL;

@@ -110,6 +110,8 @@ struct sim_job {
     char topo_spread[16];
     int64_t arrival;    /* seconds of virtual time */
     int64_t duration;   /* seconds of running needed to finish */
+    int64_t max_run;    /* maxRun: the longest one admission may run (0 none); a job
+                         * that needs longer is stopped then, Failed (spec.maxRunSeconds) */
     int checkpoint;     /* bool: keeps progress across preemption */
     int64_t suspend_at; /* -1 none: user sets spec.suspend=true */
     int64_t resume_at;  /* -1 none */

@@ -99,6 +99,7 @@ int sim_report_compute(const struct sim_cluster *c, const struct sim_trace *t,
         case SIM_F_RUNNING: rep->running++; break;
         case SIM_F_WAITING: rep->waiting++; break;
         case SIM_F_SUSPENDED: rep->suspended++; break;
+        case SIM_F_TIMED_OUT: rep->timed_out++; break;
         default: rep->never_arrived++; break;
         }
         if (o->first_start < 0 && o->final == SIM_F_WAITING) {
@@ -290,9 +291,11 @@ void sim_report_print(FILE *f, const struct sim_cluster *c, const struct sim_tra
     fprintf(f, "run      %lld scheduling cycles, %lld admissions, virtual time %s, wall time %.2f s\n\n",
             (long long)res->cycles, (long long)res->admits, d1, res->wall_s);
 
-    fprintf(f, "OUTCOME  finished %lld, still running %lld, still waiting %lld, suspended %lld (of %lld jobs)\n\n",
-            (long long)rep->done, (long long)rep->running, (long long)rep->waiting, (long long)rep->suspended,
-            (long long)rep->jobs);
+    fprintf(f, "OUTCOME  finished %lld, still running %lld, still waiting %lld, suspended %lld", (long long)rep->done,
+            (long long)rep->running, (long long)rep->waiting, (long long)rep->suspended);
+    if (rep->timed_out)
+        fprintf(f, ", stopped at their maxRun %lld", (long long)rep->timed_out);
+    fprintf(f, " (of %lld jobs)\n\n", (long long)rep->jobs);
 
     fprintf(f, "GPU ALLOCATION  share of the cluster's GPUs held by running jobs (time-weighted)\n");
     fprintf(f, "  mean %.1f %%, peak %.1f %%; jobs waiting: mean %.1f, max %lld\n", rep->alloc_mean_pct,
@@ -386,6 +389,7 @@ int sim_report_json(const char *path, const struct sim_cluster *c, const struct 
     cJSON_AddNumberToObject(o, "running", (double)rep->running);
     cJSON_AddNumberToObject(o, "waiting", (double)rep->waiting);
     cJSON_AddNumberToObject(o, "suspended", (double)rep->suspended);
+    cJSON_AddNumberToObject(o, "timed_out", (double)rep->timed_out);
     cJSON_AddNumberToObject(o, "never_ran", (double)rep->never_ran);
     o = cJSON_AddObjectToObject(root, "run");
     if (!o)

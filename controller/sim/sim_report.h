@@ -39,6 +39,7 @@ struct sim_reason {
 
 struct sim_report {
     int64_t jobs, done, running, waiting, suspended, never_arrived, never_ran;
+    int64_t timed_out; /* stopped at their maxRun (Failed) */
     int64_t start, end;          /* time span the time-weighted figures cover */
     double alloc_mean_pct, alloc_peak_pct;
     double queue_mean;

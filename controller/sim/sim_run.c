@@ -487,6 +487,7 @@ static int build_jobs(struct run *r)
          * controller ranks its jobs by (creation, etcd revision): the core
          * orders equal priorities by it, then by name */
         q->enqueue_time = (int64_t)i;
+        q->max_run_s = s->max_run;
         q->state = SCHED_JOB_WAITING;
         q->placement = j->rep;
         q->nplaced = 0;
@@ -534,19 +535,31 @@ static int on_arrival(struct run *r, size_t i)
     return GQ_OK;
 }
 
+/* The job's time is up: its work done, or its maxRun over first (stopped,
+ * Failed, as the controller's lifecycle does it: CTL_MAX_RUN_MSG). */
 static int on_complete(struct run *r, size_t i)
 {
     struct rjob *j = &r->jobs[i];
-    int rc;
+    int rc, timed_out = r->now - j->run_start < j->remaining;
     if ((rc = release(r, j, -1)))
         return rc;
     j->state = R_DONE;
     j->sj.state = SCHED_JOB_WAITING;
     active_del(r, i);
     r->res->jobs[i].finish = r->now;
+    r->res->jobs[i].timed_out = timed_out;
     r->ndone++;
     struct apply_ctx x;
     struct apply_job a;
+    if (timed_out) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), CTL_MAX_RUN_MSG " (%llds since its admission): its pods are stopped",
+                 (long long)j->sj.max_run_s);
+        if (st_apply(r, j, &x, &a) && (rc = apply_fail(&x, &a, msg, "max-run")))
+            return rc;
+        j->sstate = STORE_FAILED;
+        return GQ_OK;
+    }
     if (st_apply(r, j, &x, &a) && (rc = apply_succeed(&x, &a, "every replica succeeded", 0)))
         return rc;
     j->sstate = STORE_SUCCEEDED;
@@ -701,7 +714,9 @@ static int on_admit(struct run *r, const struct sched_decision *d)
         if (r->res->jobs[i].first_start < 0)
             r->res->jobs[i].first_start = r->now;
         r->res->jobs[i].reason[0] = '\0';
-        if ((rc = heap_push(&r->h, r->now + j->remaining, EV_COMPLETE, i, j->gen)))
+        /* a job that needs longer than its maxRun is stopped then (on_complete) */
+        int64_t run = j->sj.max_run_s > 0 ? GQ_MIN(j->remaining, j->sj.max_run_s) : j->remaining;
+        if ((rc = heap_push(&r->h, r->now + run, EV_COMPLETE, i, j->gen)))
             return rc;
     }
     /* the store's record: the controller's placement text and rules; no
@@ -1116,7 +1131,7 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t, const struct
         struct sim_job_out *jo = &out->jobs[i];
         switch (j->state) {
         case R_PENDING: jo->final = SIM_F_NEVER_ARRIVED; break;
-        case R_DONE: jo->final = SIM_F_DONE; break;
+        case R_DONE: jo->final = jo->timed_out ? SIM_F_TIMED_OUT : SIM_F_DONE; break;
         case R_RUNNING: jo->final = SIM_F_RUNNING; break;
         case R_SUSPENDED: jo->final = SIM_F_SUSPENDED; break;
         default:

@@ -47,7 +47,8 @@ struct sim_sample {
     int32_t running;
 };
 
-enum sim_final { SIM_F_NEVER_ARRIVED = 0, SIM_F_DONE, SIM_F_WAITING, SIM_F_RUNNING, SIM_F_SUSPENDED };
+enum sim_final { SIM_F_NEVER_ARRIVED = 0, SIM_F_DONE, SIM_F_WAITING, SIM_F_RUNNING, SIM_F_SUSPENDED,
+                 SIM_F_TIMED_OUT /* stopped at its maxRun (Failed) */ };
 
 struct sim_job_out {
     int64_t first_start; /* -1 never ran */
@@ -57,6 +58,7 @@ struct sim_job_out {
     int requeues;        /* node failures that requeued it */
     int64_t lost_gpu_s;  /* GPU-seconds of work lost to preemption/failure */
     int final;           /* enum sim_final */
+    int timed_out;       /* its last run was stopped at its maxRun (Failed) */
     char reason[256];    /* the core's last explanation while it waited */
 };
 

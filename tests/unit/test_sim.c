@@ -166,6 +166,9 @@ static void test_trace_errors(void **st)
     expect_trace_err("jobs:\n  - name: a\n    duration: 5\n    gpus: 1\n    shares: 500\n", 0,
                      "jobs[0].shares: give gpus");
     expect_trace_err("jobs:\n  - name: a\n    duration: soon\n", 0, "t.yaml:3: jobs[0].duration: must be a time");
+    expect_trace_err("jobs:\n  - name: a\n    duration: 5\n    maxRun: 400d\n", 0,
+                     "jobs[0].maxRun: at most 31536000 seconds");
+    expect_trace_err("jobs:\n  - name: a\n    duration: 5\n    maxRun: -3\n", 0, "jobs[0].maxRun: must be a time");
     expect_trace_err("name,arrival,duration\nx,1,5\ny,2,abc\n", 1, "t.csv:3: duration: \"abc\" is not a time");
     expect_trace_err("name,arrival,duration,gpuz\n", 1, "t.csv:1: gpuz: unknown column");
     expect_trace_err("name,arrival,duration,gpus\nx,1,5,1.5\n", 1, "t.csv:2: gpus: must be an integer");
@@ -474,6 +477,56 @@ static void test_run_same_second_order(void **st)
     run_release(&f);
 }
 
+/* knavigator's HPC backfill test on one 8-GPU node: b1 holds 4 GPUs 0-90;
+ * a (6 GPUs, from 10) reserves the node and starts at 90, not later; b2 (4
+ * GPUs for 90 s, from 30) would hold it to 120: it waits; c (4 GPUs for 30 s,
+ * from 50) ends by 90: it backfills. Without limits c waits for a too. A job
+ * needing longer than its maxRun is stopped then, Failed. */
+static void test_run_backfill_max_run(void **st)
+{
+    (void)st;
+    struct runfix f;
+    static const char trace[] =
+        "jobs:\n"
+        "  - {name: b1, team: t, gpus: 4, duration: 90, maxRun: 90}\n"
+        "  - {name: a, team: t, gpus: 6, duration: 60, maxRun: 60, arrival: 10}\n"
+        "  - {name: b2, team: t, gpus: 4, duration: 90, maxRun: 90, arrival: 30}\n"
+        "  - {name: c, team: t, gpus: 4, duration: 30, maxRun: 30, arrival: 50}\n";
+    run_text(&f, ONE_NODE, trace, -1, NULL);
+    assert_int_equal(out_of(&f, "a")->first_start, 90);
+    assert_int_equal(out_of(&f, "c")->first_start, 50);
+    assert_int_equal(out_of(&f, "c")->finish, 80);
+    assert_int_equal(out_of(&f, "b2")->first_start, 150);
+    assert_int_equal(f.rep.done, 4);
+    assert_int_equal(f.rep.timed_out, 0);
+    run_release(&f);
+
+    /* no limits: nothing may backfill the reserved node */
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: b1, team: t, gpus: 4, duration: 90}\n"
+             "  - {name: a, team: t, gpus: 6, duration: 60, arrival: 10}\n"
+             "  - {name: b2, team: t, gpus: 4, duration: 90, arrival: 30}\n"
+             "  - {name: c, team: t, gpus: 4, duration: 30, arrival: 50}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "a")->first_start, 90);
+    assert_int_equal(out_of(&f, "c")->first_start, 150);
+    run_release(&f);
+
+    /* x needs 100 s but may run 40: stopped at 40, Failed; y starts then */
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: x, team: t, gpus: 8, duration: 100, maxRun: 40}\n"
+             "  - {name: y, team: t, gpus: 8, duration: 10, arrival: 1}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "x")->finish, 40);
+    assert_int_equal(out_of(&f, "x")->final, SIM_F_TIMED_OUT);
+    assert_int_equal(out_of(&f, "y")->first_start, 40);
+    assert_int_equal(f.rep.timed_out, 1);
+    assert_int_equal(f.rep.done, 1);
+    run_release(&f);
+}
+
 static void test_run_fragmentation(void **st)
 {
     (void)st;
@@ -756,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_delay_stats),
         cmocka_unit_test(test_run_fifo),
         cmocka_unit_test(test_run_same_second_order),
+        cmocka_unit_test(test_run_backfill_max_run),
         cmocka_unit_test(test_run_fragmentation),
         cmocka_unit_test(test_run_preemption),
         cmocka_unit_test(test_run_never_runs),
