@@ -388,6 +388,9 @@ struct ctl_snapin {
     int keys_sorted;               /* the caller vouches the jobs come in ascending key order
                                     * (the reconcile's do: the index it reads them from is):
                                     * not checked again; 0: checked */
+    int nforeign_released;         /* the last this many of foreign_pods are gangq pods no job
+                                    * holds any more, which gangq deletes: like pods with a
+                                    * deletionTimestamp, their usage is releasing (sched_node) */
 };
 
 #define CTL_SNAP_NKEEP 15

@@ -90,9 +90,11 @@ static int released_pods(struct rc_ctx *r)
                     continue;
                 m->pods.rel_any = 1;
                 r->nreleased++;
-                if (!pod_stopping(r, j, pods[k], f) &&
-                    (rc = rc_push_ptr(&r->foreign, &r->nforeign, &r->capforeign, pods[k])))
-                    return rc;
+                if (!pod_stopping(r, j, pods[k], f)) {
+                    if ((rc = rc_push_ptr(&r->foreign, &r->nforeign, &r->capforeign, pods[k])))
+                        return rc;
+                    r->nforeign_released++;
+                }
             }
         }
     return 0;

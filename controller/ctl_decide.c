@@ -189,7 +189,8 @@ int rc_run_sched(struct rc_ctx *r)
     /* map ins back to r->jobs: keep the index in a parallel array via key lookup */
     struct ctl_snapin in = {&c->scfg, r->now / 1000, r->nodes, r->nnodes,
                             r->foreign, r->nforeign, r->pools, r->npools, r->teams, r->nteams,
-                            usage, ins, n, 1 /* r->jobs follow c->jobs_set's key order */};
+                            usage, ins, n, 1 /* r->jobs follow c->jobs_set's key order */,
+                            r->nforeign_released};
     if ((rc = ctl_snap_build(&s, &in, r->err, sizeof(r->err))))
         goto out;
     /* s.job_in indexes ins[]; translate to r->jobs indices */

@@ -115,6 +115,7 @@ struct rc_ctx {
     struct pend_event *ev;
     int nev, capev;
     int nreleased;                /* released gangq pods still running or stopping */
+    int nforeign_released;        /* of them, those counted as foreign usage (the last of r->foreign) */
     int sched_ran;
     int in_txn;                   /* the cycle's store transaction is open */
     int committed;                /* the cycle's store transaction committed */

@@ -871,9 +871,20 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             continue;
         struct ctl_podusage u;
         ctl_pod_usage(pod, &u);
-        s->nodes[ni].foreign_cpu_milli += u.cpu_milli;
-        s->nodes[ni].foreign_mem_bytes += u.mem_bytes;
-        foreign_gpus(&s->nodes[ni], &u);
+        struct sched_node *n = &s->nodes[ni];
+        n->foreign_cpu_milli += u.cpu_milli;
+        n->foreign_mem_bytes += u.mem_bytes;
+        uint16_t before[SCHED_MAX_DEVICES];
+        memcpy(before, n->foreign_gpu_milli, sizeof(before));
+        foreign_gpus(n, &u);
+        /* a pod being deleted, or a gangq pod no job holds (gangq deletes it):
+         * its usage goes soon (a reservation counts on it) */
+        if (i >= in->nforeign - in->nforeign_released || ctl_obj_str(pod, "metadata", "deletionTimestamp")) {
+            n->releasing_cpu_milli += u.cpu_milli;
+            n->releasing_mem_bytes += u.mem_bytes;
+            for (int d = 0; d < SCHED_MAX_DEVICES; d++)
+                n->releasing_gpu_milli[d] = (uint16_t)(n->releasing_gpu_milli[d] + n->foreign_gpu_milli[d] - before[d]);
+        }
     }
 
     /* teams */

@@ -150,6 +150,13 @@ struct sched_node {
     int64_t foreign_cpu_milli;
     int64_t foreign_mem_bytes;
     uint16_t foreign_gpu_milli[SCHED_MAX_DEVICES]; /* per device, 0..1000 */
+    /* Of the foreign usage, what pods being deleted hold (each at most the
+     * foreign figure): gone soon. A blocked job may reserve the node as if
+     * it were free, and its reservation starts, for backfill, as soon as
+     * they are gone. Appended (0: none). */
+    int64_t releasing_cpu_milli;
+    int64_t releasing_mem_bytes;
+    uint16_t releasing_gpu_milli[SCHED_MAX_DEVICES];
 };
 
 struct sched_pool {

@@ -344,7 +344,8 @@ static int64_t closeness(const struct cy *cy, const struct place_ctx *pc, int i)
 /* Backfill: the jobs running on the nodes reserved for pc's job
  * (reserved_by == pc->jx among cand[0..nc)) end in order of their expected
  * end: admitted_at + max_run_s (the caller stops a job there), now for one
- * stopping or chosen as a victim. The reservation starts at the first end
+ * stopping or chosen as a victim; stopping pods of no job (the nodes'
+ * releasing usage) are gone now. The reservation starts at the first end
  * after which the reserved nodes hold the job's replicas. 0 when a job
  * without a limit must end first (no one can say when: no backfill), or
  * out of memory (likewise). */
@@ -368,7 +369,15 @@ static int reserved_fits(struct cy *cy, const struct place_ctx *pc, const int *c
         int i = cand[x];
         if (cy->n[i].reserved_by != pc->jx)
             continue;
-        int c = sc_fit_count(&cy->n[i].c, &pc->r, pc->want);
+        /* what stopping pods hold is free by then */
+        const struct sched_node *sn = &cy->s->nodes[i];
+        struct sc_node t = cy->n[i].c;
+        for (int d = 0; d < t.ndev; d++)
+            t.used[d] -= GQ_MIN(sn->releasing_gpu_milli[d], t.used[d]);
+        t.cpu_free += GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli);
+        t.mem_free += GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes);
+        sc_recount(&t);
+        int c = sc_fit_count(&t, &pc->r, pc->want);
         got += c > 0 && pc->S >= 0 ? 1 : GQ_MAX(c, 0);
     }
     return got >= pc->want;
@@ -457,9 +466,9 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
         struct sc_node empty = cy->n[i].c;
         memset(empty.used, 0, sizeof(empty.used));
         for (int d = 0; d < empty.ndev; d++)
-            empty.used[d] = sn->foreign_gpu_milli[d];
-        empty.cpu_free = sn->cpu_milli - sn->foreign_cpu_milli;
-        empty.mem_free = sn->mem_bytes - sn->foreign_mem_bytes;
+            empty.used[d] = sn->foreign_gpu_milli[d] - GQ_MIN(sn->releasing_gpu_milli[d], sn->foreign_gpu_milli[d]);
+        empty.cpu_free = sn->cpu_milli - sn->foreign_cpu_milli + GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli);
+        empty.mem_free = sn->mem_bytes - sn->foreign_mem_bytes + GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes);
         sc_recount(&empty);
         int c = sc_fit_count(&empty, &pc->r, want);
         if (c <= 0)

@@ -39,7 +39,7 @@ static void test_snap_node_lookup(void **state)
     }
     struct sched_config cfg;
     sched_config_default(&cfg);
-    struct ctl_snapin in = {&cfg, 1, nodes, NN, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, 0};
+    struct ctl_snapin in = {&cfg, 1, nodes, NN, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, 0, 0};
     struct ctl_snap s;
     memset(&s, 0, sizeof(s)); /* no kept arrays yet */
     char err[256];
@@ -78,7 +78,7 @@ static void test_snap_node_dup(void **state)
     }
     struct sched_config cfg;
     sched_config_default(&cfg);
-    struct ctl_snapin in = {&cfg, 1, nodes, 4, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, 0};
+    struct ctl_snapin in = {&cfg, 1, nodes, 4, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, 0, 0};
     struct ctl_snap s;
     memset(&s, 0, sizeof(s)); /* no kept arrays yet */
     char err[256];

@@ -302,7 +302,8 @@ static void test_snapshot_build(void **state)
     double usage[2] = {3600.0, 0.0};
     struct sched_config cfg;
     sched_config_default(&cfg);
-    struct ctl_snapin in = {&cfg, 1234, nodes, 3, foreign, 4, pools, 2, teams, 2, usage, jobs, 3, 0};
+    struct ctl_snapin in = {&cfg, 1234, nodes, 3, foreign, 4, pools, 2, teams, 2, usage, jobs, 3, 0,
+                            1 /* f4: released */};
     struct ctl_snap s = {0};
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
@@ -331,6 +332,11 @@ static void test_snapshot_build(void **state)
     uint16_t want[8] = {1000, 1000, 1000, 0, 0, 0, 1000, 1000};
     for (int d = 0; d < 8; d++)
         assert_int_equal(a->foreign_gpu_milli[d], want[d]);
+    /* of it, f4 (the released gangq pod: the last foreign one) is going: releasing */
+    uint16_t rel[8] = {0, 0, 0, 0, 0, 0, 1000, 1000};
+    for (int d = 0; d < 8; d++)
+        assert_int_equal(a->releasing_gpu_milli[d], rel[d]);
+    assert_int_equal(a->releasing_cpu_milli, 0);
     assert_int_equal(c->foreign_cpu_milli, 0);
 
     assert_int_equal(s.snap.npools, 2);
@@ -485,7 +491,7 @@ static void test_snapshot_terminating(void **state)
     struct sched_config cfg;
     sched_config_default(&cfg);
     cfg.min_runtime_s = 0;
-    struct ctl_snapin in = {&cfg, 100, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, jobs, 3, 0};
+    struct ctl_snapin in = {&cfg, 100, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, jobs, 3, 0, 0};
     struct ctl_snap s = {0};
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
@@ -522,7 +528,7 @@ static void test_snapshot_terminating(void **state)
         {"ns/v", &jv, 0, 1000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
         {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
     };
-    struct ctl_snapin in2 = {&cfg, 101, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, later, 2, 0};
+    struct ctl_snapin in2 = {&cfg, 101, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, later, 2, 0, 0};
     /* built again without a release: the same memory, nothing of the last snapshot left */
     const void *jobs_mem = s.snap.jobs;
     assert_non_null(jobs_mem);
@@ -679,7 +685,7 @@ static void test_burst_arrival_order(void **state)
     }
     struct sched_config cfg;
     sched_config_default(&cfg);
-    struct ctl_snapin in = {&cfg, 1767225601, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N, 0};
+    struct ctl_snapin in = {&cfg, 1767225601, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N, 0, 0};
     struct ctl_snap s = {0};
     char err[256];
     assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
@@ -742,7 +748,7 @@ static void test_arrival_ranks_order(void **state)
             int i = order[k];
             in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, enq[i], 0, NULL, NULL, NULL, 0, NULL, arr[i], 0, NULL, 0};
         }
-        struct ctl_snapin in = {&cfg, 1767225609, NULL, 0, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N, 0};
+        struct ctl_snapin in = {&cfg, 1767225609, NULL, 0, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N, 0, 0};
         struct ctl_snap s = {0};
         char err[256];
         assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);

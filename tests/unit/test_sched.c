@@ -953,6 +953,25 @@ static void test_backfill_run_limits(void **st)
     f.jobs[b1].max_run_s = 10;
     assert_int_equal(cycle(&f), 0);
     assert_null(dec(&f, c, SCHED_ADMIT));
+
+    /* b1 gone, its pod still stopping (foreign usage that is releasing): a
+     * still reserves the node, which is its at once: nothing backfills */
+    f.jobs[b1].state = SCHED_JOB_WAITING;
+    f.jobs[b1].nplaced = 0;
+    f.jobs[b1].req.gpus = 16; /* out of the way: fits no node, reserves none */
+    for (int k = 0; k < 4; k++)
+        f.nodes[0].foreign_gpu_milli[k] = f.nodes[0].releasing_gpu_milli[k] = 1000;
+    f.jobs[c].max_run_s = 30;
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
+                        "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0");
+    assert_null(dec(&f, c, SCHED_ADMIT));
+    assert_null(dec(&f, d, SCHED_ADMIT));
+    /* the same usage by a pod that stays: the node cannot hold a, no reservation */
+    memset(f.nodes[0].releasing_gpu_milli, 0, sizeof(f.nodes[0].releasing_gpu_milli));
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, a, SCHED_WAIT)->message, "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs");
+    assert_non_null(dec(&f, b2, SCHED_ADMIT)); /* the next in the queue that fits */
     fx_done(&f);
 }
 
