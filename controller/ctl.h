@@ -374,6 +374,10 @@ struct ctl_jobin {
     /* keys of the jobs preempted for it since it was last admitted (borrowed;
      * sched_job.preempted_victims): it never preempts them again while it waits */
     const char *const *preempted_victims; int npreempted_victims;
+    /* running: the maxRunSeconds in force for its admission (0 none), which
+     * a spec edit may lower, not raise (the controller's rc_run_limit); a
+     * waiting job's is its spec's */
+    int64_t run_limit_s;
 };
 
 struct ctl_snapin {

@@ -182,7 +182,8 @@ int rc_run_sched(struct rc_ctx *r)
                                     stopping, stopping ? j->row->preempted_by : NULL,
                                     j->row->arrival, j->invalid_reason != NULL,
                                     j->memo ? (const char *const *)j->memo->victims.victims : NULL,
-                                    j->memo ? j->memo->victims.nvictims : 0};
+                                    j->memo ? j->memo->victims.nvictims : 0,
+                                    rc_holds(st) ? rc_run_limit(j) : 0};
         ins_job[n] = i;
         n++;
     }

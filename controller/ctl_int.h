@@ -246,6 +246,15 @@ struct ctl_memo_ttl {
     int fails;                    /* deletes failed in a row: the wait doubles with each */
 };
 
+/* spec.maxRunSeconds in force for the admission a job holds (ctl_observe.c
+ * rc_run_limit): taken at the first look at that admission, lowered by a spec
+ * edit, never raised until the next admission. Kept in memory: a restart
+ * takes the spec's value again. */
+struct ctl_memo_run {
+    int64_t adm_ms;               /* the admission it is for (store admitted_ms), 0 none */
+    int32_t limit_s;              /* 0 = no limit */
+};
+
 struct ctl_memo {
     char *key;                    /* owned */
     uint64_t hash;                /* gq_hash_str(key): a chain is walked without reading keys */
@@ -270,6 +279,7 @@ struct ctl_memo {
     struct ctl_memo_placement pl;
     struct ctl_memo_victims victims;
     struct ctl_memo_ttl ttl;
+    struct ctl_memo_run run;
 };
 
 struct ctl_memo_table {

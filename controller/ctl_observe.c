@@ -482,21 +482,39 @@ int rc_reports_invalid(const struct cj *j)
     return j->invalid_reason && (j->failed_invalid || (!rc_holds(j->state) && !rc_finished(j->state)));
 }
 
-/* spec.maxRunSeconds: when the admission of a job holding its placement
- * ends (wall clock, ms); 0 for none. */
-static int64_t max_run_end(const struct cj *j)
+/* spec.maxRunSeconds in force for the admission a holding job runs (0:
+ * none): the spec's at the first look at that admission; an edit may lower
+ * it at once, not raise it before the next admission (a job that backfilled
+ * a reserved node cannot stay there longer by a patch; Slurm's users, too,
+ * may only lower a running job's time limit). */
+int32_t rc_run_limit(struct cj *j)
 {
-    if (!j->decoded || j->job->spec.max_run_s <= 0 || !rc_holds(j->state) || !j->row ||
-        j->row->admitted_ms <= 0)
+    if (!j->decoded || !rc_holds(j->state) || !j->row || j->row->admitted_ms <= 0 || !j->memo)
         return 0;
-    return j->row->admitted_ms + (int64_t)j->job->spec.max_run_s * 1000;
+    struct ctl_memo_run *m = &j->memo->run;
+    int32_t spec = j->job->spec.max_run_s > 0 ? j->job->spec.max_run_s : 0;
+    if (m->adm_ms != j->row->admitted_ms) {
+        m->adm_ms = j->row->admitted_ms;
+        m->limit_s = spec;
+    } else if (spec > 0 && (m->limit_s == 0 || spec < m->limit_s)) {
+        m->limit_s = spec;
+    }
+    return m->limit_s;
+}
+
+/* When the admission of a job holding its placement ends by its
+ * maxRunSeconds (wall clock, ms); 0 for none. */
+static int64_t max_run_end(struct cj *j)
+{
+    int32_t lim = rc_run_limit(j);
+    return lim > 0 ? j->row->admitted_ms + (int64_t)lim * 1000 : 0;
 }
 
 /* A job not examined in full by this reconcile: past its maxRunSeconds it
  * is (the lifecycle stops it); before, its end is a due time, so a
  * reconcile comes then however quiet the cluster. Returns 1 when it must be
  * examined in full. */
-static int max_run_due(struct rc_ctx *r, const struct cj *j)
+static int max_run_due(struct rc_ctx *r, struct cj *j)
 {
     int64_t end = max_run_end(j);
     if (!end)
@@ -1011,8 +1029,9 @@ static int job_max_run(struct rc_ctx *r, struct cj *j)
     }
     char msg[API_MSG_MAX], at[API_TIME_MAX];
     ctl_time_format(j->row->admitted_ms, at, sizeof(at));
+    int32_t lim = j->memo->run.limit_s; /* max_run_end took it */
     snprintf(msg, sizeof(msg), CTL_MAX_RUN_MSG " (%ds since its admission at %s): its pods are stopped",
-             (int)j->job->spec.max_run_s, at);
+             (int)lim, at);
     struct act a;
     rc_act_begin(r, j, &a);
     j->released = 1;
@@ -1020,8 +1039,7 @@ static int job_max_run(struct rc_ctx *r, struct cj *j)
     if (rc)
         return rc;
     rc_event_add(r, j->obj, "Warning", "DeadlineExceeded", "%s", msg);
-    LOGC(r->c, GQ_LOG_WARN, "job failed: past maxRunSeconds", " job=%s max_run_s=%d", j->key,
-         (int)j->job->spec.max_run_s);
+    LOGC(r->c, GQ_LOG_WARN, "job failed: past maxRunSeconds", " job=%s max_run_s=%d", j->key, (int)lim);
     return 1;
 }
 

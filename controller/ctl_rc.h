@@ -217,6 +217,7 @@ int rc_job_spec_rules(struct rc_ctx *r, struct cj *j);
 int rc_job_create_refused(struct rc_ctx *r, struct cj *j);
 int rc_job_lifecycle(struct rc_ctx *r, struct cj *j);
 int rc_job_ttl(struct rc_ctx *r, struct cj *j);
+int32_t rc_run_limit(struct cj *j);
 
 /* ctl_decide.c (schedule) */
 int rc_run_sched(struct rc_ctx *r);

@@ -918,7 +918,8 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         j->preemptible = sp->preemptible == API_TRUE;
         j->gang = sp->gang != API_FALSE;
         j->replicas = sp->replicas > 0 ? sp->replicas : 1;
-        j->max_run_s = sp->max_run_s; /* the lifecycle stops it then (rc_job_max_run) */
+        /* the lifecycle stops it then (ctl_observe.c job_max_run) */
+        j->max_run_s = ji->running ? ji->run_limit_s : sp->max_run_s;
         if (sp->gpu.present) {
             j->req.gpus = sp->gpu.count;
             j->req.gpu_milli = sp->gpu.count ? 0 : sp->gpu.shares;

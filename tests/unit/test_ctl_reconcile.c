@@ -60,20 +60,26 @@ static void put_job_of(struct env *e, int i, const char *uid, const char *cls, i
 
 /* Job jN (Batch, 2 GPUs) with spec.ttlSecondsAfterFinished ttl (< 0: none). */
 /* GPUJob jN of 2 GPUs with extra spec fields (JSON members, each ending
- * with a comma) before the others. */
-static void put_job_extra(struct env *e, int i, const char *uid, const char *extra)
+ * with a comma) before the others, at generation gen (1: ADDED, else the
+ * cached one MODIFIED). */
+static void put_job_gen(struct env *e, int i, const char *uid, const char *extra, int gen)
 {
     char json[1024];
     snprintf(json, sizeof(json),
              "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":{\"name\":\"j%d\","
-             "\"namespace\":\"a\",\"uid\":\"%s\",\"resourceVersion\":\"1\",\"generation\":1,"
+             "\"namespace\":\"a\",\"uid\":\"%s\",\"resourceVersion\":\"%d\",\"generation\":%d,"
              "\"creationTimestamp\":\"2026-12-01T00:00:00Z\"},\"spec\":{%s\"gpu\":{\"count\":2},"
              "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"m\","
              "\"image\":\"busybox\"}]}}}}",
-             i, uid, extra);
+             i, uid, gen, gen, extra);
     cJSON *o = parse(json);
     ctl_prune_gpujob(o);
-    assert_int_equal(ctl_fake_put(e->f, INF_JOBS, KUBE_EV_ADDED, o), 0);
+    assert_int_equal(ctl_fake_put(e->f, INF_JOBS, gen == 1 ? KUBE_EV_ADDED : KUBE_EV_MODIFIED, o), 0);
+}
+
+static void put_job_extra(struct env *e, int i, const char *uid, const char *extra)
+{
+    put_job_gen(e, i, uid, extra, 1);
 }
 
 static void put_job_ttl(struct env *e, int i, const char *uid, int ttl)
@@ -594,6 +600,35 @@ static void test_reconcile_max_run(void **state)
     assert_int_equal(state_of(e, 1), STORE_RUNNING);
 }
 
+/* A running job's maxRunSeconds may be lowered (at once), not raised: the
+ * limit of its admission stays (a job that backfilled a reserved node cannot
+ * stay longer by a patch). j0 admitted with 2 s, raised to 600: stopped at
+ * 2 s; j1 admitted with 600, lowered to 2: stopped 2 s after its admission. */
+static void test_reconcile_max_run_edit(void **state)
+{
+    struct env *e = *state;
+    put_job_extra(e, 0, "u0", "\"maxRunSeconds\":2,");
+    put_job_extra(e, 1, "u1", "\"maxRunSeconds\":600,");
+    settle(e);
+    assert_true(holding(state_of(e, 0)) && holding(state_of(e, 1)));
+    put_job_gen(e, 0, "u0", "\"maxRunSeconds\":600,", 2);
+    put_job_gen(e, 1, "u1", "\"maxRunSeconds\":2,", 2);
+    settle(e);
+    char err[256];
+    struct store_job *row = NULL;
+    assert_int_equal(store_job_get(e->c->st, "a/j1", &row, err, sizeof(err)), 0);
+    int64_t end = row->admitted_ms + 2000;
+    store_job_free(row);
+    for (int k = 0; k < 40 && (state_of(e, 0) != STORE_FAILED || state_of(e, 1) != STORE_FAILED); k++) {
+        usleep(100 * 1000);
+        assert_int_equal(ctl_reconcile(e->c).rc, 0);
+        assert_int_equal(ctl_fake_deliver(e->f), 0);
+    }
+    assert_int_equal(state_of(e, 0), STORE_FAILED);
+    assert_int_equal(state_of(e, 1), STORE_FAILED);
+    assert_true(ctl_now_ms() >= end);
+}
+
 /* jN's cached object with its status.state (and completionTime) replaced: a
  * status-only MODIFIED event, as gangq's own status write comes back. */
 static void echo_state(struct env *e, int i, const char *state)
@@ -814,6 +849,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_audit_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_finished_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_max_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_max_run_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_echo_wakes_ttl_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_not_while_deleting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_refused_backs_off, setup, teardown),

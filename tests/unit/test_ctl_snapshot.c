@@ -295,9 +295,9 @@ static void test_snapshot_build(void **state)
     assert_int_equal(ctl_placement_add(&pg, 0, "gone-node", 1u), 0); /* nothing placed: left out */
     static const char *const wv[] = {"ns2/r", "ns3/x"}; /* preempted for ns1/w */
     struct ctl_jobin jobs[] = {
-        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1", 0, NULL, 0, 0, wv, 2},
-        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", "", 0, NULL, 0, 0, NULL, 0},
-        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
+        {"ns1/w", &jw, 0, 5000, 0, NULL, "ns2/r", "r1", 0, NULL, 0, 0, wv, 2, 0},
+        {"ns2/r", &jr, 1, 1000, 7000, &pr, "", "", 0, NULL, 0, 0, NULL, 0, 0},
+        {"ns2/g", &jg, 1, 2000, 8000, &pg, NULL, NULL, 0, NULL, 0, 0, NULL, 0, 0},
     };
     double usage[2] = {3600.0, 0.0};
     struct sched_config cfg;
@@ -484,9 +484,9 @@ static void test_snapshot_terminating(void **state)
     assert_int_equal(ctl_placement_add(&pv, 1, "t", 0x0Fu), 0); /* replica 0's pod already gone */
     assert_int_equal(ctl_placement_add(&pq, 0, "t", 0x10u), 0);
     struct ctl_jobin jobs[] = {
-        {"ns/v", &jv, 1, 1000, 2000, &pv, NULL, NULL, 1, "ns/p", 0, 0, NULL, 0},
-        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
-        {"ns/q", &jq, 1, 1000, 2000, &pq, NULL, NULL, 1, "ns/gone", 0, 0, NULL, 0},
+        {"ns/v", &jv, 1, 1000, 2000, &pv, NULL, NULL, 1, "ns/p", 0, 0, NULL, 0, 0},
+        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0, 0},
+        {"ns/q", &jq, 1, 1000, 2000, &pq, NULL, NULL, 1, "ns/gone", 0, 0, NULL, 0, 0},
     };
     struct sched_config cfg;
     sched_config_default(&cfg);
@@ -525,8 +525,8 @@ static void test_snapshot_terminating(void **state)
 
     /* the victim's pods are gone: p is admitted on all 8 devices */
     struct ctl_jobin later[] = {
-        {"ns/v", &jv, 0, 1000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
-        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0},
+        {"ns/v", &jv, 0, 1000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0, 0},
+        {"ns/p", &jp, 0, 3000, 0, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0, 0},
     };
     struct ctl_snapin in2 = {&cfg, 101, nodes, 1, NULL, 0, NULL, 0, &team, 1, NULL, later, 2, 0, 0};
     /* built again without a release: the same memory, nothing of the last snapshot left */
@@ -681,7 +681,7 @@ static void test_burst_arrival_order(void **state)
     static const int by_name[N] = {0, 9, 10, 11, 1, 2, 3, 4, 5, 6, 7, 8};
     for (int k = 0; k < N; k++) {
         int i = by_name[k];
-        in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, 1767225600000LL, 0, NULL, NULL, NULL, 0, NULL, 1000 + i, 0, NULL, 0};
+        in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, 1767225600000LL, 0, NULL, NULL, NULL, 0, NULL, 1000 + i, 0, NULL, 0, 0};
     }
     struct sched_config cfg;
     sched_config_default(&cfg);
@@ -746,7 +746,7 @@ static void test_arrival_ranks_order(void **state)
             order[k] = shuffled ? (k * 17) % N : k; /* 17 and 41 coprime: a permutation */
         for (int k = 0; k < N; k++) {
             int i = order[k];
-            in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, enq[i], 0, NULL, NULL, NULL, 0, NULL, arr[i], 0, NULL, 0};
+            in_jobs[k] = (struct ctl_jobin){keys[i], &jobs[i], 0, enq[i], 0, NULL, NULL, NULL, 0, NULL, arr[i], 0, NULL, 0, 0};
         }
         struct ctl_snapin in = {&cfg, 1767225609, NULL, 0, NULL, 0, NULL, 0, &team, 1, NULL, in_jobs, N, 0, 0};
         struct ctl_snap s = {0};
