@@ -72,7 +72,12 @@ static void reason_text(struct cy *cy, struct gq_buf *b, const struct place_ctx 
         gq_buf_puts(b, ")");
         break;
     case R_GPUMEM: gq_buf_printf(b, "less than %d GiB GPU memory", jb->req.min_gpu_mem_gib); break;
-    case R_RESERVED: gq_buf_puts(b, "reserved for a higher job"); break;
+    case R_RESERVED:
+        /* a job with a limit was not let backfill: it does not surely end
+         * before that job could start (or that start is not known) */
+        gq_buf_puts(b, jb->max_run_s > 0 ? "reserved for a higher job its maxRunSeconds could delay"
+                                        : "reserved for a higher job");
+        break;
     case R_CLAIMED: gq_buf_puts(b, "held for a preempting job"); break;
     case R_PROTECTED:
         gq_buf_printf(b, "in protected pool %s", pool_name ? pool_name : "?");

@@ -929,7 +929,8 @@ static void test_backfill_run_limits(void **st)
     assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
                         "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0");
     assert_null(dec(&f, b2, SCHED_ADMIT));
-    assert_string_equal(dec(&f, b2, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 reserved for a higher job");
+    assert_string_equal(dec(&f, b2, SCHED_WAIT)->message,
+                        "0/1 nodes fit 4 GPUs: 1 reserved for a higher job its maxRunSeconds could delay");
     const struct sched_decision *ac = dec(&f, c, SCHED_ADMIT);
     assert_non_null(ac);
     assert_int_equal(ac->rep[0].node, 0);
@@ -947,7 +948,9 @@ static void test_backfill_run_limits(void **st)
     f.jobs[b1].max_run_s = 0;
     assert_int_equal(cycle(&f), 0);
     assert_null(dec(&f, c, SCHED_ADMIT));
-    assert_string_equal(dec(&f, c, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 reserved for a higher job");
+    assert_string_equal(dec(&f, c, SCHED_WAIT)->message,
+                        "0/1 nodes fit 4 GPUs: 1 reserved for a higher job its maxRunSeconds could delay");
+    assert_string_equal(dec(&f, d, SCHED_WAIT)->message, "0/1 nodes fit 4 GPUs: 1 reserved for a higher job");
 
     /* b1 past its limit (being stopped): a starts as soon as it is gone */
     f.jobs[b1].max_run_s = 10;
