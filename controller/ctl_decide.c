@@ -204,6 +204,7 @@ int rc_run_sched(struct rc_ctx *r)
     if (res->due)
         rc_due(r, res->due * 1000, "min-runtime"); /* a minimum-runtime protection ends: decisions may change */
     c->m.cycles++;
+    c->m.backfills += (uint64_t)res->stats.backfilled;
     c->m.last_cycle_ms = (double)(ctl_now_ms() - t0);
     gq_metrics_observe(c->mh.cycle_dur, c->m.last_cycle_ms / 1000.0);
     /* the decisions below say what is current: a job whose explanation

@@ -324,6 +324,8 @@ struct ctl_metrics_counters {
     uint64_t status_deferred;     /* cosmetic statuses not built: the low lane was full */
     uint64_t audit_pruned;        /* audit entries deleted past --audit-retention */
     uint64_t jobs_ttl_deleted;    /* finished GPUJobs deleted for their ttlSecondsAfterFinished */
+    uint64_t jobs_deadline_exceeded; /* jobs stopped for running past spec.maxRunSeconds */
+    uint64_t backfills;           /* admissions onto nodes reserved for another job */
 };
 
 /* The named phases of one reconcile (ctl_cycle.c), in order. */

@@ -612,6 +612,13 @@ static void metrics_work(struct gq_ctl *c)
     counters_to(c, "gangq_jobs_ttl_deleted_total",
                 "Finished GPUJobs deleted for their spec.ttlSecondsAfterFinished (the API server's answer: done)",
                 NULL, NULL, &c->m.jobs_ttl_deleted, 1);
+    counters_to(c, "gangq_jobs_deadline_exceeded_total",
+                "Jobs stopped and Failed for running past their spec.maxRunSeconds (DeadlineExceeded)", NULL, NULL,
+                &c->m.jobs_deadline_exceeded, 1);
+    counters_to(c, "gangq_backfill_admissions_total",
+                "Admissions onto nodes reserved for a blocked job, by a job whose spec.maxRunSeconds ends before "
+                "that job could start",
+                NULL, NULL, &c->m.backfills, 1);
     counters_to(c, "gangq_audit_pruned_total",
                 "Audit log entries deleted for being older than --audit-retention", NULL, NULL, &c->m.audit_pruned, 1);
     const uint64_t rf[] = {c->m.refresh_sent, c->m.refresh_held};

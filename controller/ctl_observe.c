@@ -1039,6 +1039,7 @@ static int job_max_run(struct rc_ctx *r, struct cj *j)
     if (rc)
         return rc;
     rc_event_add(r, j->obj, "Warning", "DeadlineExceeded", "%s", msg);
+    r->c->m.jobs_deadline_exceeded++;
     LOGC(r->c, GQ_LOG_WARN, "job failed: past maxRunSeconds", " job=%s max_run_s=%d", j->key, (int)lim);
     return 1;
 }

@@ -453,6 +453,7 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
                      "; backfill on nodes reserved for %s: ends within its maxRunSeconds (%llds), before "
                      "that job could start",
                      cy->s->jobs[nd->reserved_by].id, (long long)pc->jb->max_run_s);
+        cy->res->stats.backfilled++;
         break;
     }
     d->message = cy_res_str(cy, msg);

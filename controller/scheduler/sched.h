@@ -354,6 +354,8 @@ struct sched_stats {
     int shape_cache_hits;
     int preempt_plans;      /* preemption plans run for blocked jobs */
     int preempt_remembered; /* blocked jobs answered by an equal plan that found nothing */
+    int backfilled;         /* of the admissions, those on nodes reserved for another job
+                             * (max_run_s ends before that job could start) */
 };
 
 struct sched_result {

@@ -12,6 +12,7 @@ fakelet add-node bf1 --gpus 8 >/dev/null
 gq_team bf bf
 gq_fakelet_loop --interval 0.3 --auto-run
 gq_ctl_start --leader-elect=false --listen 127.0.0.1:0
+port=$(gq_ctl_port)
 
 job() { # NAME GPUS MAXRUN ("" = none)
   { gq_job bf "$1" Batch 0 1 "$2"; [ -z "$3" ] || echo "  maxRunSeconds: $3"; } | k apply -f - >/dev/null
@@ -60,5 +61,7 @@ wait_jsonpath 20 Failed -n bf gpujob hold -o jsonpath='{.status.state}'
 wait_jsonpath 40 Running -n bf gpujob head -o jsonpath='{.status.state}'
 assert_eq "Queued Queued" "$(state long) $(state nolimit)" "long and nolimit wait (2 GPUs free beside head)"
 pass "hold stopped at its limit; head runs in the place it reserved"
+assert_eq "2 1" "$(gq_metric "$port" gangq_jobs_deadline_exceeded_total) $(gq_metric "$port" gangq_backfill_admissions_total)" \
+  "gangq_jobs_deadline_exceeded_total, gangq_backfill_admissions_total"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

@@ -596,6 +596,7 @@ static void test_reconcile_max_run(void **state)
     }
     assert_non_null(found);
     assert_string_equal(ctl_obj_str(found, "reason", NULL), "DeadlineExceeded");
+    assert_int_equal(e->c->m.jobs_deadline_exceeded, 1);
     assert_non_null(strstr(ctl_obj_str(found, "message", NULL), "ran past spec.maxRunSeconds (2s"));
     assert_int_equal(state_of(e, 1), STORE_RUNNING);
 }

@@ -936,6 +936,7 @@ static void test_backfill_run_limits(void **st)
     assert_int_equal(ac->rep[0].node, 0);
     assert_string_equal(ac->message, "admitted 1 replica; backfill on nodes reserved for x/a: ends within "
                                      "its maxRunSeconds (60s), before that job could start");
+    assert_int_equal(f.res->stats.backfilled, 1);
     assert_null(dec(&f, d, SCHED_ADMIT));
 
     /* a limit one second longer than the time left: it would delay a */
