@@ -296,6 +296,8 @@ struct api_gpujob_status {
         int present;
         char time[API_TIME_MAX];
         char domain[API_NAME_MAX];  /* "rack=r1" or "" */
+        char deadline[API_TIME_MAX]; /* time + the spec.maxRunSeconds in force: the job is
+                                      * stopped then; "" = no limit */
         int nnodes;
         const char *const *nodes;   /* borrowed: node per replica; decode leaves NULL */
     } admission;

@@ -88,6 +88,7 @@ cJSON *api_gpujob_status_encode(const struct api_gpujob_status *s)
         if (a) {
             ok &= add_str_or_null(a, "time", s->admission.time);
             ok &= add_str_or_null(a, "domain", s->admission.domain);
+            ok &= add_str_or_null(a, "deadline", s->admission.deadline);
             arr = cJSON_AddArrayToObject(a, "nodes");
             ok &= arr != NULL;
             for (i = 0; arr && i < s->admission.nnodes && s->admission.nodes; i++) {
@@ -275,6 +276,8 @@ int api_gpujob_status_decode(const cJSON *obj, struct api_gpujob_status *out,
                 sizeof out->admission.time);
         opt_str(errs, v, "domain", "status.admission.domain", out->admission.domain,
                 sizeof out->admission.domain);
+        opt_str(errs, v, "deadline", "status.admission.deadline", out->admission.deadline,
+                sizeof out->admission.deadline);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(st, "lastPreemption")) && !cJSON_IsNull(v) &&
         api_expect_obj(errs, "status.lastPreemption", v)) {

@@ -473,6 +473,7 @@ struct ctl_jobview {
     /* waiting and it could not fit even an empty cluster: why, with the
      * figures (condition Unschedulable=True); NULL or "" = it could */
     const char *unschedulable;
+    int64_t run_limit_s;          /* holding: the maxRunSeconds in force (status.admission.deadline) */
 };
 
 /* How a job stopped by its spec.maxRunSeconds is told (the store's message

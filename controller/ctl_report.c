@@ -35,7 +35,8 @@ static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v, int 
     uint64_t h = GQ_HASH_SEED;
     const int64_t n[] = {v->state, urgent ? 0 : v->position, v->preemptions, v->preempted_ms, v->admitted_ms,
                          j->job->spec.effective_priority, api_gpujob_gpus(j->job), v->attempts,
-                         v->retries, v->enqueue_ms, v->arrival, j->job->meta.generation, j->pl.n};
+                         v->retries, v->enqueue_ms, v->arrival, j->job->meta.generation, j->pl.n,
+                         v->run_limit_s};
     for (size_t i = 0; i < GQ_ARRAY_LEN(n); i++)
         h = sig_int(h, n[i]);
     const char *t[] = {j->job->spec.team, v->invalid_reason, v->wait_reason, j->pl.domain,
@@ -103,7 +104,8 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
                             j->row->preempted_by, j->row->preempt_reason, j->row->preempted_ms,
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
-                            waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL};
+                            waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL,
+                            rc_holds(j->state) ? rc_run_limit(j) : 0};
     uint64_t sig = status_sig(j, &v, 0);
     if (j->memo->status.last_status && j->memo->status.status_sig == sig) {
         j->memo->status.settle_due_ms = 0; /* what is written is still right */

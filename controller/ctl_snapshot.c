@@ -1093,6 +1093,9 @@ void ctl_status_compute(const struct api_gpujob *job, const struct api_gpujob_st
         out->admission.present = 1;
         ctl_time_format(v->admitted_ms, out->admission.time, sizeof(out->admission.time));
         gq_strlcpy(out->admission.domain, v->pl->domain, sizeof(out->admission.domain));
+        if (v->run_limit_s > 0)
+            ctl_time_format(v->admitted_ms + v->run_limit_s * 1000, out->admission.deadline,
+                            sizeof(out->admission.deadline));
         int n = 0;
         for (int i = 0; i < v->pl->n && n < nodes_cap; i++)
             nodes[n++] = v->pl->rep[i].node;

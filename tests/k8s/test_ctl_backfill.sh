@@ -36,6 +36,10 @@ job long 4 60
 job short 4 5
 job nolimit 4 ""
 wait_jsonpath 40 Running -n bf gpujob short -o jsonpath='{.status.state}'
+adm=$(k -n bf get gpujob short -o jsonpath='{.status.admission.time}')
+dl=$(k -n bf get gpujob short -o jsonpath='{.status.admission.deadline}')
+[ -n "$adm" ] && [ -n "$dl" ] || fail "short's status.admission has no time ($adm) or deadline ($dl)"
+assert_eq 5 "$(( $(date -u -d "$dl" +%s) - $(date -u -d "$adm" +%s) ))" "status.admission.deadline - time (s)"
 assert_contains "$(cond short Admitted message)" "backfill on nodes reserved for bf/head" \
   "short's admission says whose reservation it backfills"
 sleep 2

@@ -1234,6 +1234,7 @@ static void test_status_encode(void **st)
     s.admission.present = 1;
     gq_strlcpy(s.admission.time, "2026-01-02T03:04:05Z", sizeof s.admission.time);
     gq_strlcpy(s.admission.domain, "rack=r1", sizeof s.admission.domain);
+    gq_strlcpy(s.admission.deadline, "2026-01-02T05:04:05Z", sizeof s.admission.deadline);
     s.admission.nnodes = 2;
     s.admission.nodes = nodes;
     s.preemptions = 1;
@@ -1254,7 +1255,7 @@ static void test_status_encode(void **st)
     assert_string_equal(txt,
         "{\"status\":{\"state\":\"Admitted\",\"position\":null,\"message\":null,\"team\":\"vision\","
         "\"priority\":100,\"gpus\":16,\"admission\":{\"time\":\"2026-01-02T03:04:05Z\",\"domain\":\"rack=r1\","
-        "\"nodes\":[\"gpu-a1\",\"gpu-a2\"]},\"preemptions\":1,\"lastPreemption\":{\"by\":\"ml/serve\","
+        "\"deadline\":\"2026-01-02T05:04:05Z\",\"nodes\":[\"gpu-a1\",\"gpu-a2\"]},\"preemptions\":1,\"lastPreemption\":{\"by\":\"ml/serve\","
         "\"reason\":\"Inference needs the GPUs\",\"time\":\"2026-01-01T00:00:00Z\"},"
         "\"conditions\":[{\"type\":\"Admitted\",\"status\":\"True\",\"reason\":\"Placed\","
         "\"message\":\"2 nodes in rack r1\",\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}],"
@@ -1268,6 +1269,7 @@ static void test_status_encode(void **st)
     assert_int_equal(d.gpus, 16);
     assert_int_equal(d.preemptions, 1);
     assert_string_equal(d.admission.domain, "rack=r1");
+    assert_string_equal(d.admission.deadline, "2026-01-02T05:04:05Z");
     assert_string_equal(d.last_preemption.by, "ml/serve");
     assert_int_equal(d.nconditions, 1);
     assert_string_equal(d.conditions[0].message, "2 nodes in rack r1");

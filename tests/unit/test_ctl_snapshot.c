@@ -799,7 +799,7 @@ static void test_status_unschedulable(void **state)
     const char *why = "needs 16 GPUs; the largest eligible node has 8 GPUs and fits 0 of 1 replica; 2 of 2 nodes eligible";
     struct api_gpujob_status plain, u, u2, f, adm;
     struct ctl_jobview v = {STORE_QUEUED, "0/2 nodes fit 16 GPUs: 2 fewer than 16 free GPUs", 1, 0, "", "", 0, 0,
-                            NULL, NULL, 0, 0, 0, 0, "Nodes", ""};
+                            NULL, NULL, 0, 0, 0, 0, "Nodes", "", 0};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 1, &plain);
     assert_null(cond(&plain, "Unschedulable"));
     v.unschedulable = why;
@@ -818,7 +818,7 @@ static void test_status_unschedulable(void **state)
     assert_string_equal(cond(&f, "Unschedulable")->reason, "FitsCluster");
     assert_string_equal(cond(&f, "Unschedulable")->last_transition_time, "2026-01-01T00:00:09Z");
     /* admitted: a leftover text is not shown as True */
-    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0, NULL, NULL, 1, 0, T0, 1, NULL, why};
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0, NULL, NULL, 1, 0, T0, 1, NULL, why, 0};
     ctl_status_compute(&job, &u2, &v, T0 + 9000, nodes, 1, &adm);
     assert_string_equal(cond(&adm, "Unschedulable")->status, "False");
     api_gpujob_release(&job);
@@ -839,7 +839,7 @@ static void test_status_compute(void **state)
     const char *nodes[4];
     struct api_gpujob_status q, a, r, r2, s;
 
-    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes", NULL};
+    struct ctl_jobview v = {STORE_QUEUED, "0/3 nodes fit", 2, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0, "Nodes", NULL, 0};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &q);
     assert_string_equal(q.wait_reason, "Nodes");
     assert_int_equal(q.state, API_STATE_QUEUED);
@@ -860,7 +860,7 @@ static void test_status_compute(void **state)
     gq_strlcpy(pl.domain, "rack-1", sizeof(pl.domain));
     assert_int_equal(ctl_placement_add(&pl, 0, "n1", 0xF), 0);
     assert_int_equal(ctl_placement_add(&pl, 1, "n2", 0xF), 0);
-    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes", NULL};
+    v = (struct ctl_jobview){STORE_ADMITTED, "admitted", 0, 0, "", "", 0, T0 + 1000, &pl, NULL, 1, 0, T0 - 500, 77, "Nodes", NULL, 0};
     ctl_status_compute(&job, &q, &v, T0 + 1000, nodes, 4, &a);
     assert_string_equal(a.wait_reason, ""); /* not waiting: encoded null */
     assert_int_equal(a.state, API_STATE_ADMITTED);
@@ -870,6 +870,7 @@ static void test_status_compute(void **state)
     assert_string_equal(a.admission.time, "2026-01-01T00:00:01Z");
     assert_int_equal(a.admission.nnodes, 2);
     assert_string_equal(a.admission.nodes[1], "n2");
+    assert_string_equal(a.admission.deadline, ""); /* no maxRunSeconds */
     assert_string_equal(cond(&a, "Admitted")->status, "True");
     assert_string_equal(cond(&a, "Admitted")->last_transition_time, "2026-01-01T00:00:01Z");
     assert_string_equal(cond(&a, "Running")->last_transition_time, "2026-01-01T00:00:00Z"); /* unchanged */
@@ -882,6 +883,10 @@ static void test_status_compute(void **state)
     assert_int_equal(a.observed_generation, job.meta.generation);
 
     v.state = STORE_RUNNING;
+    v.run_limit_s = 3600; /* the deadline: admission + the limit in force */
+    ctl_status_compute(&job, &a, &v, T0 + 5000, nodes, 4, &r);
+    assert_string_equal(r.admission.deadline, "2026-01-01T01:00:01Z");
+    v.run_limit_s = 0;
     ctl_status_compute(&job, &a, &v, T0 + 5000, nodes, 4, &r);
     assert_string_equal(r.start_time, "2026-01-01T00:00:05Z");
     ctl_status_compute(&job, &r, &v, T0 + 9000, nodes, 4, &r2); /* same again: identical */
@@ -904,7 +909,7 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&s, "Succeeded")->status, "True");
 
     v = (struct ctl_jobview){STORE_PREEMPTED, "waiting", 1, 2, "ns/big", "lower priority", T0 + 3000, 0, NULL, NULL, 1, 0, 0, 0,
-                             "Waiting", NULL};
+                             "Waiting", NULL, 0};
     ctl_status_compute(&job, &r2, &v, T0 + 4000, nodes, 4, &s);
     assert_int_equal(s.state, API_STATE_PREEMPTED);
     assert_int_equal(s.preemptions, 2);
@@ -916,7 +921,7 @@ static void test_status_compute(void **state)
     assert_string_equal(cond(&s, "Preempted")->message, "lower priority");
 
     v = (struct ctl_jobview){STORE_QUEUED, "team x does not exist", 0, 0, "", "", 0, 0, NULL, "UnknownTeam", 0, 0, 0, 0,
-                             "Invalid", NULL};
+                             "Invalid", NULL, 0};
     ctl_status_compute(&job, NULL, &v, T0, nodes, 4, &s);
     assert_string_equal(s.wait_reason, "Invalid");
     assert_string_equal(cond(&s, "Valid")->status, "False");
@@ -982,7 +987,7 @@ static char *waiting_status(const struct api_gpujob *job, const struct ctl_waitp
     const char *nodes[1];
     struct api_gpujob_status st;
     struct ctl_jobview v = {state, p->msg ? p->msg : "", p->position, 0, "", "", 0, 0, NULL, NULL, 0, 0, 0, 0,
-                            ctl_wait_class_name(p->cls), NULL};
+                            ctl_wait_class_name(p->cls), NULL, 0};
     ctl_status_compute(job, NULL, &v, 1767225600000LL, nodes, 1, &st);
     cJSON *e = api_gpujob_status_encode(&st);
     assert_non_null(e);
@@ -1151,7 +1156,7 @@ static void test_wait_adopt(void **state)
     ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000);
     p.position = 4;
     struct ctl_jobview v = {STORE_QUEUED, p.msg, p.position, 0, "", "", 0, 0, NULL, NULL, 1, 0, T - 5000, 9,
-                            ctl_wait_class_name(p.cls), NULL};
+                            ctl_wait_class_name(p.cls), NULL, 0};
     struct api_gpujob_status written, back, again;
     ctl_status_compute(&job, NULL, &v, T, nodes, 1, &written);
     cJSON *w = api_gpujob_status_encode(&written);
