@@ -125,6 +125,8 @@ struct cy_job {
     int32_t claimant;  /* 1: its claim on nodes and quota held at the start of the cycle */
     const char *reserved; /* the domain (or nodes) its reservation holds, result-owned */
     int32_t reserved_n;   /* nodes reserved */
+    int64_t res_start;    /* its reservation is free for it by then at the latest (the jobs
+                           * there end by their limits); 0 not known */
     const char *msg;   /* WAIT message */
     int32_t pv_off, pv_n; /* its preempted_victims resolved (cy->pv), while it waits */
     const char *never_msg; /* WAIT: why it could not fit an empty cluster (NULL: it could) */

@@ -291,6 +291,12 @@ int cy_wait_msg(struct cy *cy, int jx, const char *nodes_part, int quota_blocked
             gq_buf_printf(&b, "; reserves %s %s", cy->cfg->levels[L].name, held);
         else
             gq_buf_printf(&b, "; reserves node%s %s", cy->j[jx].reserved_n > 1 ? "s" : "", held);
+        if (cy->j[jx].res_start > 0) {
+            /* the jobs there end by their maxRunSeconds (the caller stops them) */
+            gq_buf_puts(&b, ", free by ");
+            fmt_time(&b, cy->j[jx].res_start);
+            gq_buf_puts(&b, " at the latest (the maxRunSeconds of the jobs there)");
+        }
     }
     const char *m = cy_res_str(cy, b.p ? b.p : "waiting");
     gq_buf_release(&b);

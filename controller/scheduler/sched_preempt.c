@@ -583,6 +583,8 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
         for (int x = 0; x < nc && start > 0; x++)
             if (cy->n[cand[x]].reserved_by == pc->jx)
                 cy->n[cand[x]].res_start = start;
+        if (start > cy->s->now)
+            cy->j[pc->jx].res_start = start; /* its WAIT says by when */
         cy->j[pc->jx].reserved = b.p ? cy_res_str(cy, b.p) : NULL;
         cy->j[pc->jx].reserved_n = nres;
         if (!cy->j[pc->jx].reserved)

@@ -32,6 +32,9 @@ t_hold=$(date +%s)
 job head 6 ""
 wait_for 20 "head reserves the node" bash -c \
   "kubectl -n bf get gpujob head -o jsonpath='{.status.message}' | grep -q 'reserves node bf1'"
+assert_contains "$(k -n bf get gpujob head -o jsonpath='{.status.message}')" \
+  "free by $(k -n bf get gpujob hold -o jsonpath='{.status.admission.deadline}') at the latest" \
+  "head's wait says by when the node is free for it (hold's deadline)"
 job long 4 60
 job short 4 5
 job nolimit 4 ""

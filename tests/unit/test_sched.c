@@ -926,8 +926,10 @@ static void test_backfill_run_limits(void **st)
     f.jobs[c].max_run_s = 60;
     int d = add_job(&f, "x/d", 4, 1, SCHED_BATCH, 10);
     assert_int_equal(cycle(&f), 0);
+    /* a's wait says by when the node is free for it: now + 60 */
     assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
-                        "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0");
+                        "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0, free by "
+                        "1970-01-02T03:47:40Z at the latest (the maxRunSeconds of the jobs there)");
     assert_null(dec(&f, b2, SCHED_ADMIT));
     assert_string_equal(dec(&f, b2, SCHED_WAIT)->message,
                         "0/1 nodes fit 4 GPUs: 1 reserved for a higher job its maxRunSeconds could delay");
