@@ -183,7 +183,7 @@ int rc_run_sched(struct rc_ctx *r)
                                     j->row->arrival, j->invalid_reason != NULL,
                                     j->memo ? (const char *const *)j->memo->victims.victims : NULL,
                                     j->memo ? j->memo->victims.nvictims : 0,
-                                    rc_holds(st) ? rc_run_limit(j) : 0};
+                                    rc_run_limit(j) /* 0 unless it holds */};
         ins_job[n] = i;
         n++;
     }

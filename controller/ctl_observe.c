@@ -502,23 +502,15 @@ int32_t rc_run_limit(struct cj *j)
     return m->limit_s;
 }
 
-/* When the admission of a job holding its placement ends by its
- * maxRunSeconds (wall clock, ms); 0 for none. */
-static int64_t max_run_end(struct cj *j)
-{
-    int32_t lim = rc_run_limit(j);
-    return lim > 0 ? j->row->admitted_ms + (int64_t)lim * 1000 : 0;
-}
-
-/* A job not examined in full by this reconcile: past its maxRunSeconds it
- * is (the lifecycle stops it); before, its end is a due time, so a
- * reconcile comes then however quiet the cluster. Returns 1 when it must be
- * examined in full. */
+/* 1 when a holding job is past its maxRunSeconds (the lifecycle stops it);
+ * before, its end is a due time, so a reconcile comes then however quiet
+ * the cluster (a job not examined in full registers it this way too). */
 static int max_run_due(struct rc_ctx *r, struct cj *j)
 {
-    int64_t end = max_run_end(j);
-    if (!end)
+    int32_t lim = rc_run_limit(j);
+    if (lim <= 0)
         return 0;
+    int64_t end = j->row->admitted_ms + (int64_t)lim * 1000;
     if (r->now >= end)
         return 1;
     rc_due(r, end, "max-run");
@@ -1020,16 +1012,11 @@ static int job_succeeded_meanwhile(struct rc_ctx *r, struct cj *j)
  * it). Returns 1 when it failed the job, 0 when not, < 0 on error. */
 static int job_max_run(struct rc_ctx *r, struct cj *j)
 {
-    int64_t end = max_run_end(j);
-    if (!end)
+    if (!max_run_due(r, j))
         return 0;
-    if (r->now < end) {
-        rc_due(r, end, "max-run");
-        return 0;
-    }
     char msg[API_MSG_MAX], at[API_TIME_MAX];
     ctl_time_format(j->row->admitted_ms, at, sizeof(at));
-    int32_t lim = j->memo->run.limit_s; /* max_run_end took it */
+    int32_t lim = j->memo->run.limit_s; /* max_run_due took it */
     snprintf(msg, sizeof(msg), CTL_MAX_RUN_MSG " (%ds since its admission at %s): its pods are stopped",
              (int)lim, at);
     struct act a;

@@ -105,7 +105,7 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
                             j->row->admitted_ms, &j->pl, j->invalid_reason, j->row->attempts,
                             j->row->retries, j->row->enqueue_ms, j->row->arrival, reason,
                             waiting && !j->invalid_reason ? ctl_str(j->memo->wait.unsched_msg) : NULL,
-                            rc_holds(j->state) ? rc_run_limit(j) : 0};
+                            rc_run_limit(j) /* 0 unless it holds */};
     uint64_t sig = status_sig(j, &v, 0);
     if (j->memo->status.last_status && j->memo->status.status_sig == sig) {
         j->memo->status.settle_due_ms = 0; /* what is written is still right */

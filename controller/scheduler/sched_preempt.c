@@ -362,6 +362,17 @@ static int res_end_cmp(const void *a, const void *b)
     return x->job - y->job;
 }
 
+/* t (node sn's capacity, foreign usage included) without what pods being
+ * deleted hold there: gone soon, so a reservation counts it as free. */
+static void drop_releasing(const struct sched_node *sn, struct sc_node *t)
+{
+    for (int d = 0; d < t->ndev; d++)
+        t->used[d] -= GQ_MIN(sn->releasing_gpu_milli[d], t->used[d]);
+    t->cpu_free += GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli);
+    t->mem_free += GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes);
+    sc_recount(t);
+}
+
 static int reserved_fits(struct cy *cy, const struct place_ctx *pc, const int *cand, int nc)
 {
     int got = 0;
@@ -369,14 +380,8 @@ static int reserved_fits(struct cy *cy, const struct place_ctx *pc, const int *c
         int i = cand[x];
         if (cy->n[i].reserved_by != pc->jx)
             continue;
-        /* what stopping pods hold is free by then */
-        const struct sched_node *sn = &cy->s->nodes[i];
         struct sc_node t = cy->n[i].c;
-        for (int d = 0; d < t.ndev; d++)
-            t.used[d] -= GQ_MIN(sn->releasing_gpu_milli[d], t.used[d]);
-        t.cpu_free += GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli);
-        t.mem_free += GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes);
-        sc_recount(&t);
+        drop_releasing(&cy->s->nodes[i], &t); /* free by then */
         int c = sc_fit_count(&t, &pc->r, pc->want);
         got += c > 0 && pc->S >= 0 ? 1 : GQ_MAX(c, 0);
     }
@@ -466,10 +471,10 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
         struct sc_node empty = cy->n[i].c;
         memset(empty.used, 0, sizeof(empty.used));
         for (int d = 0; d < empty.ndev; d++)
-            empty.used[d] = sn->foreign_gpu_milli[d] - GQ_MIN(sn->releasing_gpu_milli[d], sn->foreign_gpu_milli[d]);
-        empty.cpu_free = sn->cpu_milli - sn->foreign_cpu_milli + GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli);
-        empty.mem_free = sn->mem_bytes - sn->foreign_mem_bytes + GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes);
-        sc_recount(&empty);
+            empty.used[d] = sn->foreign_gpu_milli[d];
+        empty.cpu_free = sn->cpu_milli - sn->foreign_cpu_milli;
+        empty.mem_free = sn->mem_bytes - sn->foreign_mem_bytes;
+        drop_releasing(sn, &empty); /* what stopping pods hold is going */
         int c = sc_fit_count(&empty, &pc->r, want);
         if (c <= 0)
             continue;
