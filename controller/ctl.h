@@ -550,6 +550,10 @@ void ctl_waitpub_release(struct ctl_waitpub *p);
  * bit is set), else 0. */
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
                      const char *invalid_reason, int64_t now_ms, int64_t interval_ms);
+/* The same with gq_hash_str(msg) given as msg_hash (a caller that keeps it
+ * with the text hashes an unchanged explanation once, not every reconcile). */
+int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const char *msg, uint64_t msg_hash,
+                            const char *invalid_reason, int64_t now_ms, int64_t interval_ms);
 /* Seed p, when nothing was published yet (a restarted controller), from the
  * object's current status st: when st shows the same waiting state and the
  * class cls, its message and position count as published at now_ms and the

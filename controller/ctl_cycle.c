@@ -114,16 +114,15 @@ static void cleanup_strays(struct rc_ctx *r)
             m->pods.stray_any = 1; /* until a look below finds none */
             if (m->pods.cleanup_inflight)
                 continue; /* its end asks for a reconcile */
-            if (m->pods.cleanup_done_ms && r->now - m->pods.cleanup_done_ms < CTL_STRAY_RETRY_MS) {
-                /* a delete the pod watch has not shown yet is not repeated at once */
-                rc_due(r, m->pods.cleanup_done_ms + CTL_STRAY_RETRY_MS, "stray-retry");
-                continue;
-            }
             if (rc_intent_first(r, m->key) < r->nintents)
                 continue; /* a pending intent of this job is already acting on its pods */
             struct cj *j = rc_job_find(r, m->key);
             if (j && j->released)
                 continue; /* the intent written in this reconcile deletes them */
+            /* a delete the pod watch has not shown yet is not repeated at
+             * once; a job with no stray pod has nothing to wait for (a
+             * finished one goes dormant now, not a retry period later) */
+            int recent = m->pods.cleanup_done_ms && r->now - m->pods.cleanup_done_ms < CTL_STRAY_RETRY_MS;
             m->pods.stray_any = 0;
             for (int k = 0; k < np; k++) {
                 const cJSON *pod = pods[k];
@@ -131,6 +130,10 @@ static void cleanup_strays(struct rc_ctx *r)
                 if (f->terminal || f->deletion || rc_pod_held(j, f))
                     continue;
                 m->pods.stray_any = 1;
+                if (recent) {
+                    rc_due(r, m->pods.cleanup_done_ms + CTL_STRAY_RETRY_MS, "stray-retry");
+                    break;
+                }
                 const char *nn = f->node;
                 char w[256];
                 long grace = (nn && nn[0] && rc_node_lost(r, nn, w, sizeof(w))) ? 0 : -1;

@@ -231,6 +231,7 @@ int rc_run_sched(struct rc_ctx *r)
             const char *msg = d->message ? d->message : "";
             if (!waited[d->job] && strcmp(ctl_str(j->memo->wait.wait_msg), msg)) {
                 (void)ctl_str_set(&j->memo->wait.wait_msg, msg, SCHED_MSG_MAX);
+                j->memo->wait.wait_msg_hash = j->memo->wait.wait_msg ? gq_hash_str(j->memo->wait.wait_msg) : 0;
                 rc_job_touch_status(r, j);
             }
             waited[d->job] = 1;
@@ -256,6 +257,7 @@ int rc_run_sched(struct rc_ctx *r)
             rc_job_touch_status(r, j);
         if (w->wait_msg)
             (void)ctl_str_set(&w->wait_msg, NULL, 0);
+        w->wait_msg_hash = 0;
         if (w->unsched_msg)
             (void)ctl_str_set(&w->unsched_msg, NULL, 0);
         if (w->reserved)

@@ -118,6 +118,7 @@ struct ctl_memo_decode {
  * ctl_wait_adopt). Read by rc_job_status, the Teams' pendingHead and /queue. */
 struct ctl_memo_wait {
     char *wait_msg;               /* (str) last WAIT explanation */
+    uint64_t wait_msg_hash;       /* gq_hash_str of wait_msg as set (0 while NULL) */
     char *unsched_msg;            /* (str) last WAIT's unschedulable_msg ("" = fits an empty cluster) */
     char *reserved;               /* (str) what its reservation held last cycle (WAIT's reserved) */
     int position;                 /* exact WAIT position of the last schedule in its Team's

@@ -593,10 +593,6 @@ void rc_job_sleep(struct rc_ctx *r, struct cj *j)
     if (!m->status.last_status || !m->status.status_sig || m->status.status_inflight ||
         m->status.settle_due_ms || (m->status.status_state[0] && strcmp(m->status.status_state, ls)))
         return;
-    /* last, as the dearest: the cached object's state (a member lookup) */
-    const char *cached = ctl_obj_str(j->obj, "status", "state");
-    if (!cached || strcmp(cached, acc))
-        return;
     rc_created_seen(m);
     if (m->pods.rel_any || m->pods.stray_any || m->pods.confirm_inflight || m->pods.cleanup_inflight ||
         m->pods.created_attempt || m->wait.wait_msg)
@@ -604,6 +600,10 @@ void rc_job_sleep(struct rc_ctx *r, struct cj *j)
     for (int k = 0; k < m->pods.npods; k++)
         if (!m->pods.pf[k].terminal)
             return;
+    /* last, as the dearest: the cached object's state (member lookups) */
+    const char *cached = ctl_obj_str(j->obj, "status", "state");
+    if (!cached || strcmp(cached, acc))
+        return;
     ctl_memo_sleep(m);
     j->job = &api_gpujob_zero; /* what it pointed to is gone */
     j->decoded = 0;

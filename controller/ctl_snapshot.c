@@ -1213,6 +1213,13 @@ void ctl_waitpub_release(struct ctl_waitpub *p)
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
                      const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
 {
+    return ctl_wait_publish_hashed(p, state, waiting, msg, waiting ? gq_hash_str(msg ? msg : "") : 0,
+                                   invalid_reason, now_ms, interval_ms);
+}
+
+int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const char *msg, uint64_t msg_hash,
+                            const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
+{
     if (!waiting) {
         ctl_waitpub_release(p);
         memset(p, 0, sizeof(*p));
@@ -1223,7 +1230,7 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
     if (!msg)
         msg = "";
     const unsigned char has_inv = invalid_reason ? 1u : 0u; /* "" is a reason, NULL none */
-    uint64_t sig = gq_hash_bytes(gq_hash_bytes(gq_hash_str(msg), &has_inv, 1), invalid_reason ? invalid_reason : "",
+    uint64_t sig = gq_hash_bytes(gq_hash_bytes(msg_hash, &has_inv, 1), invalid_reason ? invalid_reason : "",
                                  invalid_reason ? strlen(invalid_reason) : 0);
     if (!sig)
         sig = 1;

@@ -254,6 +254,8 @@ static void msort(const struct sched_snapshot *s, struct sort_key *v, struct sor
     int h = n / 2;
     msort(s, v, tmp, h);
     msort(s, v + h, tmp, n - h);
+    if (key_before(s, &v[h - 1], &v[h]))
+        return; /* the halves are in order already (a queue changes little between cycles) */
     int i = 0, j = h, k = 0;
     while (i < h && j < n)
         tmp[k++] = key_before(s, &v[i], &v[j]) ? v[i++] : v[j++];

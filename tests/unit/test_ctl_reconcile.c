@@ -262,9 +262,9 @@ static void test_reconcile_event_driven(void **state)
     assert_int_equal(held, 8);
     assert_int_equal(ctl_fake_requests(e->f).creates, 10);
 
-    /* a finished job goes dormant once its wait for stray pods is over
-     * (CTL_STRAY_RETRY_MS after its last intent ended), and stays dormant */
-    usleep((CTL_STRAY_RETRY_MS + 200) * 1000);
+    /* a finished job with no stray pod goes dormant at once (no wait of
+     * CTL_STRAY_RETRY_MS after its last intent ended: that is for pods a
+     * delete was sent for), and stays dormant */
     settle(e);
     assert_int_equal(e->c->m.jobs_dormant, 2);
     full0 = e->c->m.jobs_full;
@@ -515,8 +515,7 @@ static void test_reconcile_finished_ttl(void **state)
     assert_int_equal(ctl_fake_requests(e->f).job_deletes, 1);
     assert_true(job_cached(e, 0) && job_cached(e, 1));
 
-    /* the others go dormant meanwhile (after the stray-pod wait) */
-    usleep((CTL_STRAY_RETRY_MS + 200) * 1000);
+    /* the others go dormant meanwhile */
     settle(e);
     struct ctl_memo *m0 = ctl_memo_get(&e->c->memo, "a/j0", 0);
     assert_non_null(m0);
