@@ -345,13 +345,16 @@ static int64_t closeness(const struct cy *cy, const struct place_ctx *pc, int i)
  * (reserved_by == pc->jx among cand[0..nc)) end in order of their expected
  * end: admitted_at + max_run_s (the caller stops a job there), now for one
  * stopping or chosen as a victim; stopping pods of no job (the nodes'
- * releasing usage) are gone now. The reservation starts at the first end
- * after which the reserved nodes hold the job's replicas. 0 when a job
- * without a limit must end first (no one can say when: no backfill), or
- * out of memory (likewise). */
+ * releasing usage) are gone now. Replicas admitted earlier in this cycle
+ * count as running from now (a job admitted now ends by now + max_run_s;
+ * more replicas of a running job by its own end). The reservation starts
+ * at the first end after which the reserved nodes hold the job's replicas.
+ * 0 when a job without a limit must end first (no one can say when: no
+ * backfill), or out of memory (likewise). */
 struct res_end {
     int64_t end;
     int job;
+    int dec; /* -1: a running job's placement; else its admission in this cycle, cy->res->d[dec] */
 };
 
 static int res_end_cmp(const void *a, const void *b)
@@ -359,7 +362,9 @@ static int res_end_cmp(const void *a, const void *b)
     const struct res_end *x = a, *y = b;
     if (x->end != y->end)
         return x->end < y->end ? -1 : 1;
-    return x->job - y->job;
+    if (x->job != y->job)
+        return x->job - y->job;
+    return x->dec - y->dec;
 }
 
 /* t (node sn's capacity, foreign usage included) without what pods being
@@ -388,11 +393,44 @@ static int reserved_fits(struct cy *cy, const struct place_ctx *pc, const int *c
     return got >= pc->want;
 }
 
-static void job_usage(struct cy *cy, int v, int sign)
+/* The replicas of this cycle's admission d (its replica array is still an
+ * offset into the result's memory: fixed up at the cycle's end). */
+static const struct sched_replica *dec_reps(const struct cy *cy, const struct sched_decision *d)
 {
+    return cy->res->mem->reps + (uintptr_t)d->rep;
+}
+
+static void job_usage(struct cy *cy, const struct res_end *e, int sign)
+{
+    if (e->dec >= 0) {
+        const struct sched_decision *d = &cy->res->d[e->dec];
+        const struct sched_replica *reps = dec_reps(cy, d);
+        for (int p = 0; p < d->nrep; p++)
+            cy_node_apply(cy, reps[p].node, &cy->j[e->job].r, reps[p].devs, sign);
+        return;
+    }
+    const struct sched_job *V = &cy->s->jobs[e->job];
+    for (int p = 0; p < V->nplaced; p++)
+        cy_node_apply(cy, V->placement[p].node, &cy->j[e->job].r, V->placement[p].devs, sign);
+}
+
+/* Does running job v (dec < 0) or this cycle's admission cy->res->d[dec]
+ * hold a node reserved for jx? */
+static int on_reserved(const struct cy *cy, int v, int dec, int jx)
+{
+    if (dec >= 0) {
+        const struct sched_decision *d = &cy->res->d[dec];
+        const struct sched_replica *reps = dec_reps(cy, d);
+        for (int p = 0; p < d->nrep; p++)
+            if (cy->n[reps[p].node].reserved_by == jx)
+                return 1;
+        return 0;
+    }
     const struct sched_job *V = &cy->s->jobs[v];
     for (int p = 0; p < V->nplaced; p++)
-        cy_node_apply(cy, V->placement[p].node, &cy->j[v].r, V->placement[p].devs, sign);
+        if (cy->n[V->placement[p].node].reserved_by == jx)
+            return 1;
+    return 0;
 }
 
 static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, const int *cand, int nc)
@@ -401,15 +439,10 @@ static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, cons
     if (reserved_fits(cy, pc, cand, nc))
         return now;
     int ne = 0;
-    for (int rx = 0; rx < cy->nrunning; rx++) {
-        int v = cy->running[rx];
-        const struct sched_job *V = &cy->s->jobs[v];
-        for (int p = 0; p < V->nplaced; p++)
-            if (cy->n[V->placement[p].node].reserved_by == pc->jx) {
-                ne++;
-                break;
-            }
-    }
+    for (int rx = 0; rx < cy->nrunning; rx++)
+        ne += on_reserved(cy, cy->running[rx], -1, pc->jx);
+    for (size_t x = 0; x < cy->ndec; x++)
+        ne += cy->res->d[x].kind == SCHED_ADMIT && on_reserved(cy, cy->res->d[x].job, (int)x, pc->jx);
     if (ne == 0)
         return 0;
     struct res_end *ev = malloc((size_t)ne * sizeof(*ev));
@@ -419,23 +452,31 @@ static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, cons
     for (int rx = 0; rx < cy->nrunning; rx++) {
         int v = cy->running[rx];
         const struct sched_job *V = &cy->s->jobs[v];
-        int on = 0;
-        for (int p = 0; p < V->nplaced && !on; p++)
-            on = cy->n[V->placement[p].node].reserved_by == pc->jx;
-        if (!on)
+        if (!on_reserved(cy, v, -1, pc->jx))
             continue;
         int64_t end = INT64_MAX;
         if (V->terminating || cy->j[v].victim)
             end = now;
         else if (V->max_run_s > 0)
             end = GQ_MAX(now, V->admitted_at + V->max_run_s);
-        ev[ne++] = (struct res_end){end, v};
+        ev[ne++] = (struct res_end){end, v, -1};
+    }
+    for (size_t x = 0; x < cy->ndec; x++) {
+        const struct sched_decision *d = &cy->res->d[x];
+        if (d->kind != SCHED_ADMIT || !on_reserved(cy, d->job, (int)x, pc->jx))
+            continue;
+        const struct sched_job *V = &cy->s->jobs[d->job];
+        int64_t end = INT64_MAX;
+        if (V->max_run_s > 0) /* more replicas of a running job end with it */
+            end = V->state == SCHED_JOB_RUNNING && V->admitted_at > 0 ? GQ_MAX(now, V->admitted_at + V->max_run_s)
+                                                                       : now + V->max_run_s;
+        ev[ne++] = (struct res_end){end, d->job, (int)x};
     }
     qsort(ev, (size_t)ne, sizeof(*ev), res_end_cmp);
     int64_t start = 0;
     int removed = 0;
     for (int e = 0; e < ne && ev[e].end != INT64_MAX; e++) {
-        job_usage(cy, ev[e].job, -1);
+        job_usage(cy, &ev[e], -1);
         removed++;
         if (e + 1 < ne && ev[e + 1].end == ev[e].end)
             continue; /* every job ending then goes before the look */
@@ -445,7 +486,7 @@ static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, cons
         }
     }
     while (removed > 0)
-        job_usage(cy, ev[--removed].job, 1);
+        job_usage(cy, &ev[--removed], 1);
     free(ev);
     return start;
 }

@@ -981,6 +981,43 @@ static void test_backfill_run_limits(void **st)
     fx_done(&f);
 }
 
+/* backfill counts the jobs admitted earlier in the same cycle: they run from
+ * now and end by now + their maxRunSeconds (an event-driven simulator runs
+ * no other cycle before they end) */
+static void test_backfill_same_cycle(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 8, "H100", 64000, NULL);
+    int b1 = add_job(&f, "x/b1", 4, 1, SCHED_BATCH, 10);
+    f.jobs[b1].max_run_s = 90; /* admitted now: ends by now + 90 */
+    int a = add_job(&f, "x/a", 6, 1, SCHED_BATCH, 10);
+    int c = add_job(&f, "x/c", 2, 1, SCHED_BATCH, 10);
+    f.jobs[c].max_run_s = 90;
+    int d = add_job(&f, "x/d", 2, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, b1, SCHED_ADMIT));
+    assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
+                        "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0, free by "
+                        "1970-01-02T03:48:10Z at the latest (the maxRunSeconds of the jobs there)");
+    const struct sched_decision *ac = dec(&f, c, SCHED_ADMIT);
+    assert_non_null(ac);
+    assert_string_equal(ac->message, "admitted 1 replica; backfill on nodes reserved for x/a: ends within "
+                                     "its maxRunSeconds (90s), before that job could start");
+    assert_null(dec(&f, d, SCHED_ADMIT)); /* no limit: it could delay a */
+    /* a limit past b1's end would delay a */
+    f.jobs[c].max_run_s = 91;
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, c, SCHED_ADMIT));
+    /* one well within b1's end backfills */
+    f.jobs[c].max_run_s = 60;
+    assert_int_equal(cycle(&f), 0);
+    assert_non_null(dec(&f, c, SCHED_ADMIT));
+    fx_done(&f);
+}
+
 /* cohort: a team reclaims the quota it lent, even from a higher-priority borrower */
 static void test_reclaim_lent_quota(void **st)
 {
@@ -2312,6 +2349,7 @@ int main(void)
         cmocka_unit_test(test_index_fgd),
         cmocka_unit_test(test_reservation_backfill),
         cmocka_unit_test(test_backfill_run_limits),
+        cmocka_unit_test(test_backfill_same_cycle),
         cmocka_unit_test(test_reclaim_lent_quota),
         cmocka_unit_test(test_nongang_required_domain),
         cmocka_unit_test(test_index_policies),

@@ -501,6 +501,18 @@ static void test_run_backfill_max_run(void **st)
     assert_int_equal(f.rep.timed_out, 0);
     run_release(&f);
 
+    /* the same jobs in one burst: c backfills in the very cycle that admits
+     * b1 (b1's end is known from its limit), not at the next event */
+    run_text(&f, ONE_NODE,
+             "jobs:\n"
+             "  - {name: b1, team: t, gpus: 4, duration: 90, maxRun: 90}\n"
+             "  - {name: a, team: t, gpus: 6, duration: 60, maxRun: 60}\n"
+             "  - {name: c, team: t, gpus: 4, duration: 30, maxRun: 30}\n",
+             -1, NULL);
+    assert_int_equal(out_of(&f, "c")->first_start, 0);
+    assert_int_equal(out_of(&f, "a")->first_start, 90);
+    run_release(&f);
+
     /* no limits: nothing may backfill the reserved node */
     run_text(&f, ONE_NODE,
              "jobs:\n"
