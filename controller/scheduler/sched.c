@@ -450,11 +450,17 @@ static int admit(struct cy *cy, const struct place_ctx *pc, struct sched_replica
         const struct cy_node *nd = &cy->n[reps[y].node];
         if (nd->reserved_by < 0 || nd->reserved_by == pc->jx)
             continue;
-        if (n >= 0 && (size_t)n < sizeof(msg))
-            snprintf(msg + n, sizeof(msg) - (size_t)n,
-                     "; backfill on nodes reserved for %s: ends within its maxRunSeconds (%llds), before "
-                     "that job could start",
-                     cy->s->jobs[nd->reserved_by].id, (long long)pc->jb->max_run_s);
+        if (n >= 0 && (size_t)n < sizeof(msg)) {
+            if (cy_backfills(cy, pc->jb, nd))
+                snprintf(msg + n, sizeof(msg) - (size_t)n,
+                         "; backfill on nodes reserved for %s: ends within its maxRunSeconds (%llds), before "
+                         "that job could start",
+                         cy->s->jobs[nd->reserved_by].id, (long long)pc->jb->max_run_s);
+            else
+                snprintf(msg + n, sizeof(msg) - (size_t)n,
+                         "; backfill on nodes reserved for %s: in capacity that job does not need there",
+                         cy->s->jobs[nd->reserved_by].id);
+        }
         cy->res->stats.backfilled++;
         break;
     }

@@ -393,6 +393,7 @@ int cy_build(struct cy *cy)
         n->pool = s->npools > 0 ? sn->pool : -1;
         n->reserved_by = -1;
         n->res_start = 0;
+        n->spare_set = 0;
         n->claimed_by = -1;
         n->excluded = !sn->ready ? R_NOTREADY : (sn->unschedulable ? R_UNSCHED : 0);
         cy->cluster_gpus += n->c.ndev;

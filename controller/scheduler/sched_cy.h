@@ -54,6 +54,13 @@ struct cy_node {
     int64_t res_start;   /* reserved: when its job could start here at the earliest (the
                           * snapshot clock, s); a job with a limit ending by then may use
                           * the node (backfill); 0 = none may */
+    /* Reserved by cy_reserve_for: capacity its job never needs here whatever of
+     * the node's current work is still running when it starts (spare_set),
+     * as of the node's free figures then (res_*); what the node has lost
+     * since comes off it (cy_spare_count). */
+    uint8_t spare_set;
+    int32_t spare_dev, res_full_free;
+    int64_t spare_cpu, spare_mem, res_cpu_free, res_mem_free;
     int32_t claimed_by;  /* waiting preemptor whose claim holds the node, -1 */
     uint32_t ver;
     uint8_t excluded;    /* R_NOTREADY / R_UNSCHED / 0 */
@@ -291,6 +298,9 @@ void cy_node_apply(struct cy *cy, int i, const struct sc_req *r, uint32_t devs, 
 int cy_preempted_for_waiting(const struct cy *cy, int p, int jx);
 int cy_claim_blocks(const struct cy *cy, int claimant, int jx);
 int cy_backfills(const struct cy *cy, const struct sched_job *jb, const struct cy_node *n);
+/* Replicas of pc's job (at most cap) that the spare capacity of node n,
+ * reserved for another job, holds: capacity that job never needs there. */
+int cy_spare_count(const struct cy *cy, const struct cy_node *n, const struct place_ctx *pc, int cap);
 int cy_dyn_reason(struct cy *cy, const struct place_ctx *pc, int i);
 int cy_node_cap(struct cy *cy, const struct place_ctx *pc, int i);
 int cy_dom_of(const struct cy *cy, int i, int lvl);

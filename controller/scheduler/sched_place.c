@@ -131,10 +131,41 @@ int cy_backfills(const struct cy *cy, const struct sched_job *jb, const struct c
     return jb->max_run_s > 0 && n->res_start > 0 && cy->s->now + jb->max_run_s <= n->res_start;
 }
 
+int cy_spare_count(const struct cy *cy, const struct cy_node *n, const struct place_ctx *pc, int cap)
+{
+    (void)cy;
+    const struct sc_req *r = &pc->r;
+    if (!n->spare_set || r->milli > 0 || cap <= 0)
+        return 0; /* a share's device is not counted whole: never in the spare */
+    /* what the node lost since the reservation (placements after it), never
+     * what a trial's removals gave back */
+    int64_t cpu = n->spare_cpu - GQ_MAX(0, n->res_cpu_free - n->c.cpu_free);
+    int64_t mem = n->spare_mem - GQ_MAX(0, n->res_mem_free - n->c.mem_free);
+    int64_t dev = (int64_t)n->spare_dev - GQ_MAX(0, n->res_full_free - n->c.full_free);
+    int64_t k = cap;
+    if (r->cpu > 0)
+        k = GQ_MIN(k, cpu / r->cpu);
+    if (r->mem > 0)
+        k = GQ_MIN(k, mem / r->mem);
+    if (r->gpus > 0)
+        k = GQ_MIN(k, dev / r->gpus);
+    if (r->cpu <= 0 && r->mem <= 0 && r->gpus <= 0)
+        k = 0; /* asks for nothing the spare counts: not known to be harmless */
+    return k > 0 ? (int)k : 0;
+}
+
+/* Node n is reserved for another job and pc's job may not use it: neither a
+ * backfill (its limit ends in time) nor a replica in the node's spare. */
+static int reserved_for_other(const struct cy *cy, const struct place_ctx *pc, const struct cy_node *n)
+{
+    return n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n) &&
+           cy_spare_count(cy, n, pc, 1) < 1;
+}
+
 int cy_dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
 {
     const struct cy_node *n = &cy->n[i];
-    if (n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n))
+    if (reserved_for_other(cy, pc, n))
         return R_RESERVED;
     if (n->claimed_by >= 0 && cy_claim_blocks(cy, n->claimed_by, pc->jx))
         return R_CLAIMED;
@@ -177,7 +208,10 @@ static int inuse_may_take(const struct cy *cy, const struct sc_req *r)
 
 int cy_node_cap(struct cy *cy, const struct place_ctx *pc, int i)
 {
-    int cap = sc_fit_count(&cy->n[i].c, &pc->r, pc->want);
+    const struct cy_node *n = &cy->n[i];
+    int cap = sc_fit_count(&n->c, &pc->r, pc->want);
+    if (cap > 0 && n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n))
+        cap = cy_spare_count(cy, n, pc, cap); /* only what its reservation never needs */
     if (cap <= 0)
         return 0;
     if (pc->S >= 0)

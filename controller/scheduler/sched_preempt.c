@@ -491,6 +491,116 @@ static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, cons
     return start;
 }
 
+/* The spare of node i, reserved for pc's job, which may take `need` of its
+ * replicas there (as many as the node holds empty, at most the job's
+ * count): capacity that job never needs there, whatever of the node's work
+ * is still running when it starts (struct cy_node spare_*). That work is the
+ * jobs on the node (running, or admitted earlier in this cycle). The job
+ * starts once what remains of it leaves the job room, so what remains then
+ * is some subset R of that work that fits beside the job's replicas, and a
+ * later replica does not delay it when it fits beside every such R: beside
+ * the largest R in each resource. R is found by trying every subset of up
+ * to CY_SPARE_JOBS jobs; with more, it is bounded by their total. Devices
+ * count whole (a share's device among them); pods being deleted are gone
+ * (releasing usage), other foreign usage stays. No spare when the node
+ * cannot hold the replicas even empty. Without run limits this is the only
+ * room a reserved node offers later jobs: which of its jobs ends first is
+ * not known, so only capacity no end order makes needed is handed out. */
+#define CY_SPARE_JOBS 12
+
+struct spare_use {
+    int64_t cpu, mem, dev;
+};
+
+static void spare_add(struct spare_use *u, int *nu, int *over, struct spare_use *tot, struct spare_use x)
+{
+    tot->cpu += x.cpu;
+    tot->mem += x.mem;
+    tot->dev += x.dev;
+    if (*nu < CY_SPARE_JOBS)
+        u[(*nu)++] = x;
+    else
+        *over = 1;
+}
+
+static void node_spare(struct cy *cy, const struct place_ctx *pc, int i, int need)
+{
+    struct cy_node *nd = &cy->n[i];
+    const struct sched_node *sn = &cy->s->nodes[i];
+    nd->spare_set = 0;
+    struct spare_use cap = {
+        sn->cpu_milli - (sn->foreign_cpu_milli - GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli)),
+        sn->mem_bytes - (sn->foreign_mem_bytes - GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes)), 0};
+    for (int d = 0; d < nd->c.ndev; d++)
+        cap.dev += sn->foreign_gpu_milli[d] <= sn->releasing_gpu_milli[d];
+    cap.cpu -= (int64_t)need * pc->r.cpu;
+    cap.mem -= (int64_t)need * pc->r.mem;
+    cap.dev -= (int64_t)need * (pc->r.gpus > 0 ? pc->r.gpus : pc->r.milli > 0 ? 1 : 0);
+    if (cap.cpu < 0 || cap.mem < 0 || cap.dev < 0)
+        return;
+    struct spare_use u[CY_SPARE_JOBS], tot = {0, 0, 0};
+    int nu = 0, over = 0;
+    for (int rx = 0; rx < cy->nrunning; rx++) {
+        int v = cy->running[rx];
+        const struct sched_job *V = &cy->s->jobs[v];
+        int64_t k = 0;
+        uint32_t devs = 0;
+        for (int p = 0; p < V->nplaced; p++)
+            if (V->placement[p].node == i) {
+                k++;
+                devs |= V->placement[p].devs;
+            }
+        if (k)
+            spare_add(u, &nu, &over, &tot,
+                      (struct spare_use){k * cy->j[v].r.cpu, k * cy->j[v].r.mem, __builtin_popcount(devs)});
+    }
+    for (size_t x = 0; x < cy->ndec; x++) {
+        const struct sched_decision *d = &cy->res->d[x];
+        if (d->kind != SCHED_ADMIT)
+            continue;
+        const struct sched_replica *reps = dec_reps(cy, d);
+        int64_t k = 0;
+        uint32_t devs = 0;
+        for (int p = 0; p < d->nrep; p++)
+            if (reps[p].node == i) {
+                k++;
+                devs |= reps[p].devs;
+            }
+        if (k)
+            spare_add(u, &nu, &over, &tot,
+                      (struct spare_use){k * cy->j[d->job].r.cpu, k * cy->j[d->job].r.mem, __builtin_popcount(devs)});
+    }
+    struct spare_use mx = {0, 0, 0};
+    if (over) {
+        mx = (struct spare_use){GQ_MIN(tot.cpu, cap.cpu), GQ_MIN(tot.mem, cap.mem), GQ_MIN(tot.dev, cap.dev)};
+    } else {
+        /* every subset once, in Gray-code order: each differs from the one
+         * before by one job, added or taken away */
+        struct spare_use r = {0, 0, 0};
+        uint32_t gray = 0;
+        for (uint32_t m = 1; m < (1u << nu); m++) {
+            int b = __builtin_ctz(m);
+            int64_t sg = (gray >> b) & 1u ? -1 : 1;
+            gray ^= 1u << b;
+            r.cpu += sg * u[b].cpu;
+            r.mem += sg * u[b].mem;
+            r.dev += sg * u[b].dev;
+            if (r.cpu > cap.cpu || r.mem > cap.mem || r.dev > cap.dev)
+                continue; /* the job could not start beside it: not what remains */
+            mx.cpu = GQ_MAX(mx.cpu, r.cpu);
+            mx.mem = GQ_MAX(mx.mem, r.mem);
+            mx.dev = GQ_MAX(mx.dev, r.dev);
+        }
+    }
+    nd->spare_cpu = cap.cpu - mx.cpu;
+    nd->spare_mem = cap.mem - mx.mem;
+    nd->spare_dev = (int32_t)(cap.dev - mx.dev);
+    nd->res_cpu_free = nd->c.cpu_free;
+    nd->res_mem_free = nd->c.mem_free;
+    nd->res_full_free = nd->c.full_free;
+    nd->spare_set = 1;
+}
+
 /* Reserve, for blocked job jx, the nodes of the domain closest to fitting it.
  * Only statically eligible nodes that could hold a replica when empty count.
  * The domain it reserved last cycle (jb->reserved_domain) is kept until
@@ -631,6 +741,9 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
                 cy->n[cand[x]].res_start = start;
         if (start > cy->s->now)
             cy->j[pc->jx].res_start = start; /* its WAIT says by when */
+        for (int x = 0; x < nc; x++)
+            if (cy->n[cand[x]].reserved_by == pc->jx)
+                node_spare(cy, pc, cand[x], GQ_MIN(cy->candcap[x], want));
         cy->j[pc->jx].reserved = b.p ? cy_res_str(cy, b.p) : NULL;
         cy->j[pc->jx].reserved_n = nres;
         if (!cy->j[pc->jx].reserved)

@@ -5,7 +5,8 @@
 # hold's limit stops it. Of the jobs after it that fit the 4 free GPUs, only the one sure to end
 # before then (maxRunSeconds 5) runs there: one with a longer limit and one with none wait, so
 # head is not delayed. A job past its limit is stopped: Failed, reason DeadlineExceeded, its
-# pods deleted; then head runs.
+# pods deleted. Then a 2-GPU job without a limit runs in the 2 GPUs head never needs there
+# (whatever ends first, head fits beside it), and head runs when hold's limit stops it.
 . "$(dirname "$0")/lib.sh"
 
 fakelet add-node bf1 --gpus 8 >/dev/null
@@ -60,15 +61,25 @@ assert_contains "$(k -n bf get events --field-selector involvedObject.name=short
   "DeadlineExceeded" "a DeadlineExceeded Event"
 pass "short stopped at its limit: Failed (DeadlineExceeded), pod deleted, Event"
 
+job side 2 ""
+wait_jsonpath 30 Running -n bf gpujob side -o jsonpath='{.status.state}'
+assert_contains "$(cond side Admitted message)" \
+  "backfill on nodes reserved for bf/head: in capacity that job does not need there" \
+  "side's admission says it uses capacity head never needs"
+assert_eq "Queued Queued Queued" "$(state head) $(state long) $(state nolimit)" \
+  "head, long and nolimit (4 GPUs: more than head leaves) still wait"
+pass "side (2 GPUs, no limit) runs in the 2 GPUs head never needs on the node"
+
 # hold is not stopped early: still Running 20 s after it was first seen Running (its limit
 # counts from its admission, before that); then stopped, and head runs
 sleep $(( t_hold + 20 - $(date +%s) > 0 ? t_hold + 20 - $(date +%s) : 0 ))
 assert_eq Running "$(state hold)" "hold 20 s into its 25 s"
 wait_jsonpath 20 Failed -n bf gpujob hold -o jsonpath='{.status.state}'
 wait_jsonpath 40 Running -n bf gpujob head -o jsonpath='{.status.state}'
-assert_eq "Queued Queued" "$(state long) $(state nolimit)" "long and nolimit wait (2 GPUs free beside head)"
-pass "hold stopped at its limit; head runs in the place it reserved"
-assert_eq "2 1" "$(gq_metric "$port" gangq_jobs_deadline_exceeded_total) $(gq_metric "$port" gangq_backfill_admissions_total)" \
+assert_eq "Running Queued Queued" "$(state side) $(state long) $(state nolimit)" \
+  "side runs beside head; long and nolimit wait"
+pass "hold stopped at its limit; head runs in the place it reserved, beside side"
+assert_eq "2 2" "$(gq_metric "$port" gangq_jobs_deadline_exceeded_total) $(gq_metric "$port" gangq_backfill_admissions_total)" \
   "gangq_jobs_deadline_exceeded_total, gangq_backfill_admissions_total"
 gq_ctl_stop
 assert_not_contains "$(cat "$GQ_TEST_TMP/controller.log")" "Sanitizer" "no sanitizer report (ASan builds)"

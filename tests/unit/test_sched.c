@@ -997,6 +997,9 @@ static void test_backfill_same_cycle(void **st)
     int c = add_job(&f, "x/c", 2, 1, SCHED_BATCH, 10);
     f.jobs[c].max_run_s = 90;
     int d = add_job(&f, "x/d", 2, 1, SCHED_BATCH, 10);
+    /* c and d ask 2 GPUs more than the node's 2 that a never needs (its
+     * spare: test_backfill_spare) */
+    f.jobs[c].req.gpus = f.jobs[d].req.gpus = 4;
     assert_int_equal(cycle(&f), 0);
     assert_non_null(dec(&f, b1, SCHED_ADMIT));
     assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
@@ -1015,6 +1018,63 @@ static void test_backfill_same_cycle(void **st)
     f.jobs[c].max_run_s = 60;
     assert_int_equal(cycle(&f), 0);
     assert_non_null(dec(&f, c, SCHED_ADMIT));
+    fx_done(&f);
+}
+
+/* Without run limits a reserved node still offers what its job never needs
+ * there, whatever of the node's work is still running when it starts: on an
+ * 8-GPU node where b1 (4 GPUs, no limit) runs and a needs 6, the 2 GPUs a
+ * leaves take a 2-GPU job, once; with m (1 GPU) also running, a may start
+ * while m still runs (b1 gone), so only 1 GPU is spare. */
+static void test_backfill_spare(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    f.cfg.preemption = 0;
+    add_node(&f, 8, "H100", 64000, NULL);
+    int b1 = add_job(&f, "x/b1", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, b1, 0, 0x0F);
+    int a = add_job(&f, "x/a", 6, 1, SCHED_BATCH, 10);
+    int s1 = add_job(&f, "x/s1", 2, 1, SCHED_BATCH, 10);
+    int s2 = add_job(&f, "x/s2", 2, 1, SCHED_BATCH, 10);
+    int cpu = add_job(&f, "x/etl", 0, 1, SCHED_BATCH, 10);
+    f.jobs[cpu].req.cpu_milli = 4000;
+    assert_int_equal(cycle(&f), 0);
+    assert_string_equal(dec(&f, a, SCHED_WAIT)->message,
+                        "0/1 nodes fit 6 GPUs: 1 fewer than 6 free GPUs; reserves node n0");
+    const struct sched_decision *as = dec(&f, s1, SCHED_ADMIT);
+    assert_non_null(as);
+    assert_string_equal(as->message, "admitted 1 replica; backfill on nodes reserved for x/a: in capacity "
+                                     "that job does not need there");
+    assert_null(dec(&f, s2, SCHED_ADMIT)); /* the spare is gone */
+    assert_string_equal(dec(&f, s2, SCHED_WAIT)->message, "0/1 nodes fit 2 GPUs: 1 reserved for a higher job");
+    assert_non_null(dec(&f, cpu, SCHED_ADMIT)); /* CPUs a does not need */
+    assert_int_equal(f.res->stats.backfilled, 2);
+
+    /* s1 and the CPU job running: nothing more is spare */
+    run_on(&f, s1, 0, 0x30);
+    f.jobs[s1].admitted_at = f.now;
+    run_on(&f, cpu, 0, 0);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, s2, SCHED_ADMIT));
+    assert_non_null(dec(&f, a, SCHED_WAIT));
+
+    /* instead of s1, m (1 GPU) ran there before: a may start beside it */
+    f.jobs[s1].state = SCHED_JOB_WAITING;
+    f.jobs[s1].nplaced = 0;
+    f.jobs[s1].req.gpus = 16; /* out of the way */
+    f.jobs[cpu].state = SCHED_JOB_WAITING;
+    f.jobs[cpu].nplaced = 0;
+    f.jobs[cpu].req.gpus = 16;
+    int m = add_job(&f, "x/m", 1, 1, SCHED_BATCH, 10);
+    run_on(&f, m, 0, 0x10);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, s2, SCHED_ADMIT)); /* 2 GPUs: a could not start beside m and s2 */
+    int s3 = add_job(&f, "x/s3", 1, 1, SCHED_BATCH, 10);
+    assert_int_equal(cycle(&f), 0);
+    assert_null(dec(&f, s2, SCHED_ADMIT));
+    assert_non_null(dec(&f, s3, SCHED_ADMIT)); /* 1 GPU: a starts beside m and s3 */
     fx_done(&f);
 }
 
@@ -2185,8 +2245,7 @@ static void test_protected_pool_last_resort(void **st)
     assert_null(dec(&f, etl, SCHED_ADMIT));
     assert_null(dec(&f, one, SCHED_ADMIT));
     assert_string_equal(dec(&f, etl, SCHED_WAIT)->message,
-                        "0/6 nodes fit 4000m cpu: 4 insufficient cpu, 1 reserved for a higher job, "
-                        "1 in protected pool inference");
+                        "0/6 nodes fit 4000m cpu: 4 insufficient cpu, 2 in protected pool inference");
     fx_done(&f);
 }
 
@@ -2350,6 +2409,7 @@ int main(void)
         cmocka_unit_test(test_reservation_backfill),
         cmocka_unit_test(test_backfill_run_limits),
         cmocka_unit_test(test_backfill_same_cycle),
+        cmocka_unit_test(test_backfill_spare),
         cmocka_unit_test(test_reclaim_lent_quota),
         cmocka_unit_test(test_nongang_required_domain),
         cmocka_unit_test(test_index_policies),
