@@ -513,7 +513,8 @@ static void test_run_backfill_max_run(void **st)
     assert_int_equal(out_of(&f, "a")->first_start, 90);
     run_release(&f);
 
-    /* no limits: nothing may backfill the reserved node */
+    /* no limits: none may backfill by time, and no 4-GPU job fits in the 2
+     * GPUs a never needs on the reserved node */
     run_text(&f, ONE_NODE,
              "jobs:\n"
              "  - {name: b1, team: t, gpus: 4, duration: 90}\n"
