@@ -119,6 +119,8 @@ bench: all
 	GQ_TEST_TIMEOUT=1800 tests/k8s/run.sh $(BUILD) bench_stream
 # knavigator's gang-scheduling burst (53 jobs of 1-32 whole nodes on 32 nodes; about 5 minutes).
 	GQ_TEST_TIMEOUT=900 tests/k8s/run.sh $(BUILD) bench_gang
+# knavigator's backfill burst (340 CPU-only jobs of 3 sizes on 10 nodes; about 10 minutes).
+	GQ_TEST_TIMEOUT=1200 tests/k8s/run.sh $(BUILD) bench_backfill
 
 clean:
 	rm -rf build build-asan build-fuzz

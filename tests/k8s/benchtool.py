@@ -3,8 +3,9 @@
 (bench_kueue.sh, bench_stream.sh). Standard library only. Connects with GQ_SERVER,
 GQ_TOKEN and GQ_CA (from `. ENV_DIR/env`).
 
-  benchtool.py nodes PREFIX COUNT GPUS [GPU_PRODUCT]
-      create COUNT Nodes PREFIX-1..COUNT, Ready, untainted, with GPUS nvidia.com/gpu
+  benchtool.py nodes PREFIX COUNT GPUS [GPU_PRODUCT [CPU MEMORY]]
+      create COUNT Nodes PREFIX-1..COUNT, Ready, untainted, with GPUS nvidia.com/gpu (and CPU
+      and MEMORY as quantities, default 256 and 2Ti)
   benchtool.py kueue CONFIG.json
       Kueue's scheduler benchmark shape: per queue (namespace) several concurrent streams of
       GPUJobs created at fixed intervals; a fake kubelet runs every pod bound to a node for
@@ -12,7 +13,9 @@ GQ_TOKEN and GQ_CA (from `. ENV_DIR/env`).
       bound) and finishes graceful deletes; waits until every job is Succeeded and prints
       one JSON object with the figures. With "sequential": true the jobs are created one
       after the other in the classes' order (a burst, as knavigator submits it); with
-      "cluster_gpus" it also prints the cluster's GPU occupancy.
+      "cluster_gpus" (or "cluster_cpus") it also prints the cluster's GPU (CPU) occupancy. A
+      class may give its pods' "cpu" and "memory" requests (quantities; "gpus": 0 makes
+      CPU-only jobs; "max_run_s" sets spec.maxRunSeconds).
   benchtool.py stream KIND NAMESPACE N CLIENTS
       create N objects (KIND gpujob: single-replica 1-GPU GPUJobs; KIND pod: plain pods
       requesting one nvidia.com/gpu, for kube-scheduler) from CLIENTS parallel clients and
@@ -172,9 +175,9 @@ def utc_now():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def cmd_nodes(api, prefix, count, gpus, product="NVIDIA-A100-SXM4-40GB"):
+def cmd_nodes(api, prefix, count, gpus, product="NVIDIA-A100-SXM4-40GB", cpu="256", memory="2Ti"):
     count, pool, done = int(count), Pool(16), threading.Semaphore(0)
-    cap = {"cpu": "256", "memory": "2Ti", "pods": "250", "ephemeral-storage": "1Ti", "nvidia.com/gpu": str(gpus)}
+    cap = {"cpu": cpu, "memory": memory, "pods": "250", "ephemeral-storage": "1Ti", "nvidia.com/gpu": str(gpus)}
 
     def one(i):
         name = "%s-%d" % (prefix, i)
@@ -210,16 +213,29 @@ def cmd_nodes(api, prefix, count, gpus, product="NVIDIA-A100-SXM4-40GB"):
     print("benchtool: %d nodes %s-1..%d Ready with %s GPUs" % (count, prefix, count, gpus), file=sys.stderr)
 
 
-def gpujob(ns, name, replicas, gpus, priority, runtime_ms):
-    spec = {"class": "Batch", "replicas": replicas, "gpu": {"count": gpus},
+def gpujob(ns, name, replicas, gpus, priority, runtime_ms, cpu="100m", memory="128Mi", max_run_s=None):
+    spec = {"class": "Batch", "replicas": replicas,
             "template": {"metadata": {"annotations": {RUNTIME_KEY: str(runtime_ms)}},
                          "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
                                   "containers": [{"name": "main", "image": "busybox",
-                                                  "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}}
+                                                  "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}}
+    if gpus:
+        spec["gpu"] = {"count": gpus}
+    if max_run_s:
+        spec["maxRunSeconds"] = int(max_run_s)
     if priority is not None:
         spec["priority"] = priority
     return {"apiVersion": "gangq.io/v1alpha1", "kind": "GPUJob", "metadata": {"name": name, "namespace": ns},
             "spec": spec}
+
+
+def cpu_cores(q):
+    """A CPU quantity ("2", "500m", "1.5") in cores; 0 when absent or not understood."""
+    try:
+        q = str(q or "0")
+        return float(q[:-1]) / 1000.0 if q.endswith("m") else float(q)
+    except ValueError:
+        return 0.0
 
 
 def pct(xs, p):
@@ -253,13 +269,14 @@ class Fakelet:
         with self.lock:
             p = self.seen.get(uid)
             if p is None:
-                gpus = 0
+                gpus, cpu = 0, 0.0
                 for c in spec.get("containers") or []:
                     lim = ((c.get("resources") or {}).get("requests") or {}).get("nvidia.com/gpu") \
                         or ((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu")
                     gpus += int(lim or 0)
+                    cpu += cpu_cores(((c.get("resources") or {}).get("requests") or {}).get("cpu"))
                 p = self.seen[uid] = {"ns": ns, "name": name, "job": labels.get("gangq.io/job"),
-                                      "attempt": labels.get("gangq.io/attempt"), "gpus": gpus,
+                                      "attempt": labels.get("gangq.io/attempt"), "gpus": gpus, "cpu": cpu,
                                       "start": now, "end": None, "deleted": False, "phase": None}
                 self.bound[ns] = self.bound.get(ns, 0) + 1
                 self.last_bound = now
@@ -352,7 +369,8 @@ def cmd_kueue(api, cfg_path):
     time.sleep(0.5)
 
     def create(ns, name, c):
-        body = gpujob(ns, name, c["replicas"], c["gpus"], c["priority"], c["runtime_ms"])
+        body = gpujob(ns, name, c["replicas"], c["gpus"], c["priority"], c["runtime_ms"],
+                      c.get("cpu", "100m"), c.get("memory", "128Mi"), c.get("max_run_s"))
         st, _ = api.req("POST", "/apis/gangq.io/v1alpha1/namespaces/%s/gpujobs" % ns, body)
         now = time.monotonic()
         with jlock:
@@ -464,6 +482,12 @@ def cmd_kueue(api, cfg_path):
         work_end = max(ends) if ends else last_done
         out["occupancy_pct"] = round(100.0 * held / (cfg["cluster_gpus"] * span), 1)
         out["work_occupancy_pct"] = round(100.0 * held / (cfg["cluster_gpus"] * max(1e-9, work_end - first_create)), 1)
+    if cfg.get("cluster_cpus"):  # the same measure by CPU-seconds, for CPU-only work
+        held = sum(p["cpu"] * max(0.0, min(p["end"] if p["end"] is not None else last_done, last_done) -
+                                  max(p["start"], first_create)) for p in pods if p["ns"] in use)
+        work_end = max(ends) if ends else last_done
+        out["cpu_occupancy_pct"] = round(100.0 * held / (cfg["cluster_cpus"] * span), 1)
+        out["cpu_work_occupancy_pct"] = round(100.0 * held / (cfg["cluster_cpus"] * max(1e-9, work_end - first_create)), 1)
     # A gang's pods are bound together: per job, first to last of its Succeeded pods seen bound.
     spread = []
     for key, ps in by_job.items():
@@ -538,7 +562,7 @@ def main(argv):
     if len(argv) < 2:
         die(__doc__)
     api = Api()
-    if argv[1] == "nodes" and len(argv) in (5, 6):
+    if argv[1] == "nodes" and len(argv) in (5, 6, 8):
         cmd_nodes(api, *argv[2:])
     elif argv[1] == "kueue" and len(argv) == 3:
         cmd_kueue(api, argv[2])
