@@ -11,7 +11,9 @@
  *     admit; else try preemption (victims are only planned: their capacity is
  *     not handed to anyone else this cycle, the preemptor's nodes are
  *     reserved for it); else the first blocked heads reserve the nodes
- *     closest to fitting them (no later job may use them this cycle).
+ *     closest to fitting them (no later job may use them this cycle, but
+ *     one that ends before they are free or fits in what the head never
+ *     needs there: backfill).
  *  4. WAIT decisions carry an explanation built from per-reason node counts
  *     (computed once per shape key) and the team-queue position.
  *

@@ -58,24 +58,14 @@ cat >"$cfg" <<EOC
   {"name": "c", "count": 240, "replicas": 1, "gpus": 0, "cpu": "10", "memory": "10Gi", "runtime_ms": $(( TC * 1000 )), "priority": null, "interval_ms": 0, "max_run_s": $(lim "$TC")}]}
 EOC
 
-gq_ctl_start --leader-elect=false --listen 127.0.0.1:0
-wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
-port=$(gq_ctl_port)
-hz=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
-c0=$(cpu_ticks)
-out=$(python3 "$BT" kueue "$cfg") || fail "benchtool kueue (sequential burst)"
-c1=$(cpu_ticks)
-gq_ctl_alive || fail "controller died"
-curl -sf "http://127.0.0.1:$port/metrics" >"$GQ_TEST_TMP/metrics.txt" || true
-gq_ctl_stop
-echo "$out" >"$GQ_TEST_TMP/result.json"
+gq_bench_burst "$cfg"
+out=$BENCH_OUT
 j() { jq -r "$1" <<<"$out"; }
 pass "340 jobs created in order over $(j .create_span_s) s (API errors $(j .api_client_errors)); run limits: $([ "$LIMITS" = 1 ] && echo "each job's runtime" || echo none)"
 pass "makespan first create -> last job Succeeded: $(j .wall_s) s; -> last pod finished: $(j .work_wall_s) s (the CPUs alone: $(( 2 * TA )) s)"
 pass "CPU occupancy: $(j .cpu_occupancy_pct) % to the last job Succeeded, $(j .cpu_work_occupancy_pct) % to the last pod finished"
 pass "mean time to admission: A $(j .classes.a.mean_s) s, B $(j .classes.b.mean_s) s, C $(j .classes.c.mean_s) s"
-pass "controller CPU $(( (c1 - c0) * 1000 / hz )) ms; backfills $(awk '/^gangq_backfill_admissions_total /{print $2}' "$GQ_TEST_TMP/metrics.txt"); admissions $(j .admissions)"
+pass "controller CPU $BENCH_CTL_CPU_MS ms; backfills $(awk '/^gangq_backfill_admissions_total /{print $2}' "$GQ_TEST_TMP/metrics.txt"); admissions $(j .admissions)"
 assert_eq "true false" "$(j .finished) $(j .stalled)" "every job Succeeded (finished, stalled)"
 assert_eq 340 "$(j .created)" "jobs created"
 assert_eq 0 "$(j .not_exactly_once)" "jobs not Succeeded exactly once ($(j -c .not_exactly_once_examples))"

@@ -63,25 +63,15 @@ cat >"$cfg" <<EOC
 $classes]}
 EOC
 
-gq_ctl_start --leader-elect=false --listen 127.0.0.1:0
-wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
-port=$(gq_ctl_port)
-hz=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
-c0=$(cpu_ticks)
-out=$(python3 "$BT" kueue "$cfg") || fail "benchtool kueue (sequential burst)"
-c1=$(cpu_ticks)
-gq_ctl_alive || fail "controller died"
-curl -sf "http://127.0.0.1:$port/metrics" >"$GQ_TEST_TMP/metrics.txt" || true
-gq_ctl_stop
-echo "$out" >"$GQ_TEST_TMP/result.json"
+gq_bench_burst "$cfg"
+out=$BENCH_OUT
 j() { jq -r "$1" <<<"$out"; }
 ideal=$(( 9 * RUNTIME_MS / 1000 ))
 pass "53 jobs created in order over $(j .create_span_s) s (API errors $(j .api_client_errors))"
 pass "makespan first create -> last job Succeeded: $(j .wall_s) s (ideal $ideal s); -> last pod finished: $(j .work_wall_s) s"
 pass "GPU occupancy: $(j .occupancy_pct) % to the last job Succeeded, $(j .work_occupancy_pct) % to the last pod finished (ideal 100 %)"
 pass "gang binds (first to last pod of a job seen bound): max $(j .gang_bound_spread_s.max) s, mean $(j .gang_bound_spread_s.mean) s"
-pass "controller CPU $(( (c1 - c0) * 1000 / hz )) ms; preempted pods $(j .preempted_pods); admissions $(j .admissions)"
+pass "controller CPU $BENCH_CTL_CPU_MS ms; preempted pods $(j .preempted_pods); admissions $(j .admissions)"
 assert_eq "true false" "$(j .finished) $(j .stalled)" "every job Succeeded (finished, stalled)"
 assert_eq 53 "$(j .created)" "jobs created"
 assert_eq 0 "$(j .not_exactly_once)" "jobs not Succeeded exactly once ($(j -c .not_exactly_once_examples))"

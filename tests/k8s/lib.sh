@@ -114,6 +114,26 @@ gq_metric() { # PORT SERIES
   curl -sf "http://127.0.0.1:$1/metrics" | awk -v s="$2" 'index($0, s " ") == 1 { print $2 }'
 }
 # A Team NAME owning the namespaces NS... (created here).
+# A burst benchmark's run: the controller with the arguments a benchmark measures, then
+# `benchtool.py kueue CFG` (creates the jobs, runs their pods, waits for every job to
+# finish), then the controller stopped. Sets BENCH_OUT (the tool's JSON, also in
+# $GQ_TEST_TMP/result.json) and BENCH_CTL_CPU_MS (the controller's CPU over the burst);
+# the controller's metrics at the end are in $GQ_TEST_TMP/metrics.txt.
+gq_bench_burst() { # CFG
+  local port c0 c1 hz
+  gq_ctl_start --leader-elect=false --listen 127.0.0.1:0
+  wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
+  port=$(gq_ctl_port)
+  hz=$(getconf CLK_TCK)
+  c0=$(awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat")
+  BENCH_OUT=$(python3 "$GQ_K8S/benchtool.py" kueue "$1") || fail "benchtool kueue ($1)"
+  c1=$(awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat")
+  gq_ctl_alive || fail "controller died"
+  curl -sf "http://127.0.0.1:$port/metrics" >"$GQ_TEST_TMP/metrics.txt" || true
+  gq_ctl_stop
+  echo "$BENCH_OUT" >"$GQ_TEST_TMP/result.json"
+  BENCH_CTL_CPU_MS=$(( (c1 - c0) * 1000 / hz ))
+}
 gq_team() { # NAME NS...
   local name="$1" n list=""
   shift
