@@ -14,7 +14,9 @@
 # occupancy over both, every job Succeeded exactly once; and the same burst in `gangq
 # simulate` (the policy alone, without API latency).
 # BENCH_BACKFILL_TIME scales every runtime (default 1; 0.25 for a quicker run);
-# BENCH_BACKFILL_LIMITS=1 gives every job spec.maxRunSeconds equal to its runtime.
+# BENCH_BACKFILL_LIMITS=1 gives every job spec.maxRunSeconds: its runtime and a tenth more, at
+# least 5 s more (the limit counts from the admission, the runtime from the pod's start: a
+# limit equal to the runtime stops every job just before it ends).
 . "$(dirname "$0")/lib.sh"
 GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 SCALE=${BENCH_BACKFILL_TIME:-1}
@@ -25,7 +27,8 @@ BT="$GQ_K8S/benchtool.py"
 NODES=10
 secs() { awk -v s="$1" -v f="$SCALE" 'BEGIN { v = int(s * f + 0.5); if (v < 1) v = 1; print v }'; }
 TA=$(secs 240) TB=$(secs 60) TC=$(secs 20)
-lim() { [ "$LIMITS" = 1 ] && echo "$1" || echo null; }
+limit_of() { awk -v t="$1" 'BEGIN { s = int(t / 10 + 0.5); if (s < 5) s = 5; print t + s }'; }
+lim() { [ "$LIMITS" = 1 ] && limit_of "$1" || echo null; }
 
 # The policy alone: the same burst in the simulator (arrival 0, the trace's order; memory
 # in whole GiB: the nodes' 100050Mi is 97.7 GiB).
@@ -37,7 +40,7 @@ printf 'nodes:\n  - {name: n, count: %d, gpus: 0, cpu: 100, memoryGiB: 97}\nteam
   for e in "a 60 $TA 20" "b 30 $TB 80" "c 10 $TC 240"; do
     set -- $e
     printf '  - {name: %s, class: Batch, team: t, cpu: %d, memoryGiB: %d, duration: %d, count: %d%s}\n' \
-      "$1" "$2" "$2" "$3" "$4" "$([ "$LIMITS" = 1 ] && echo ", maxRun: $3")"
+      "$1" "$2" "$2" "$3" "$4" "$([ "$LIMITS" = 1 ] && echo ", maxRun: $(limit_of "$3")")"
   done
 } >"$sim/jobs.yaml"
 "$GANGQ_BIN" simulate "$sim/cluster.yaml" "$sim/jobs.yaml" --json "$sim/report.json" >/dev/null ||
@@ -61,7 +64,7 @@ EOC
 gq_bench_burst "$cfg"
 out=$BENCH_OUT
 j() { jq -r "$1" <<<"$out"; }
-pass "340 jobs created in order over $(j .create_span_s) s (API errors $(j .api_client_errors)); run limits: $([ "$LIMITS" = 1 ] && echo "each job's runtime" || echo none)"
+pass "340 jobs created in order over $(j .create_span_s) s (API errors $(j .api_client_errors)); run limits: $([ "$LIMITS" = 1 ] && echo "$(lim "$TA") / $(lim "$TB") / $(lim "$TC") s" || echo none)"
 pass "makespan first create -> last job Succeeded: $(j .wall_s) s; -> last pod finished: $(j .work_wall_s) s (the CPUs alone: $(( 2 * TA )) s)"
 pass "CPU occupancy: $(j .cpu_occupancy_pct) % to the last job Succeeded, $(j .cpu_work_occupancy_pct) % to the last pod finished"
 pass "mean time to admission: A $(j .classes.a.mean_s) s, B $(j .classes.b.mean_s) s, C $(j .classes.c.mean_s) s"
