@@ -485,7 +485,6 @@ static uint64_t writes_sent(const struct ctl_fake *f)
     return f->counts.creates + f->counts.patches + f->counts.deletes;
 }
 
-/* One reconcile, then the answers to its requests; 0, or an error printed. */
 /* One reconcile of the churn stage: a function of its own, so a profiler
  * can count that stage's reconciles alone (valgrind --tool=callgrind
  * --toggle-collect=churn_reconcile). */
@@ -494,6 +493,7 @@ __attribute__((noinline)) static struct ctl_rc_result churn_reconcile(struct gq_
     return ctl_reconcile(c);
 }
 
+/* One reconcile, then the answers to its requests; 0, or an error printed. */
 static int step(struct ctl_fake *f, struct stage *s)
 {
     double t0 = cpu_s();

@@ -740,9 +740,9 @@ void rc_waiting_publish(struct rc_ctx *r)
             rc_due(r, held, "status-settle"); /* published once its status shows the wait */
         /* the explanation's hash is kept with it (hashing 15,000 unchanged
          * texts every reconcile was a measurable share of it) */
-        uint64_t mh = !waiting                            ? 0
-                      : !inv && m->wait.wait_msg && m->wait.wait_msg_hash ? m->wait.wait_msg_hash
-                                                          : gq_hash_str(msg ? msg : "");
+        uint64_t mh = !waiting                             ? 0
+                      : msg && msg == m->wait.wait_msg ? m->wait.wait_msg_hash
+                                                         : gq_hash_str(msg ? msg : "");
         if (!held && ctl_wait_publish_hashed(&m->wait.pub, j->state, waiting, msg, mh, inv, r->now, msg_iv) &&
             j->obj && (inv || m->wait.wait_msg)) {
             /* one per wait reason per wait: the message names the reason its

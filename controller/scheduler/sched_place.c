@@ -154,18 +154,17 @@ int cy_spare_count(const struct cy *cy, const struct cy_node *n, const struct pl
     return k > 0 ? (int)k : 0;
 }
 
-/* Node n is reserved for another job and pc's job may not use it: neither a
- * backfill (its limit ends in time) nor a replica in the node's spare. */
-static int reserved_for_other(const struct cy *cy, const struct place_ctx *pc, const struct cy_node *n)
+/* Node n is reserved for another job and pc's job is no backfill by time
+ * there (its limit does not end in time): it may use only the node's spare. */
+static int spare_only(const struct cy *cy, const struct place_ctx *pc, const struct cy_node *n)
 {
-    return n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n) &&
-           cy_spare_count(cy, n, pc, 1) < 1;
+    return n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n);
 }
 
 int cy_dyn_reason(struct cy *cy, const struct place_ctx *pc, int i)
 {
     const struct cy_node *n = &cy->n[i];
-    if (reserved_for_other(cy, pc, n))
+    if (spare_only(cy, pc, n) && cy_spare_count(cy, n, pc, 1) < 1)
         return R_RESERVED;
     if (n->claimed_by >= 0 && cy_claim_blocks(cy, n->claimed_by, pc->jx))
         return R_CLAIMED;
@@ -210,7 +209,7 @@ int cy_node_cap(struct cy *cy, const struct place_ctx *pc, int i)
 {
     const struct cy_node *n = &cy->n[i];
     int cap = sc_fit_count(&n->c, &pc->r, pc->want);
-    if (cap > 0 && n->reserved_by >= 0 && n->reserved_by != pc->jx && !cy_backfills(cy, pc->jb, n))
+    if (cap > 0 && spare_only(cy, pc, n))
         cap = cy_spare_count(cy, n, pc, cap); /* only what its reservation never needs */
     if (cap <= 0)
         return 0;

@@ -400,37 +400,50 @@ static const struct sched_replica *dec_reps(const struct cy *cy, const struct sc
     return cy->res->mem->reps + (uintptr_t)d->rep;
 }
 
+/* The replicas of running job v (dec < 0: its placement) or of this
+ * cycle's admission cy->res->d[dec] (of job v); *n gets their count. */
+static const struct sched_replica *job_reps(const struct cy *cy, int v, int dec, int *n)
+{
+    if (dec >= 0) {
+        *n = cy->res->d[dec].nrep;
+        return dec_reps(cy, &cy->res->d[dec]);
+    }
+    *n = cy->s->jobs[v].nplaced;
+    return cy->s->jobs[v].placement;
+}
+
 static void job_usage(struct cy *cy, const struct res_end *e, int sign)
 {
-    if (e->dec >= 0) {
-        const struct sched_decision *d = &cy->res->d[e->dec];
-        const struct sched_replica *reps = dec_reps(cy, d);
-        for (int p = 0; p < d->nrep; p++)
-            cy_node_apply(cy, reps[p].node, &cy->j[e->job].r, reps[p].devs, sign);
-        return;
-    }
-    const struct sched_job *V = &cy->s->jobs[e->job];
-    for (int p = 0; p < V->nplaced; p++)
-        cy_node_apply(cy, V->placement[p].node, &cy->j[e->job].r, V->placement[p].devs, sign);
+    int n;
+    const struct sched_replica *reps = job_reps(cy, e->job, e->dec, &n);
+    for (int p = 0; p < n; p++)
+        cy_node_apply(cy, reps[p].node, &cy->j[e->job].r, reps[p].devs, sign);
 }
 
 /* Does running job v (dec < 0) or this cycle's admission cy->res->d[dec]
  * hold a node reserved for jx? */
 static int on_reserved(const struct cy *cy, int v, int dec, int jx)
 {
-    if (dec >= 0) {
-        const struct sched_decision *d = &cy->res->d[dec];
-        const struct sched_replica *reps = dec_reps(cy, d);
-        for (int p = 0; p < d->nrep; p++)
-            if (cy->n[reps[p].node].reserved_by == jx)
-                return 1;
-        return 0;
-    }
-    const struct sched_job *V = &cy->s->jobs[v];
-    for (int p = 0; p < V->nplaced; p++)
-        if (cy->n[V->placement[p].node].reserved_by == jx)
+    int n;
+    const struct sched_replica *reps = job_reps(cy, v, dec, &n);
+    for (int p = 0; p < n; p++)
+        if (cy->n[reps[p].node].reserved_by == jx)
             return 1;
     return 0;
+}
+
+/* Node i as a reserving job finds it empty: its allocatable less foreign
+ * usage, but what pods being deleted hold there (going). */
+static void node_empty(const struct cy *cy, int i, struct sc_node *t)
+{
+    const struct sched_node *sn = &cy->s->nodes[i];
+    *t = cy->n[i].c;
+    memset(t->used, 0, sizeof(t->used));
+    for (int d = 0; d < t->ndev; d++)
+        t->used[d] = sn->foreign_gpu_milli[d];
+    t->cpu_free = sn->cpu_milli - sn->foreign_cpu_milli;
+    t->mem_free = sn->mem_bytes - sn->foreign_mem_bytes;
+    drop_releasing(sn, t);
 }
 
 static int64_t reservation_start(struct cy *cy, const struct place_ctx *pc, const int *cand, int nc)
@@ -512,79 +525,66 @@ struct spare_use {
     int64_t cpu, mem, dev;
 };
 
-static void spare_add(struct spare_use *u, int *nu, int *over, struct spare_use *tot, struct spare_use x)
+struct spare_jobs {
+    struct spare_use u[CY_SPARE_JOBS], tot;
+    int nu, over;
+};
+
+/* What running job v (dec < 0) or this cycle's admission d[dec] holds on
+ * node i, added to sj when it holds anything there. */
+static void spare_add(const struct cy *cy, int v, int dec, int i, struct spare_jobs *sj)
 {
-    tot->cpu += x.cpu;
-    tot->mem += x.mem;
-    tot->dev += x.dev;
-    if (*nu < CY_SPARE_JOBS)
-        u[(*nu)++] = x;
+    int n, k = 0;
+    uint32_t devs = 0;
+    const struct sched_replica *reps = job_reps(cy, v, dec, &n);
+    for (int p = 0; p < n; p++)
+        if (reps[p].node == i) {
+            k++;
+            devs |= reps[p].devs;
+        }
+    if (!k)
+        return;
+    struct spare_use x = {k * cy->j[v].r.cpu, k * cy->j[v].r.mem, __builtin_popcount(devs)};
+    sj->tot.cpu += x.cpu;
+    sj->tot.mem += x.mem;
+    sj->tot.dev += x.dev;
+    if (sj->nu < CY_SPARE_JOBS)
+        sj->u[sj->nu++] = x;
     else
-        *over = 1;
+        sj->over = 1;
 }
 
 static void node_spare(struct cy *cy, const struct place_ctx *pc, int i, int need)
 {
     struct cy_node *nd = &cy->n[i];
-    const struct sched_node *sn = &cy->s->nodes[i];
     nd->spare_set = 0;
-    struct spare_use cap = {
-        sn->cpu_milli - (sn->foreign_cpu_milli - GQ_MIN(sn->releasing_cpu_milli, sn->foreign_cpu_milli)),
-        sn->mem_bytes - (sn->foreign_mem_bytes - GQ_MIN(sn->releasing_mem_bytes, sn->foreign_mem_bytes)), 0};
-    for (int d = 0; d < nd->c.ndev; d++)
-        cap.dev += sn->foreign_gpu_milli[d] <= sn->releasing_gpu_milli[d];
-    cap.cpu -= (int64_t)need * pc->r.cpu;
-    cap.mem -= (int64_t)need * pc->r.mem;
-    cap.dev -= (int64_t)need * (pc->r.gpus > 0 ? pc->r.gpus : pc->r.milli > 0 ? 1 : 0);
+    struct sc_node empty;
+    node_empty(cy, i, &empty);
+    struct spare_use cap = {empty.cpu_free - (int64_t)need * pc->r.cpu, empty.mem_free - (int64_t)need * pc->r.mem,
+                            empty.full_free - (int64_t)need * (pc->r.gpus > 0 ? pc->r.gpus : pc->r.milli > 0)};
     if (cap.cpu < 0 || cap.mem < 0 || cap.dev < 0)
         return;
-    struct spare_use u[CY_SPARE_JOBS], tot = {0, 0, 0};
-    int nu = 0, over = 0;
-    for (int rx = 0; rx < cy->nrunning; rx++) {
-        int v = cy->running[rx];
-        const struct sched_job *V = &cy->s->jobs[v];
-        int64_t k = 0;
-        uint32_t devs = 0;
-        for (int p = 0; p < V->nplaced; p++)
-            if (V->placement[p].node == i) {
-                k++;
-                devs |= V->placement[p].devs;
-            }
-        if (k)
-            spare_add(u, &nu, &over, &tot,
-                      (struct spare_use){k * cy->j[v].r.cpu, k * cy->j[v].r.mem, __builtin_popcount(devs)});
-    }
-    for (size_t x = 0; x < cy->ndec; x++) {
-        const struct sched_decision *d = &cy->res->d[x];
-        if (d->kind != SCHED_ADMIT)
-            continue;
-        const struct sched_replica *reps = dec_reps(cy, d);
-        int64_t k = 0;
-        uint32_t devs = 0;
-        for (int p = 0; p < d->nrep; p++)
-            if (reps[p].node == i) {
-                k++;
-                devs |= reps[p].devs;
-            }
-        if (k)
-            spare_add(u, &nu, &over, &tot,
-                      (struct spare_use){k * cy->j[d->job].r.cpu, k * cy->j[d->job].r.mem, __builtin_popcount(devs)});
-    }
+    struct spare_jobs sj = {.nu = 0};
+    for (int rx = 0; rx < cy->nrunning; rx++)
+        spare_add(cy, cy->running[rx], -1, i, &sj);
+    for (size_t x = 0; x < cy->ndec; x++)
+        if (cy->res->d[x].kind == SCHED_ADMIT)
+            spare_add(cy, cy->res->d[x].job, (int)x, i, &sj);
     struct spare_use mx = {0, 0, 0};
-    if (over) {
-        mx = (struct spare_use){GQ_MIN(tot.cpu, cap.cpu), GQ_MIN(tot.mem, cap.mem), GQ_MIN(tot.dev, cap.dev)};
+    if (sj.over) {
+        mx = (struct spare_use){GQ_MIN(sj.tot.cpu, cap.cpu), GQ_MIN(sj.tot.mem, cap.mem), GQ_MIN(sj.tot.dev, cap.dev)};
     } else {
         /* every subset once, in Gray-code order: each differs from the one
          * before by one job, added or taken away */
         struct spare_use r = {0, 0, 0};
         uint32_t gray = 0;
-        for (uint32_t m = 1; m < (1u << nu); m++) {
+        for (uint32_t m = 1; m < (1u << sj.nu); m++) {
             int b = __builtin_ctz(m);
             int64_t sg = (gray >> b) & 1u ? -1 : 1;
             gray ^= 1u << b;
-            r.cpu += sg * u[b].cpu;
-            r.mem += sg * u[b].mem;
-            r.dev += sg * u[b].dev;
+            r.cpu += sg * sj.u[b].cpu;
+            r.mem += sg * sj.u[b].mem;
+            r.dev += sg * sj.u[b].dev;
             if (r.cpu > cap.cpu || r.mem > cap.mem || r.dev > cap.dev)
                 continue; /* the job could not start beside it: not what remains */
             mx.cpu = GQ_MAX(mx.cpu, r.cpu);
@@ -618,14 +618,8 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
         int i = sk->nodes[x];
         if (cy->n[i].reserved_by >= 0 || cy_claim_blocks(cy, cy->n[i].claimed_by, pc->jx))
             continue;
-        const struct sched_node *sn = &cy->s->nodes[i];
-        struct sc_node empty = cy->n[i].c;
-        memset(empty.used, 0, sizeof(empty.used));
-        for (int d = 0; d < empty.ndev; d++)
-            empty.used[d] = sn->foreign_gpu_milli[d];
-        empty.cpu_free = sn->cpu_milli - sn->foreign_cpu_milli;
-        empty.mem_free = sn->mem_bytes - sn->foreign_mem_bytes;
-        drop_releasing(sn, &empty); /* what stopping pods hold is going */
+        struct sc_node empty;
+        node_empty(cy, i, &empty);
         int c = sc_fit_count(&empty, &pc->r, want);
         if (c <= 0)
             continue;

@@ -515,6 +515,31 @@ static int fits_beside(const struct world *w, const struct sched_job *a, uint32_
            dev + a->req.gpus <= n->gpus;
 }
 
+/* w's next job: id, one replica of a Batch gang at priority 10, no team,
+ * pool or topology, waiting since enq. */
+static struct sched_job *spare_job(struct world *w, const char *id, int gpus, int64_t cpu_milli,
+                                   int64_t mem_bytes, int64_t enq)
+{
+    int j = w->nj++;
+    struct sched_job *jb = &w->jobs[j];
+    snprintf(w->ids[j], sizeof(w->ids[j]), "%s", id);
+    jb->id = w->ids[j];
+    jb->team = -1;
+    jb->cls = SCHED_BATCH;
+    jb->priority = 10;
+    jb->preemptible = 1;
+    jb->gang = 1;
+    jb->replicas = 1;
+    jb->req.gpus = gpus;
+    jb->req.cpu_milli = cpu_milli;
+    jb->req.mem_bytes = mem_bytes;
+    jb->topo_required = jb->topo_preferred = jb->topo_spread = -1;
+    jb->pool = -1;
+    jb->enqueue_time = enq;
+    jb->state = SCHED_JOB_WAITING;
+    return jb;
+}
+
 static void test_backfill_spare_safe(void **st)
 {
     (void)st;
@@ -546,76 +571,39 @@ static void test_backfill_spare_safe(void **st)
         /* running work on distinct devices, no limits */
         int nrun = 1 + rn(5), dev = 0;
         int64_t cpu = 0, mem = 0;
+        char id[16];
         for (int j = 0; j < nrun; j++) {
-            struct sched_job *jb = &w.jobs[w.nj];
             int g = rn(4);
             int64_t jc = 500 * (1 + rn(12)), jm = (int64_t)(1 + rn(12)) << 30;
             if (dev + g > n->gpus || cpu + jc > n->cpu_milli || mem + jm > n->mem_bytes)
                 break;
-            snprintf(w.ids[w.nj], sizeof(w.ids[w.nj]), "r%d", j);
-            jb->id = w.ids[w.nj];
-            jb->team = -1;
-            jb->cls = SCHED_BATCH;
-            jb->priority = 10;
-            jb->preemptible = 1;
-            jb->gang = 1;
-            jb->replicas = 1;
-            jb->req.gpus = g;
-            jb->req.cpu_milli = jc;
-            jb->req.mem_bytes = jm;
-            jb->topo_required = jb->topo_preferred = jb->topo_spread = -1;
-            jb->pool = -1;
-            jb->enqueue_time = w.now - 5000;
+            snprintf(id, sizeof(id), "r%d", j);
+            struct sched_job *jb = spare_job(&w, id, g, jc, jm, w.now - 5000);
             jb->state = SCHED_JOB_RUNNING;
             jb->admitted_at = w.now - 100;
-            w.place[w.nj][0] = (struct sched_replica){0, g ? ((1u << g) - 1u) << dev : 0};
-            jb->placement = w.place[w.nj];
+            w.place[w.nj - 1][0] = (struct sched_replica){0, g ? ((1u << g) - 1u) << dev : 0};
+            jb->placement = w.place[w.nj - 1];
             jb->nplaced = 1;
             dev += g;
             cpu += jc;
             mem += jm;
-            w.nj++;
         }
         nrun = w.nj;
         /* a: fits the node empty, not now */
-        struct sched_job *a = &w.jobs[w.nj];
-        snprintf(w.ids[w.nj], sizeof(w.ids[w.nj]), "a");
-        a->id = w.ids[w.nj];
-        a->team = -1;
-        a->cls = SCHED_BATCH;
-        a->priority = 10;
-        a->gang = 1;
-        a->replicas = 1;
-        a->req.gpus = 1 + rn(8);
-        a->req.cpu_milli = 500 * (1 + rn(2 * (int)(n->cpu_milli / 1000) - 1));
-        a->req.mem_bytes = (int64_t)(1 + rn((int)(n->mem_bytes >> 30))) << 30;
-        a->topo_required = a->topo_preferred = a->topo_spread = -1;
-        a->pool = -1;
-        a->enqueue_time = w.now - 1000;
-        a->state = SCHED_JOB_WAITING;
+        int ia = w.nj, ag = 1 + rn(8); /* drawn in this order: gpus, cpu, memory */
+        int64_t ac = 500 * (1 + rn(2 * (int)(n->cpu_milli / 1000) - 1));
+        int64_t am = (int64_t)(1 + rn((int)(n->mem_bytes >> 30))) << 30;
+        const struct sched_job *a = spare_job(&w, "a", ag, ac, am, w.now - 1000);
         if (a->req.gpus + dev <= n->gpus && a->req.cpu_milli + cpu <= n->cpu_milli &&
             a->req.mem_bytes + mem <= n->mem_bytes)
             continue; /* fits now: nothing reserved */
-        int ia = w.nj++;
         /* later jobs without limits */
         int nlater = 1 + rn(6);
         for (int x = 0; x < nlater; x++) {
-            struct sched_job *jb = &w.jobs[w.nj];
-            snprintf(w.ids[w.nj], sizeof(w.ids[w.nj]), "s%d", x);
-            jb->id = w.ids[w.nj];
-            jb->team = -1;
-            jb->cls = SCHED_BATCH;
-            jb->priority = 10;
-            jb->gang = 1;
-            jb->replicas = 1;
-            jb->req.gpus = rn(4);
-            jb->req.cpu_milli = 500 * (1 + rn(8));
-            jb->req.mem_bytes = (int64_t)(1 + rn(8)) << 30;
-            jb->topo_required = jb->topo_preferred = jb->topo_spread = -1;
-            jb->pool = -1;
-            jb->enqueue_time = w.now - 900 + x;
-            jb->state = SCHED_JOB_WAITING;
-            w.nj++;
+            snprintf(id, sizeof(id), "s%d", x);
+            int g = rn(4);
+            int64_t jc = 500 * (1 + rn(8)), jm = (int64_t)(1 + rn(8)) << 30;
+            spare_job(&w, id, g, jc, jm, w.now - 900 + x);
         }
         struct sched_snapshot snap;
         snap_of(&w, &snap);

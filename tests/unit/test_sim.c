@@ -360,6 +360,17 @@ struct runfix {
     struct sim_report rep;
 };
 
+/* Check, run and report the cluster and trace f holds (loaded from trace_name). */
+static void run_loaded(struct runfix *f, const struct sim_opts *o, const char *trace_name)
+{
+    char err[512] = "";
+    if (sim_check(&f->c, &f->t, trace_name, err, sizeof(err)))
+        fail_msg("check: %s", err);
+    if (sim_run(&f->c, &f->t, o, &f->r, err, sizeof(err)))
+        fail_msg("run: %s", err);
+    assert_int_equal(sim_report_compute(&f->c, &f->t, &f->r, &f->rep), 0);
+}
+
 static void run_grace(struct runfix *f, const char *cluster, const char *trace, int64_t min_runtime,
                       const char *db, int64_t grace)
 {
@@ -374,11 +385,7 @@ static void run_grace(struct runfix *f, const char *cluster, const char *trace, 
         fail_msg("cluster: %s", err);
     if (sim_load_trace_mem(trace, strlen(trace), "t.yaml", 0, &f->t, err, sizeof(err)))
         fail_msg("trace: %s", err);
-    if (sim_check(&f->c, &f->t, "t.yaml", err, sizeof(err)))
-        fail_msg("check: %s", err);
-    if (sim_run(&f->c, &f->t, &o, &f->r, err, sizeof(err)))
-        fail_msg("run: %s", err);
-    assert_int_equal(sim_report_compute(&f->c, &f->t, &f->r, &f->rep), 0);
+    run_loaded(f, &o, "t.yaml");
 }
 
 /* Victims stop at once (grace 0) unless a test says otherwise. */
@@ -553,11 +560,7 @@ static void run_files(struct runfix *f, const char *cluster, const char *trace)
         fail_msg("cluster: %s", err);
     if (sim_load_trace(trace, &f->t, err, sizeof(err)))
         fail_msg("trace: %s", err);
-    if (sim_check(&f->c, &f->t, trace, err, sizeof(err)))
-        fail_msg("check: %s", err);
-    if (sim_run(&f->c, &f->t, &o, &f->r, err, sizeof(err)))
-        fail_msg("run: %s", err);
-    assert_int_equal(sim_report_compute(&f->c, &f->t, &f->r, &f->rep), 0);
+    run_loaded(f, &o, trace);
 }
 
 /* knavigator's test2-backfill-performance burst (examples/sim/backfill):
