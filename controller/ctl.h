@@ -110,11 +110,17 @@ struct ctl_config {
      * status.position is published only for the first position_head jobs of
      * each Team queue (others null), refreshed at most every
      * position_interval_s (with the Team's status.pendingHead); its
-     * status.message is written at once when its state or wait reason class
-     * changes, else refreshed at most every wait_message_interval_s */
+     * status.message is written at once when its state changes or its wait
+     * reason class changes to stay (wait_reason_settle_s), else refreshed at
+     * most every wait_message_interval_s */
     int position_head;             /* default 10; 0 = no positions published */
     double position_interval_s;    /* default 5 */
     double wait_message_interval_s; /* default 60 */
+    /* a waiting job's wait reason (class) that changes between capacity
+     * reasons (Nodes, Quota, Reserving, ...) is published once the new one
+     * has held this long; a problem, a preemption under way or a partial
+     * admission at once (ctl_wait_publish) */
+    double wait_reason_settle_s; /* default 10 */
     /* A job's status is written at most once per status_settle_s (the first
      * time no sooner than status_settle_s after its creation), so a state it
      * leaves within that time (Queued admitted at once, Admitted whose pods
@@ -533,6 +539,8 @@ struct ctl_waitpub {
      * it reads it several times over (ctl_wait_publish) */
     uint64_t in_sig;              /* hash of that explanation and invalid reason, 0 none */
     int in_cls;
+    int64_t in_cls_ms;            /* since when explanations of class in_cls were given (a class
+                                   * other than cls is published once it has held long enough) */
     uint64_t pub_sig;             /* the same hash of what msg published (0: not known); when
                                    * it differs from in_sig, the explanation given waits to be
                                    * published until interval_ms has passed since msg_ms */
@@ -543,17 +551,26 @@ void ctl_waitpub_release(struct ctl_waitpub *p);
 
 /* Publish this reconcile's explanation msg of a job in state (waiting: Queued
  * or Preempted). A job not waiting clears everything. A waiting job's msg is
- * published at once when nothing was, its state or its class changed, else
- * only when interval_ms has passed since the last publication (one waits
- * while p->pub_sig != p->in_sig). Returns 1
- * when a Waiting Event is due (the class was not evented in this wait; the
- * bit is set), else 0. */
+ * published at once when nothing was or its state changed. When its class
+ * changes: at once for a problem found or gone (CTL_WAIT_INVALID), a
+ * preemption under way or a partial admission (ctl_wait_class_at_once);
+ * between capacity classes (Nodes, Quota, Reserving, the minimum runtime,
+ * ...), once explanations of the new class have been given for settle_ms
+ * without a break (p->in_cls_ms), so a reason that flips back and forth
+ * while jobs come and go is not rewritten each time. The same class's
+ * newer text only when interval_ms has passed since the last publication
+ * (one waits while p->pub_sig != p->in_sig). Returns 1 when a Waiting Event
+ * is due (the class published was not evented in this wait; the bit is
+ * set), else 0. */
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
-                     const char *invalid_reason, int64_t now_ms, int64_t interval_ms);
+                     const char *invalid_reason, int64_t now_ms, int64_t interval_ms, int64_t settle_ms);
 /* The same with gq_hash_str(msg) given as msg_hash (a caller that keeps it
  * with the text hashes an unchanged explanation once, not every reconcile). */
 int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const char *msg, uint64_t msg_hash,
-                            const char *invalid_reason, int64_t now_ms, int64_t interval_ms);
+                            const char *invalid_reason, int64_t now_ms, int64_t interval_ms, int64_t settle_ms);
+/* A change of the published class from to class to is published at once
+ * (1), not after the settle time (0): ctl_wait_publish. */
+int ctl_wait_class_at_once(int from, int to);
 /* Seed p, when nothing was published yet (a restarted controller), from the
  * object's current status st: when st shows the same waiting state and the
  * class cls, its message and position count as published at now_ms and the

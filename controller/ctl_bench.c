@@ -30,10 +30,15 @@
  *           --full-resync-interval, asks), nothing changed, at most 5 times;
  *   churn   --rounds rounds: the pods of --finish admitted jobs succeed,
  *           then a reconcile, with the answers to its requests: the
- *           steady state of a busy queue, CPU per admission;
+ *           steady state of a busy queue, CPU and writes per admission
+ *           (with --round-ms, the controller's clock moves that far each
+ *           round and its status-write holds keep their defaults; without,
+ *           statuses go out as soon as decided);
  *   after   --after reconciles (default --idle) with nothing changed, the
  *           finished jobs settled (dormant): what finished work still costs.
- * Each stage also prints the mean wall time of each reconcile phase. The
+ * --ctl NAME=VALUE sets a controller option (`gangq controller --NAME
+ * VALUE`), to measure what it changes.
+ * Each stage also prints the writes sent and the mean wall time of each reconcile phase. The
  * request answers and the cache updates are not counted in the reconcile's
  * CPU (they stand for the API server and the watch); they are printed
  * apart. The nodes hold about --fit of the jobs' GPUs. Not a timed test:
@@ -460,6 +465,7 @@ struct stage {
     int reconciles;
     double rc_cpu, deliver_cpu;
     uint64_t full0, quiet0;
+    uint64_t patches0, events0, creates0; /* the fake API's counts at the stage's start */
     uint64_t phase0[CTL_NPHASES];
     int churn; /* the churn stage (churn_reconcile) */
 };
@@ -513,6 +519,9 @@ static void stage_begin(const struct ctl_fake *f, struct stage *s)
     memset(s, 0, sizeof(*s));
     s->full0 = f->c->m.jobs_full;
     s->quiet0 = f->c->m.reconciles_quiet;
+    s->patches0 = f->counts.patches;
+    s->events0 = f->counts.events;
+    s->creates0 = f->counts.creates;
     memcpy(s->phase0, f->c->m.phase_ns, sizeof(s->phase0));
 }
 
@@ -526,7 +535,14 @@ static void stage_print(const struct ctl_fake *f, const char *name, const struct
            s->reconciles ? s->rc_cpu * 1e3 / s->reconciles : 0.0, (unsigned long long)(c->m.jobs_full - s->full0),
            admitted,
            admitted > 0 ? s->rc_cpu * 1e6 / (double)admitted : 0.0, s->deliver_cpu * 1e3, what);
-    printf("       phases (mean ms per reconcile, wall):");
+    uint64_t patches = f->counts.patches - s->patches0, events = f->counts.events - s->events0;
+    printf("       writes: pod creates %llu  status patches %llu  events %llu",
+           (unsigned long long)(f->counts.creates - s->creates0), (unsigned long long)patches,
+           (unsigned long long)events);
+    if (admitted > 0)
+        printf("  (status patches per admission %.2f, events %.2f)", (double)patches / (double)admitted,
+               (double)events / (double)admitted);
+    printf("\n       phases (mean ms per reconcile, wall):");
     for (int p = 0; p < CTL_NPHASES; p++)
         printf(" %s %.2f", ctl_phase_names[p],
                s->reconciles ? (double)(c->m.phase_ns[p] - s->phase0[p]) / 1e6 / s->reconciles : 0.0);
@@ -580,7 +596,7 @@ static int bench_usage(void)
     fprintf(stderr,
             "usage: gangq bench reconcile [--jobs N] [--nodes N] [--gpus-per-node N] [--teams N]\n"
             "                             [--fit F] [--idle N] [--rounds N] [--finish N] [--after N]\n"
-            "                             [--db PATH]\n");
+            "                             [--round-ms MS] [--ctl OPTION=VALUE]... [--db PATH]\n");
     return 2;
 }
 
@@ -597,8 +613,11 @@ static int int_arg(const char *s, int lo, int hi, int *out)
 int bench_reconcile(int argc, char **argv)
 {
     int njobs = 15000, teams = 30, gpn = 24, idle = 20, rounds = 50, finish = 20, nnodes = -1, after = -1;
+    int round_ms = 0;
     double fit = 0.4;
     const char *db = NULL;
+    const char *ctl_opts[16];
+    int nctl_opts = 0;
     const struct {
         const char *name;
         int lo, hi;
@@ -606,7 +625,8 @@ int bench_reconcile(int argc, char **argv)
     } iopts[] = {{"--jobs", 1, 1000000, &njobs},  {"--nodes", 1, 100000, &nnodes},
                  {"--gpus-per-node", 1, 64, &gpn}, {"--teams", 1, 1000, &teams},
                  {"--idle", 0, 100000, &idle},     {"--after", 0, 100000, &after},
-                 {"--rounds", 0, 100000, &rounds}, {"--finish", 1, 100000, &finish}};
+                 {"--rounds", 0, 100000, &rounds}, {"--finish", 1, 100000, &finish},
+                 {"--round-ms", 0, 3600000, &round_ms}};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = !v, known = 0;
@@ -623,6 +643,11 @@ int bench_reconcile(int argc, char **argv)
             bad = !*v || *end || !(fit > 0 && fit <= 1);
         } else if (!strcmp(a, "--db"))
             db = v;
+        else if (!strcmp(a, "--ctl")) {
+            bad = nctl_opts >= (int)GQ_ARRAY_LEN(ctl_opts) || !strchr(v, '=');
+            if (!bad)
+                ctl_opts[nctl_opts++] = v;
+        }
         else
             bad = 1;
         if (bad) {
@@ -655,7 +680,21 @@ int bench_reconcile(int argc, char **argv)
         fprintf(stderr, "gangq bench reconcile: %s\n", err);
         goto out;
     }
-    c->cfg.status_settle_s = 0; /* statuses as soon as decided: more writes, the dearer case */
+    /* statuses as soon as decided (more writes, the dearer case), unless the
+     * churn's rounds take time (--round-ms): then the controller's defaults,
+     * its clock moved forward each round, so held writes come due as they
+     * would in a cluster */
+    if (!round_ms)
+        c->cfg.status_settle_s = 0;
+    for (int i = 0; i < nctl_opts; i++) { /* a controller option, as `gangq controller --NAME VALUE` */
+        char name[64];
+        const char *eq = strchr(ctl_opts[i], '=');
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - ctl_opts[i]), ctl_opts[i]);
+        if (ctl_config_set(&c->cfg, name, eq + 1, err, sizeof(err))) {
+            fprintf(stderr, "gangq bench reconcile: --ctl %s: %s\n", ctl_opts[i], err);
+            goto out;
+        }
+    }
     for (int i = 0; i < nnodes; i++)
         if (add_node(f, &b, i, gpn))
             goto out;
@@ -726,11 +765,13 @@ int bench_reconcile(int argc, char **argv)
     long finished = 0;
     for (int k = 0; k < rounds; k++) {
         int done = 0;
+        ctl_clock_advance(round_ms);
         if (finish_some(f, finish, &done) || step(f, &s))
             goto out;
         finished += done;
     }
-    snprintf(what, sizeof(what), "(%ld jobs' pods succeeded, %d per round)", finished, finish);
+    snprintf(what, sizeof(what), "(%ld jobs' pods succeeded, %d per round%s)", finished, finish,
+             round_ms ? ", rounds --round-ms apart" : "");
     stage_print(f, "churn", &s, (long)(admitted_total(c) - adm0), what);
     /* idle again, with the finished jobs settled (dormant) */
     stage_begin(f, &s);

@@ -63,6 +63,11 @@ const struct ctl_option ctl_options[] = {
     {"wait-message-interval", CTL_OPT_DURATION, F(wait_message_interval_s), "60s", 0, 0, 0, NULL, " DUR",
      "a waiting job's status.message is rewritten at once when its\n"
      "state or wait reason changes, else at most this often"},
+    {"wait-reason-settle", CTL_OPT_DURATION, F(wait_reason_settle_s), "10s", 0, 0, 0, NULL, " DUR",
+     "a waiting job's wait reason that changes between capacity\n"
+     "reasons (Nodes, Quota, Reserving...) is written once the new one\n"
+     "has held this long (a reason flapping as jobs come and go is not);\n"
+     "a problem, a preemption under way, a partial admission at once"},
     {"status-settle", CTL_OPT_DURATION, F(status_settle_s), "2s", 0, 0, 0, NULL, " DUR",
      "a job's status is written at most this often (first: this long\n"
      "after creation); a state left sooner is never written; finished\n"

@@ -492,8 +492,12 @@ struct gq_ctl {
 #define CTL_READY_MAX_FAILED 3
 
 /* ctl_clock.c */
-/* The wall clock, Unix ms (CLOCK_REALTIME). */
+/* The wall clock, Unix ms (CLOCK_REALTIME), plus what ctl_clock_advance added. */
 int64_t ctl_now_ms(void);
+/* Move the controller's clock ms forward for the rest of the process: for
+ * the reconcile harness (ctl_bench.c, tests), so that time-held writes come
+ * due as in a cluster; the controller never calls it. */
+void ctl_clock_advance(int64_t ms);
 
 /* ctl_memo.c: the memo table, object sets and pod index; no loop, no I/O.
  * (ctl_str_set and ctl_str: ctl.h) */

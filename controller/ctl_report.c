@@ -706,6 +706,7 @@ void rc_waiting_publish(struct rc_ctx *r)
     struct gq_ctl *c = r->c;
     int64_t pos_iv = (int64_t)(c->cfg.position_interval_s * 1000.0);
     int64_t msg_iv = (int64_t)(c->cfg.wait_message_interval_s * 1000.0);
+    int64_t cls_iv = (int64_t)(c->cfg.wait_reason_settle_s * 1000.0);
     int epoch = r->sched_ran && (!c->pos_pub_ms || r->now - c->pos_pub_ms >= pos_iv);
     if (epoch)
         c->pos_pub_ms = r->now;
@@ -743,7 +744,7 @@ void rc_waiting_publish(struct rc_ctx *r)
         uint64_t mh = !waiting                             ? 0
                       : msg && msg == m->wait.wait_msg ? m->wait.wait_msg_hash
                                                          : gq_hash_str(msg ? msg : "");
-        if (!held && ctl_wait_publish_hashed(&m->wait.pub, j->state, waiting, msg, mh, inv, r->now, msg_iv) &&
+        if (!held && ctl_wait_publish_hashed(&m->wait.pub, j->state, waiting, msg, mh, inv, r->now, msg_iv, cls_iv) &&
             j->obj && (inv || m->wait.wait_msg)) {
             /* one per wait reason per wait: the message names the reason its
              * conditions now carry */
@@ -751,7 +752,9 @@ void rc_waiting_publish(struct rc_ctx *r)
             snprintf(emsg, sizeof(emsg), "%s: %s", ctl_wait_class_name(m->wait.pub.cls), msg ? msg : "");
             ctl_act_event(&c->act, j->obj, inv ? "Warning" : "Normal", "Waiting", emsg);
         }
-        if (!held && m->wait.pub.pub_sig != m->wait.pub.in_sig)
+        if (!held && waiting && m->wait.pub.in_cls != m->wait.pub.cls)
+            rc_due(r, m->wait.pub.in_cls_ms + cls_iv, "wait-reason"); /* published then if it holds */
+        else if (!held && m->wait.pub.pub_sig != m->wait.pub.in_sig)
             rc_due(r, m->wait.pub.msg_ms + msg_iv, "wait-message"); /* the new text is published then */
         if (waiting && epoch)
             m->wait.pub.position = inv ? 0 : ctl_position_shown(m->wait.position, c->cfg.position_head);

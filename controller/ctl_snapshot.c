@@ -1211,14 +1211,20 @@ void ctl_waitpub_release(struct ctl_waitpub *p)
 }
 
 int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *msg,
-                     const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
+                     const char *invalid_reason, int64_t now_ms, int64_t interval_ms, int64_t settle_ms)
 {
     return ctl_wait_publish_hashed(p, state, waiting, msg, waiting ? gq_hash_str(msg ? msg : "") : 0,
-                                   invalid_reason, now_ms, interval_ms);
+                                   invalid_reason, now_ms, interval_ms, settle_ms);
+}
+
+int ctl_wait_class_at_once(int from, int to)
+{
+    return from == CTL_WAIT_NONE || from == CTL_WAIT_INVALID || to == CTL_WAIT_INVALID ||
+           to == CTL_WAIT_PREEMPTING || to == CTL_WAIT_PARTIAL;
 }
 
 int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const char *msg, uint64_t msg_hash,
-                            const char *invalid_reason, int64_t now_ms, int64_t interval_ms)
+                            const char *invalid_reason, int64_t now_ms, int64_t interval_ms, int64_t settle_ms)
 {
     if (!waiting) {
         ctl_waitpub_release(p);
@@ -1235,6 +1241,8 @@ int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const
     if (!sig)
         sig = 1;
     int cls = p->in_sig == sig ? p->in_cls : ctl_wait_classify(msg, invalid_reason);
+    if (cls != p->in_cls || !p->in_cls_ms)
+        p->in_cls_ms = now_ms; /* explanations of this class are given from now on */
     p->in_sig = sig;
     p->in_cls = cls;
     int fresh = !p->set || p->state != state;
@@ -1242,11 +1250,12 @@ int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const
         p->evented = 0; /* a new wait (or a new waiting state) */
         p->position = 0;
     }
-    if (fresh || p->cls != cls) {
+    if (fresh || (p->cls != cls && (ctl_wait_class_at_once(p->cls, cls) || now_ms - p->in_cls_ms >= settle_ms))) {
         (void)ctl_str_set(&p->msg, msg, SCHED_MSG_MAX);
         p->msg_ms = now_ms;
         p->pub_sig = sig;
-    } else if (p->pub_sig != sig && now_ms - p->msg_ms >= interval_ms) {
+        p->cls = cls;
+    } else if (p->cls == cls && p->pub_sig != sig && now_ms - p->msg_ms >= interval_ms) {
         if (strcmp(ctl_str(p->msg), msg)) {
             (void)ctl_str_set(&p->msg, msg, SCHED_MSG_MAX);
             p->msg_ms = now_ms;
@@ -1255,9 +1264,8 @@ int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const
     }
     p->set = 1;
     p->state = state;
-    p->cls = cls;
-    unsigned bit = 1u << (unsigned)cls;
-    if (cls == CTL_WAIT_NONE || (p->evented & bit))
+    unsigned bit = 1u << (unsigned)p->cls; /* the class published, which a held change is not yet */
+    if (p->cls == CTL_WAIT_NONE || (p->evented & bit))
         return 0;
     p->evented |= bit;
     return 1;

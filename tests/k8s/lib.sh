@@ -86,10 +86,11 @@ gq_fakelet_loop() {
   GQ_BG_PIDS+=("$!")
 }
 
-# Scenarios run the controller with statuses settling for 0.3 s instead of 2 s (the
-# scenarios wait for states many times; the settle rule itself still runs). Later flags win:
-# a scenario's own --status-settle, or GQ_CTL_DEFAULT_ARGS= (benchmarks: the defaults).
-GQ_CTL_DEFAULT_ARGS=${GQ_CTL_DEFAULT_ARGS---status-settle 0.3s}
+# Scenarios run the controller with statuses settling for 0.3 s instead of 2 s and wait
+# reasons for 1 s instead of 10 s (the scenarios wait for states and reasons many times; the
+# settle rules themselves still run; test_ctl_flap.sh runs the default). Later flags win: a
+# scenario's own --status-settle, or GQ_CTL_DEFAULT_ARGS= (benchmarks: the defaults).
+GQ_CTL_DEFAULT_ARGS=${GQ_CTL_DEFAULT_ARGS---status-settle 0.3s --wait-reason-settle 1s}
 gq_ctl_start() {
   [ -x "${GANGQ_BIN:-}" ] || fail "GANGQ_BIN (${GANGQ_BIN:-unset}) is not an executable"
   [ -z "$GQ_CTL_PID" ] || ! kill -0 "$GQ_CTL_PID" 2>/dev/null || fail "controller already running (pid $GQ_CTL_PID)"

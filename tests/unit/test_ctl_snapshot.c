@@ -1014,7 +1014,7 @@ static void test_wait_publish(void **state)
 
     /* first sight: published at once, one Waiting Event */
     assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL,
-                                      T, IV),
+                                      T, IV, 0),
                      1);
     assert_int_equal(p.cls, CTL_WAIT_NODES);
     assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
@@ -1027,33 +1027,33 @@ static void test_wait_publish(void **state)
     for (int k = 1; k <= 20; k++) {
         char m[128];
         snprintf(m, sizeof(m), "0/3 nodes fit 4 GPUs: %d fewer than 4 free GPUs", 3 - k % 3);
-        assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, m, NULL, T + k * 1000, IV), 0); /* no Event */
+        assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, m, NULL, T + k * 1000, IV, 0), 0); /* no Event */
         char *sk = waiting_status(&job, &p, STORE_QUEUED);
         assert_string_equal(sk, s0); /* no status write */
         free(sk);
     }
     /* the detailed text is refreshed once the interval has passed */
     assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs", NULL,
-                                      T + IV, IV),
+                                      T + IV, IV, 0),
                      0);
     assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
     assert_int_equal(p.msg_ms, T + IV);
     char *s1 = waiting_status(&job, &p, STORE_QUEUED);
     assert_string_not_equal(s1, s0);
     /* and not again before another interval */
-    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 2 fewer than 4 free GPUs", NULL, T + IV + 5000, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 2 fewer than 4 free GPUs", NULL, T + IV + 5000, IV, 0);
     assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
 
     /* the class changes: published at once, a new Event */
     const char *q = "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs; team t1 quota 8/8 GPUs used, needs 4";
-    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, q, NULL, T + IV + 6000, IV), 1);
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, q, NULL, T + IV + 6000, IV, 0), 1);
     assert_int_equal(p.cls, CTL_WAIT_QUOTA);
     assert_string_equal(p.msg, q);
     char *s2 = waiting_status(&job, &p, STORE_QUEUED);
     assert_non_null(strstr(s2, "\"waitReason\":\"Quota\""));
     /* back to a class already evented in this wait: status follows, no second Event */
     assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL,
-                                      T + IV + 7000, IV),
+                                      T + IV + 7000, IV, 0),
                      0);
     assert_int_equal(p.cls, CTL_WAIT_NODES);
     assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
@@ -1062,27 +1062,27 @@ static void test_wait_publish(void **state)
     p.position = ctl_position_shown(2, 10);
     char *s3 = waiting_status(&job, &p, STORE_QUEUED);
     assert_non_null(strstr(s3, "\"position\":2"));
-    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 2 fewer than 4 free GPUs", NULL, T + IV + 8000, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 2 fewer than 4 free GPUs", NULL, T + IV + 8000, IV, 0);
     assert_int_equal(p.position, 2);
 
     /* the state changes (admitted): cleared; the next wait starts afresh */
-    assert_int_equal(ctl_wait_publish(&p, STORE_ADMITTED, 0, "admitted", NULL, T + IV + 9000, IV), 0);
+    assert_int_equal(ctl_wait_publish(&p, STORE_ADMITTED, 0, "admitted", NULL, T + IV + 9000, IV, 0), 0);
     assert_int_equal(p.position, 0);
     assert_int_equal(p.cls, CTL_WAIT_NONE);
     assert_null(p.msg); /* "" is no text */
     assert_int_equal(ctl_wait_publish(&p, STORE_PREEMPTED, 1, "waiting for 1 preempted job to stop", NULL,
-                                      T + IV + 10000, IV),
+                                      T + IV + 10000, IV, 0),
                      1);
     assert_int_equal(ctl_wait_publish(&p, STORE_PREEMPTED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL,
-                                      T + IV + 11000, IV),
+                                      T + IV + 11000, IV, 0),
                      1); /* Nodes again, but in a new wait */
     /* Queued -> Preempted (a new waiting state) publishes at once */
     assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs", NULL,
-                                      T + IV + 12000, IV),
+                                      T + IV + 12000, IV, 0),
                      1);
     assert_string_equal(p.msg, "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs");
     /* an invalid job: its own class, published at once */
-    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "team x does not exist", "UnknownTeam", T + IV + 13000, IV),
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "team x does not exist", "UnknownTeam", T + IV + 13000, IV, 0),
                      1);
     assert_int_equal(p.cls, CTL_WAIT_INVALID);
     assert_string_equal(p.msg, "team x does not exist");
@@ -1092,6 +1092,83 @@ static void test_wait_publish(void **state)
     free(s1);
     free(s2);
     free(s3);
+    api_gpujob_release(&job);
+}
+
+/* A wait reason that flips between capacity classes as jobs come and go
+ * (Nodes while the Team has quota left, Quota once admissions use it up) is
+ * not rewritten each time: a class change is published once the new class
+ * has been given for the settle time without a break; a problem, a
+ * preemption under way and the way back from a problem at once. */
+static void test_wait_publish_reason_settle(void **state)
+{
+    (void)state;
+    struct api_team t;
+    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
+                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
+                &t);
+    struct api_gpujob job;
+    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
+               "\"gpu\":{\"count\":5},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+               &job, &t, 1);
+    const int64_t IV = 60000, SETTLE = 10000, T = 1000000;
+    const char *nodes = "0/63 nodes fit 5 GPUs: 63 fewer than 5 free GPUs";
+    char quota[160];
+    struct ctl_waitpub p;
+    memset(&p, 0, sizeof(p));
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, nodes, NULL, T, IV, SETTLE), 1);
+    assert_int_equal(p.cls, CTL_WAIT_NODES);
+    char *s0 = waiting_status(&job, &p, STORE_QUEUED);
+
+    /* a second a flip, for two minutes: nothing published, no Event */
+    for (int k = 1; k <= 120; k++) {
+        snprintf(quota, sizeof(quota), "%s; team t1 quota %d/1008 GPUs used, needs 5", nodes, 1004 + k % 5);
+        assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, k % 2 ? quota : nodes, NULL, T + k * 1000, IV, SETTLE),
+                         0);
+        assert_int_equal(p.cls, CTL_WAIT_NODES);
+        char *sk = waiting_status(&job, &p, STORE_QUEUED);
+        assert_string_equal(sk, s0);
+        free(sk);
+    }
+    /* Quota for good (an admin cut the Team's quota): published once it has
+     * held for the settle time, with its Event */
+    const int64_t q0 = T + 121000;
+    snprintf(quota, sizeof(quota), "%s; team t1 quota 1008/1008 GPUs used, needs 5", nodes);
+    for (int64_t now = q0; now < q0 + SETTLE; now += 2500) {
+        assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, quota, NULL, now, IV, SETTLE), 0);
+        assert_int_equal(p.cls, CTL_WAIT_NODES);
+        assert_int_equal(p.in_cls, CTL_WAIT_QUOTA);
+        assert_int_equal(p.in_cls_ms, q0); /* what a due time for the change counts from */
+    }
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, quota, NULL, q0 + SETTLE, IV, SETTLE), 1);
+    assert_int_equal(p.cls, CTL_WAIT_QUOTA);
+    assert_string_equal(p.msg, quota);
+    char *s1 = waiting_status(&job, &p, STORE_QUEUED);
+    assert_non_null(strstr(s1, "\"waitReason\":\"Quota\""));
+
+    /* a problem is published at once, and so is the way back from it */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "team t1 does not exist", "UnknownTeam",
+                                      q0 + SETTLE + 1000, IV, SETTLE),
+                     1);
+    assert_int_equal(p.cls, CTL_WAIT_INVALID);
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, nodes, NULL, q0 + SETTLE + 2000, IV, SETTLE), 0);
+    assert_int_equal(p.cls, CTL_WAIT_NODES);
+    /* a preemption under way: at once (a decision, not the queue moving) */
+    assert_int_equal(ctl_wait_publish(&p, STORE_QUEUED, 1, "waiting for 2 preempted jobs to stop", NULL,
+                                      q0 + SETTLE + 3000, IV, SETTLE),
+                     1);
+    assert_int_equal(p.cls, CTL_WAIT_PREEMPTING);
+    /* a new wait (state changed) starts afresh: its first class at once */
+    assert_int_equal(ctl_wait_publish(&p, STORE_PREEMPTED, 1, quota, NULL, q0 + SETTLE + 4000, IV, SETTLE), 1);
+    assert_int_equal(p.cls, CTL_WAIT_QUOTA);
+    assert_true(ctl_wait_class_at_once(CTL_WAIT_NONE, CTL_WAIT_QUOTA));
+    assert_false(ctl_wait_class_at_once(CTL_WAIT_QUOTA, CTL_WAIT_RESERVING));
+    assert_false(ctl_wait_class_at_once(CTL_WAIT_RESERVING, CTL_WAIT_MIN_RUNTIME));
+    assert_true(ctl_wait_class_at_once(CTL_WAIT_NODES, CTL_WAIT_PARTIAL));
+
+    ctl_waitpub_release(&p);
+    free(s0);
+    free(s1);
     api_gpujob_release(&job);
 }
 
@@ -1110,28 +1187,28 @@ static void test_wait_publish_class_kept(void **state)
     const int64_t IV = 60000, T = 1000000;
     snprintf(buf, sizeof(buf), "team t1 quota 8/8 GPUs used, needs 4");
     for (int k = 0; k < 3; k++) {
-        ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + k, IV);
+        ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + k, IV, 0);
         assert_int_equal(p.cls, CTL_WAIT_QUOTA);
     }
     snprintf(buf, sizeof(buf), "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs"); /* same buffer, new text */
-    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + 10, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + 10, IV, 0);
     assert_int_equal(p.cls, CTL_WAIT_NODES);
-    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, "", T + 11, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, "", T + 11, IV, 0);
     assert_int_equal(p.cls, CTL_WAIT_INVALID);
-    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + 12, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, buf, NULL, T + 12, IV, 0);
     assert_int_equal(p.cls, CTL_WAIT_NODES);
-    ctl_wait_publish(&p, STORE_QUEUED, 1, "", NULL, T + 13, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "", NULL, T + 13, IV, 0);
     assert_int_equal(p.cls, CTL_WAIT_NONE);
-    ctl_wait_publish(&p, STORE_QUEUED, 1, NULL, NULL, T + 14, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, NULL, NULL, T + 14, IV, 0);
     assert_int_equal(p.cls, CTL_WAIT_NONE);
-    ctl_wait_publish(&p, STORE_QUEUED, 1, "waiting for 2 preempted jobs to stop", NULL, T + 15, IV);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "waiting for 2 preempted jobs to stop", NULL, T + 15, IV, 0);
     assert_int_equal(p.cls, CTL_WAIT_PREEMPTING);
     /* every class as ctl_wait_classify gives it, through the kept class */
     static const char *const msgs[] = {"a; reserves rack r1 for it", "2/4 replicas admitted", "x; y 0/9 nodes fit",
                                        "team t quota 1/1 GPUs used", "something else", "reserves n1"};
     for (int r = 0; r < 2; r++)
         for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
-            ctl_wait_publish(&p, STORE_QUEUED, 1, msgs[i], NULL, T + 100 + (int64_t)i, IV);
+            ctl_wait_publish(&p, STORE_QUEUED, 1, msgs[i], NULL, T + 100 + (int64_t)i, IV, 0);
             assert_int_equal(p.cls, ctl_wait_classify(msgs[i], NULL));
         }
     ctl_waitpub_release(&p);
@@ -1153,7 +1230,7 @@ static void test_wait_adopt(void **state)
     /* what the previous run wrote */
     struct ctl_waitpub p;
     memset(&p, 0, sizeof(p));
-    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000);
+    ctl_wait_publish(&p, STORE_QUEUED, 1, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs", NULL, T, 60000, 0);
     p.position = 4;
     struct ctl_jobview v = {STORE_QUEUED, p.msg, p.position, 0, "", "", 0, 0, NULL, NULL, 1, 0, T - 5000, 9,
                             ctl_wait_class_name(p.cls), NULL, 0};
@@ -1170,7 +1247,7 @@ static void test_wait_adopt(void **state)
     memset(&q, 0, sizeof(q));
     const char *now_msg = "0/3 nodes fit 4 GPUs: 1 fewer than 4 free GPUs";
     assert_int_equal(ctl_wait_adopt(&q, &back, STORE_QUEUED, ctl_wait_classify(now_msg, NULL), T + 30000), 1);
-    assert_int_equal(ctl_wait_publish(&q, STORE_QUEUED, 1, now_msg, NULL, T + 30000, 60000), 0); /* no Event */
+    assert_int_equal(ctl_wait_publish(&q, STORE_QUEUED, 1, now_msg, NULL, T + 30000, 60000, 0), 0); /* no Event */
     assert_string_equal(q.msg, "0/3 nodes fit 4 GPUs: 3 fewer than 4 free GPUs");
     assert_int_equal(q.position, 4);
     v.message = q.msg;
@@ -1369,6 +1446,7 @@ static void test_config(void **state)
     assert_int_equal(c.position_head, 10);
     assert_true(c.position_interval_s == 5);
     assert_true(c.wait_message_interval_s == 60);
+    assert_true(c.wait_reason_settle_s == 10);
     assert_int_equal(ctl_config_set(&c, "position-head", "3", err, sizeof(err)), 0);
     assert_int_equal(c.position_head, 3);
     assert_int_equal(ctl_config_set(&c, "position-head", "100000", err, sizeof(err)), GQ_EINVAL);
@@ -1513,6 +1591,7 @@ int main(void)
         cmocka_unit_test(test_burst_arrival_order),
         cmocka_unit_test(test_arrival_ranks_order),
         cmocka_unit_test(test_wait_classify),       cmocka_unit_test(test_wait_publish),
+        cmocka_unit_test(test_wait_publish_reason_settle),
         cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_wait_publish_class_kept),
         cmocka_unit_test(test_prune_gpujob),
