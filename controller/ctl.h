@@ -553,9 +553,9 @@ void ctl_waitpub_release(struct ctl_waitpub *p);
  * or Preempted). A job not waiting clears everything. A waiting job's msg is
  * published at once when nothing was or its state changed. When its class
  * changes: at once for a problem found or gone (CTL_WAIT_INVALID), a
- * preemption under way or a partial admission (ctl_wait_class_at_once);
- * between capacity classes (Nodes, Quota, Reserving, the minimum runtime,
- * ...), once explanations of the new class have been given for settle_ms
+ * preemption under way or a partial admission, and from or to them
+ * (ctl_wait_class_at_once); between capacity classes (Nodes, Quota,
+ * Reserving, the minimum runtime, ...), once explanations of the new class have been given for settle_ms
  * without a break (p->in_cls_ms), so a reason that flips back and forth
  * while jobs come and go is not rewritten each time. The same class's
  * newer text only when interval_ms has passed since the last publication
@@ -568,8 +568,13 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
  * with the text hashes an unchanged explanation once, not every reconcile). */
 int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const char *msg, uint64_t msg_hash,
                             const char *invalid_reason, int64_t now_ms, int64_t interval_ms, int64_t settle_ms);
+/* A capacity class: the job waits for room (Nodes, Quota, Reserving, the
+ * minimum runtime, other), not on a problem, a preemption under way or a
+ * partial admission (nor before any explanation). */
+int ctl_wait_class_capacity(int cls);
 /* A change of the published class from to class to is published at once
- * (1), not after the settle time (0): ctl_wait_publish. */
+ * (1), not after the settle time (0): unless both are capacity classes
+ * (ctl_wait_publish). */
 int ctl_wait_class_at_once(int from, int to);
 /* Seed p, when nothing was published yet (a restarted controller), from the
  * object's current status st: when st shows the same waiting state and the

@@ -28,6 +28,9 @@
  *           times: the cost of one event against the whole queue;
  *   full    a full pass each (as a Team, GPUPool, class or node change, or
  *           --full-resync-interval, asks), nothing changed, at most 5 times;
+ *   settle  with --round-ms only: reconciles that far apart, for at least
+ *           a minute and until one sends nothing (the statuses the stages
+ *           before held back go out);
  *   churn   --rounds rounds: the pods of --finish admitted jobs succeed,
  *           then a reconcile, with the answers to its requests: the
  *           steady state of a busy queue, CPU and writes per admission
@@ -758,6 +761,20 @@ int bench_reconcile(int argc, char **argv)
             goto out;
     }
     stage_print(f, "full", &s, 0, "(a full pass each, nothing changed)");
+    /* settle (--round-ms only): time passes until no held write is due, so
+     * that the churn counts its own writes, not the admit stage's held ones */
+    if (round_ms) {
+        stage_begin(f, &s);
+        for (int k = 0; k < 100; k++) {
+            uint64_t sent = writes_sent(f);
+            ctl_clock_advance(round_ms);
+            if (step(f, &s))
+                goto out;
+            if (k >= 60000 / round_ms && writes_sent(f) == sent)
+                break;
+        }
+        stage_print(f, "settle", &s, 0, "(--round-ms apart, until no held write is due)");
+    }
     /* churn */
     stage_begin(f, &s);
     s.churn = 1;

@@ -29,7 +29,9 @@ static uint64_t sig_str(uint64_t h, const char *s)
 }
 
 /* The signature of j's status inputs v (never 0); urgent: without the
- * position and the message text (what a refresh may change alone). */
+ * position and the message text (what a refresh may change alone); urgent
+ * 2: nor the capacity wait reason (the job's is one), which a refresh may
+ * change too for a job beyond the head of its queue (rc_job_status). */
 static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v, int urgent)
 {
     uint64_t h = GQ_HASH_SEED;
@@ -39,7 +41,7 @@ static uint64_t status_sig(const struct cj *j, const struct ctl_jobview *v, int 
                          v->run_limit_s};
     for (size_t i = 0; i < GQ_ARRAY_LEN(n); i++)
         h = sig_int(h, n[i]);
-    const char *t[] = {j->job->spec.team, v->invalid_reason, v->wait_reason, j->pl.domain,
+    const char *t[] = {j->job->spec.team, v->invalid_reason, urgent == 2 ? "capacity" : v->wait_reason, j->pl.domain,
                        urgent ? "" : v->message, v->preempted_by, v->preempt_reason, v->unschedulable};
     for (size_t i = 0; i < GQ_ARRAY_LEN(t); i++)
         h = sig_str(h, t[i]);
@@ -119,8 +121,15 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
     j->memo->status.settle_due_ms = 0;
     /* a rc_refresh (only the position or the message text changed since the
      * status last written): within --status-refresh-qps, else offered again
-     * by the next reconcile */
-    uint64_t usig = status_sig(j, &v, 1);
+     * by the next reconcile. Beyond the head of its Team's queue (no position
+     * shown), a change between capacity reasons is a refresh too: when a
+     * Team's quota frees or fills, every job of its queue may change reason
+     * at once, and that is narration the write budget pays for, not a
+     * decision (the head's change is written at once, --wait-reason-settle
+     * after it holds) */
+    int tail = waiting && !ctl_position_shown(j->memo->wait.position, r->c->cfg.position_head) &&
+               ctl_wait_class_capacity(pub->cls);
+    uint64_t usig = status_sig(j, &v, tail ? 2 : 1);
     int refresh = j->memo->status.last_status && j->memo->status.urgent_sig == usig;
     /* a refresh narrates: it waits for a token of --status-refresh-qps and
      * for the write budget (ctl_act.h), whichever comes later */

@@ -1217,10 +1217,15 @@ int ctl_wait_publish(struct ctl_waitpub *p, int state, int waiting, const char *
                                    invalid_reason, now_ms, interval_ms, settle_ms);
 }
 
+int ctl_wait_class_capacity(int cls)
+{
+    return cls == CTL_WAIT_NODES || cls == CTL_WAIT_QUOTA || cls == CTL_WAIT_RESERVING ||
+           cls == CTL_WAIT_MIN_RUNTIME || cls == CTL_WAIT_OTHER;
+}
+
 int ctl_wait_class_at_once(int from, int to)
 {
-    return from == CTL_WAIT_NONE || from == CTL_WAIT_INVALID || to == CTL_WAIT_INVALID ||
-           to == CTL_WAIT_PREEMPTING || to == CTL_WAIT_PARTIAL;
+    return !ctl_wait_class_capacity(from) || !ctl_wait_class_capacity(to);
 }
 
 int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const char *msg, uint64_t msg_hash,

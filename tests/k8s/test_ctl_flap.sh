@@ -5,7 +5,8 @@
 # flips while jobs come and go. With --wait-reason-settle 10s (the default) no waiting job's
 # status is PATCHed for the flips (counted in the API server's audit log) and no Waiting Event
 # is sent; once the quota stays at 8, the new reason is written within the settle time, with
-# one Waiting Event naming it.
+# one Waiting Event naming it. Beyond the head of the queue (--position-head 2: w3, w4) the
+# new reason is narration the write budget paces, and it is written too.
 . "$(dirname "$0")/lib.sh"
 
 ns=fl
@@ -17,7 +18,7 @@ team() { # GPUS
 }
 team 2
 gq_fakelet_loop --interval 0.3 --auto-run
-gq_ctl_start --leader-elect=false --listen 127.0.0.1:0 --event-qps 0 --wait-reason-settle 10s
+gq_ctl_start --leader-elect=false --listen 127.0.0.1:0 --event-qps 0 --wait-reason-settle 10s --position-head 2
 
 gq_job "$ns" run Batch 100 1 2 | k apply -f - >/dev/null
 wait_jsonpath 40 Running -n "$ns" gpujob run -o jsonpath='{.status.state}'
@@ -25,8 +26,9 @@ for i in 1 2 3 4; do gq_job "$ns" "w$i" Batch 50 1 4; done | k apply -f - >/dev/
 for i in 1 2 3 4; do
   wait_jsonpath 30 Quota -n "$ns" gpujob "w$i" -o jsonpath='{.status.waitReason}'
 done
-# their positions (1..4) are published at the next position epoch (--position-interval)
-wait_jsonpath 20 4 -n "$ns" gpujob w4 -o jsonpath='{.status.position}'
+# the head's positions (1, 2) are published at the next position epoch (--position-interval)
+wait_jsonpath 20 2 -n "$ns" gpujob w2 -o jsonpath='{.status.position}'
+assert_eq "" "$(k -n "$ns" get gpujob w4 -o jsonpath='{.status.position}')" "w4 (beyond the head) shows no position"
 sleep 1 # the first writes settle (--status-settle)
 waiting_events() { # NAME: Waiting Events of the job (their counts summed)
   kubectl -n "$ns" get events --field-selector "involvedObject.name=$1,reason=Waiting" \
@@ -68,4 +70,8 @@ wait_for 10 "a Waiting Event naming $reason" bash -c \
 n=$(gq_status_patch_times w2 "$t0" | wc -l)
 [ "$n" -le 2 ] || fail "w2: $n status PATCHes in all, want at most 2 (the new reason)"
 pass "quota kept at 8: w2's reason $reason written ${dt} s later ($n status PATCH), one Waiting Event for it"
+wait_jsonpath 20 Nodes -n "$ns" gpujob w4 -o jsonpath='{.status.waitReason}'
+n4=$(gq_status_patch_times w4 "$t0" | wc -l)
+[ "$n4" -le 2 ] || fail "w4: $n4 status PATCHes in all, want at most 2"
+pass "w4 (beyond the head): reason Nodes written too ($n4 status PATCH)"
 gq_ctl_stop

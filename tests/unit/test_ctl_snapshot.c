@@ -1165,6 +1165,8 @@ static void test_wait_publish_reason_settle(void **state)
     assert_false(ctl_wait_class_at_once(CTL_WAIT_QUOTA, CTL_WAIT_RESERVING));
     assert_false(ctl_wait_class_at_once(CTL_WAIT_RESERVING, CTL_WAIT_MIN_RUNTIME));
     assert_true(ctl_wait_class_at_once(CTL_WAIT_NODES, CTL_WAIT_PARTIAL));
+    assert_true(ctl_wait_class_at_once(CTL_WAIT_PREEMPTING, CTL_WAIT_QUOTA));
+    assert_false(ctl_wait_class_at_once(CTL_WAIT_OTHER, CTL_WAIT_NODES));
 
     ctl_waitpub_release(&p);
     free(s0);
