@@ -821,7 +821,10 @@ int ctl_queue_render(const struct gq_ctl *c, const char *team, struct gq_buf *ou
             !cJSON_AddStringToObject(o, "name", m->decode.job->meta.name) ||
             !cJSON_AddNumberToObject(o, "position", m->wait.position) ||
             !cJSON_AddStringToObject(o, "state", store_state_name(m->wait.pub.state)) ||
-            !cJSON_AddStringToObject(o, "waitReason", ctl_wait_class_name(m->wait.pub.cls)) ||
+            /* the live explanation's class (the status may still show an
+             * older one: --wait-reason-settle) */
+            !cJSON_AddStringToObject(o, "waitReason",
+                                     ctl_wait_class_name(m->wait.pub.in_sig ? m->wait.pub.in_cls : m->wait.pub.cls)) ||
             !cJSON_AddStringToObject(o, "message", ctl_str(m->wait.wait_msg)))
             goto out;
     }

@@ -5,7 +5,7 @@
 # flips while jobs come and go. With --wait-reason-settle 10s (the default) no waiting job's
 # status is PATCHed for the flips (counted in the API server's audit log) and no Waiting Event
 # is sent; once the quota stays at 8, the new reason is written within the settle time, with
-# one Waiting Event naming it. Beyond the head of the queue (--position-head 2: w3, w4) the
+# one Waiting Event naming it; the controller's /queue shows the live reason at once. Beyond the head of the queue (--position-head 2: w3, w4) the
 # new reason is narration the write budget paces, and it is written too.
 . "$(dirname "$0")/lib.sh"
 
@@ -53,12 +53,16 @@ for i in 1 2 3 4; do
   assert_eq Quota "$(k -n "$ns" get gpujob "w$i" -o jsonpath='{.status.waitReason}')" "w$i's reason"
 done
 assert_eq "$ev0" "$(waiting_events w2)" "w2: no Waiting Event for the flips"
-# the explanation did flip: the controller's exact view (/queue) follows the core
 pass "16 flips of the wait reason in 24 s: no status PATCH and no Waiting Event for w1..w4"
 
 # The quota stays raised: the new reason holds and is written within the settle time.
 team 8
 t1=$(date +%s.%N)
+# the controller's exact view (/queue) follows the explanation at once; the status waits
+port=$(gq_ctl_port)
+wait_for 8 "/queue: w2 waits on Nodes" bash -c \
+  "curl -sf 'http://127.0.0.1:$port/queue?team=fl' | jq -e '.jobs[] | select(.name == \"w2\") | .waitReason == \"Nodes\"' >/dev/null"
+assert_eq Quota "$(k -n "$ns" get gpujob w2 -o jsonpath='{.status.waitReason}')" "w2's status before the settle time"
 wait_for 25 "w2's reason leaves Quota" bash -c \
   "r=\$(kubectl -n $ns get gpujob w2 -o jsonpath='{.status.waitReason}'); [ -n \"\$r\" ] && [ \"\$r\" != Quota ]"
 dt=$(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -69,7 +73,7 @@ wait_for 10 "a Waiting Event naming $reason" bash -c \
   "kubectl -n $ns get events --field-selector involvedObject.name=w2,reason=Waiting -o jsonpath='{.items[*].message}' | grep -q '$reason: '"
 n=$(gq_status_patch_times w2 "$t0" | wc -l)
 [ "$n" -le 2 ] || fail "w2: $n status PATCHes in all, want at most 2 (the new reason)"
-pass "quota kept at 8: w2's reason $reason written ${dt} s later ($n status PATCH), one Waiting Event for it"
+pass "quota kept at 8: /queue showed Nodes at once; w2's status reason $reason written ${dt} s later ($n status PATCH), one Waiting Event for it"
 wait_jsonpath 20 Nodes -n "$ns" gpujob w4 -o jsonpath='{.status.waitReason}'
 n4=$(gq_status_patch_times w4 "$t0" | wc -l)
 [ "$n4" -le 2 ] || fail "w4: $n4 status PATCHes in all, want at most 2"
