@@ -841,6 +841,103 @@ static void test_reconcile_audit_retention(void **state)
         assert_true(ctl_reconcile(e->c).quiet);
 }
 
+/* Team ta's quota set to gpus (resourceVersion rv): a Team edit. */
+static void team_quota(struct env *e, int gpus, int rv)
+{
+    char json[512];
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"ta\",\"uid\":\"t1\","
+             "\"resourceVersion\":\"%d\",\"generation\":%d},\"spec\":{\"namespaces\":[\"a\"],"
+             "\"quota\":[{\"gpuType\":\"*\",\"gpus\":%d}]}}",
+             rv, rv, gpus);
+    put(e, INF_TEAMS, KUBE_EV_MODIFIED, json);
+}
+
+/* The resourceVersion of GPUJob jN as cached (each status patch answered
+ * changes it). */
+static long job_rv(struct env *e, int i)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "a/j%d", i);
+    const char *rv = ctl_obj_str(ctl_fake_get(e->f, INF_JOBS, key), "metadata", "resourceVersion");
+    assert_non_null(rv);
+    return strtol(rv, NULL, 10);
+}
+
+static int published_class(struct env *e, int i)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "a/j%d", i);
+    struct ctl_memo *m = ctl_memo_get(&e->c->memo, key, 0);
+    assert_non_null(m);
+    return m->wait.pub.cls;
+}
+
+/* A wait reason that flips between Quota and Nodes every second (the Team's
+ * quota cut and raised) is not rewritten; kept, it is written once it has
+ * held --wait-reason-settle, for the head of the queue and (paid by the
+ * write budget) beyond it. Runs last: it moves the controller's clock. */
+static void test_reconcile_reason_flips(void **state)
+{
+    struct env *e = *state;
+    e->c->cfg.status_settle_s = 2; /* the defaults but --position-head */
+    e->c->cfg.wait_reason_settle_s = 10;
+    e->c->cfg.position_head = 1;
+    /* 6 GPUs held on each node (2 free on each); three 4-GPU jobs wait */
+    put_job_of(e, 0, "u0", "Batch", 100, 6);
+    put_job_of(e, 9, "u9", "Batch", 100, 6);
+    team_quota(e, 12, 2);
+    for (int k = 0; k < 3; k++) {
+        ctl_clock_advance(3000);
+        settle(e);
+    }
+    assert_true(holding(state_of(e, 0)) && holding(state_of(e, 9)));
+    put_job_of(e, 1, "u1", "Batch", 50, 4);
+    put_job_of(e, 2, "u2", "Batch", 50, 4);
+    put_job_of(e, 3, "u3", "Batch", 50, 4);
+    for (int k = 0; k < 3; k++) {
+        ctl_clock_advance(3000);
+        settle(e);
+    }
+    long rv[4];
+    for (int i = 1; i <= 3; i++) {
+        assert_int_equal(state_of(e, i), STORE_QUEUED);
+        assert_int_equal(published_class(e, i), CTL_WAIT_QUOTA);
+        rv[i] = job_rv(e, i);
+    }
+    /* 16 flips, a second apart */
+    int trv = 3;
+    for (int k = 0; k < 16; k++) {
+        team_quota(e, k % 2 ? 12 : 32, trv++);
+        ctl_clock_advance(1000);
+        settle(e);
+        for (int i = 1; i <= 3; i++) {
+            assert_int_equal(published_class(e, i), CTL_WAIT_QUOTA);
+            assert_int_equal(job_rv(e, i), rv[i]); /* no status patch */
+        }
+    }
+    /* quota 32 for good: written once the new reason has held 10 s */
+    team_quota(e, 32, trv++);
+    settle(e);
+    for (int t = 1; t <= 9; t++) {
+        ctl_clock_advance(1000);
+        settle(e);
+        assert_int_equal(published_class(e, 1), CTL_WAIT_QUOTA);
+        assert_int_equal(job_rv(e, 1), rv[1]);
+    }
+    for (int t = 0; t < 5; t++) { /* the head at once; beyond it at the budget's floor (1/s) */
+        ctl_clock_advance(1000);
+        settle(e);
+    }
+    /* the first reserves the nodes it waits for, the others wait on them */
+    assert_int_equal(published_class(e, 1), CTL_WAIT_RESERVING);
+    for (int i = 1; i <= 3; i++) {
+        if (i > 1)
+            assert_int_equal(published_class(e, i), CTL_WAIT_NODES);
+        assert_int_not_equal(job_rv(e, i), rv[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -853,6 +950,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_finished_echo_wakes_ttl_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_not_while_deleting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl_refused_backs_off, setup, teardown),
+        /* last: it moves the controller's clock (ctl_clock_advance) */
+        cmocka_unit_test_setup_teardown(test_reconcile_reason_flips, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
