@@ -166,6 +166,19 @@ static void pod_phase(struct env *e, const char *key, const char *phase)
     status_modified(e, INF_PODS, key, "phase", phase, NULL, NULL);
 }
 
+/* Team ta (namespace a) with a quota of gpus GPUs of any type, at
+ * resourceVersion and generation rv, as an event of type. */
+static void team_quota(struct env *e, enum kube_event_type type, int gpus, int rv)
+{
+    char json[512];
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"ta\",\"uid\":\"t1\","
+             "\"resourceVersion\":\"%d\",\"generation\":%d},\"spec\":{\"namespaces\":[\"a\"],"
+             "\"quota\":[{\"gpuType\":\"*\",\"gpus\":%d}]}}",
+             rv, rv, gpus);
+    put(e, INF_TEAMS, type, json);
+}
+
 static int setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
@@ -188,10 +201,7 @@ static int setup(void **state)
                  n, n, n);
         put(e, INF_NODES, KUBE_EV_ADDED, json);
     }
-    put(e, INF_TEAMS, KUBE_EV_ADDED,
-        "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"ta\",\"uid\":\"t1\","
-        "\"resourceVersion\":\"1\",\"generation\":1},\"spec\":{\"namespaces\":[\"a\"],"
-        "\"quota\":[{\"gpuType\":\"*\",\"gpus\":16}]}}");
+    team_quota(e, KUBE_EV_ADDED, 16, 1);
     *state = e;
     return 0;
 }
@@ -841,18 +851,6 @@ static void test_reconcile_audit_retention(void **state)
         assert_true(ctl_reconcile(e->c).quiet);
 }
 
-/* Team ta's quota set to gpus (resourceVersion rv): a Team edit. */
-static void team_quota(struct env *e, int gpus, int rv)
-{
-    char json[512];
-    snprintf(json, sizeof(json),
-             "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"ta\",\"uid\":\"t1\","
-             "\"resourceVersion\":\"%d\",\"generation\":%d},\"spec\":{\"namespaces\":[\"a\"],"
-             "\"quota\":[{\"gpuType\":\"*\",\"gpus\":%d}]}}",
-             rv, rv, gpus);
-    put(e, INF_TEAMS, KUBE_EV_MODIFIED, json);
-}
-
 /* The resourceVersion of GPUJob jN as cached (each status patch answered
  * changes it). */
 static long job_rv(struct env *e, int i)
@@ -886,7 +884,7 @@ static void test_reconcile_reason_flips(void **state)
     /* 6 GPUs held on each node (2 free on each); three 4-GPU jobs wait */
     put_job_of(e, 0, "u0", "Batch", 100, 6);
     put_job_of(e, 9, "u9", "Batch", 100, 6);
-    team_quota(e, 12, 2);
+    team_quota(e, KUBE_EV_MODIFIED, 12, 2);
     for (int k = 0; k < 3; k++) {
         ctl_clock_advance(3000);
         settle(e);
@@ -908,7 +906,7 @@ static void test_reconcile_reason_flips(void **state)
     /* 16 flips, a second apart */
     int trv = 3;
     for (int k = 0; k < 16; k++) {
-        team_quota(e, k % 2 ? 12 : 32, trv++);
+        team_quota(e, KUBE_EV_MODIFIED, k % 2 ? 12 : 32, trv++);
         ctl_clock_advance(1000);
         settle(e);
         for (int i = 1; i <= 3; i++) {
@@ -917,7 +915,7 @@ static void test_reconcile_reason_flips(void **state)
         }
     }
     /* quota 32 for good: written once the new reason has held 10 s */
-    team_quota(e, 32, trv++);
+    team_quota(e, KUBE_EV_MODIFIED, 32, trv++);
     settle(e);
     for (int t = 1; t <= 9; t++) {
         ctl_clock_advance(1000);

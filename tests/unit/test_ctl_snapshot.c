@@ -997,17 +997,26 @@ static char *waiting_status(const struct api_gpujob *job, const struct ctl_waitp
     return s;
 }
 
-static void test_wait_publish(void **state)
+/* Job ns1/w of one replica of gpus GPUs, of Team t1 (decoded into job). */
+static void waiting_job(struct api_gpujob *job, int gpus)
 {
-    (void)state;
     struct api_team t;
     decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
                 "\"spec\":{\"namespaces\":[\"ns1\"]}}",
                 &t);
+    char json[512];
+    snprintf(json, sizeof(json),
+             JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
+                      "\"gpu\":{\"count\":%d},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
+             gpus);
+    decode_job(json, job, &t, 1);
+}
+
+static void test_wait_publish(void **state)
+{
+    (void)state;
     struct api_gpujob job;
-    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
-               "\"gpu\":{\"count\":4},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
-               &job, &t, 1);
+    waiting_job(&job, 4);
     const int64_t IV = 60000, T = 1000000;
     struct ctl_waitpub p;
     memset(&p, 0, sizeof(p));
@@ -1103,14 +1112,8 @@ static void test_wait_publish(void **state)
 static void test_wait_publish_reason_settle(void **state)
 {
     (void)state;
-    struct api_team t;
-    decode_team("{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"Team\",\"metadata\":{\"name\":\"t1\"},"
-                "\"spec\":{\"namespaces\":[\"ns1\"]}}",
-                &t);
     struct api_gpujob job;
-    decode_job(JOB_HEAD "{\"name\":\"w\",\"namespace\":\"ns1\"},\"spec\":{\"replicas\":1,"
-               "\"gpu\":{\"count\":5},\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}",
-               &job, &t, 1);
+    waiting_job(&job, 5);
     const int64_t IV = 60000, SETTLE = 10000, T = 1000000;
     const char *nodes = "0/63 nodes fit 5 GPUs: 63 fewer than 5 free GPUs";
     char quota[160];
