@@ -555,9 +555,10 @@ void ctl_waitpub_release(struct ctl_waitpub *p);
  * changes: at once for a problem found or gone (CTL_WAIT_INVALID), a
  * preemption under way or a partial admission, and from or to them
  * (ctl_wait_class_at_once); between capacity classes (Nodes, Quota,
- * Reserving, the minimum runtime, ...), once explanations of the new class have been given for settle_ms
- * without a break (p->in_cls_ms), so a reason that flips back and forth
- * while jobs come and go is not rewritten each time. The same class's
+ * Reserving, the minimum runtime, ...), once explanations of the new class
+ * have been given for settle_ms without a break (p->in_cls_ms), so a reason
+ * that flips back and forth while jobs come and go is not rewritten each
+ * time. The same class's
  * newer text only when interval_ms has passed since the last publication
  * (one waits while p->pub_sig != p->in_sig). Returns 1 when a Waiting Event
  * is due (the class published was not evented in this wait; the bit is

@@ -468,7 +468,7 @@ struct stage {
     int reconciles;
     double rc_cpu, deliver_cpu;
     uint64_t full0, quiet0;
-    uint64_t patches0, events0, creates0; /* the fake API's counts at the stage's start */
+    struct ctl_fake_counts counts0; /* the fake API's counts at the stage's start */
     uint64_t phase0[CTL_NPHASES];
     int churn; /* the churn stage (churn_reconcile) */
 };
@@ -522,9 +522,7 @@ static void stage_begin(const struct ctl_fake *f, struct stage *s)
     memset(s, 0, sizeof(*s));
     s->full0 = f->c->m.jobs_full;
     s->quiet0 = f->c->m.reconciles_quiet;
-    s->patches0 = f->counts.patches;
-    s->events0 = f->counts.events;
-    s->creates0 = f->counts.creates;
+    s->counts0 = f->counts;
     memcpy(s->phase0, f->c->m.phase_ns, sizeof(s->phase0));
 }
 
@@ -538,9 +536,9 @@ static void stage_print(const struct ctl_fake *f, const char *name, const struct
            s->reconciles ? s->rc_cpu * 1e3 / s->reconciles : 0.0, (unsigned long long)(c->m.jobs_full - s->full0),
            admitted,
            admitted > 0 ? s->rc_cpu * 1e6 / (double)admitted : 0.0, s->deliver_cpu * 1e3, what);
-    uint64_t patches = f->counts.patches - s->patches0, events = f->counts.events - s->events0;
+    uint64_t patches = f->counts.patches - s->counts0.patches, events = f->counts.events - s->counts0.events;
     printf("       writes: pod creates %llu  status patches %llu  events %llu",
-           (unsigned long long)(f->counts.creates - s->creates0), (unsigned long long)patches,
+           (unsigned long long)(f->counts.creates - s->counts0.creates), (unsigned long long)patches,
            (unsigned long long)events);
     if (admitted > 0)
         printf("  (status patches per admission %.2f, events %.2f)", (double)patches / (double)admitted,

@@ -62,7 +62,7 @@ const struct ctl_option ctl_options[] = {
      "positions and pendingHead refreshed at most this often"},
     {"wait-message-interval", CTL_OPT_DURATION, F(wait_message_interval_s), "60s", 0, 0, 0, NULL, " DUR",
      "a waiting job's status.message is rewritten at once when its\n"
-     "state or wait reason changes, else at most this often"},
+     "state or (settled) wait reason changes, else at most this often"},
     {"wait-reason-settle", CTL_OPT_DURATION, F(wait_reason_settle_s), "10s", 0, 0, 0, NULL, " DUR",
      "a waiting job's wait reason that changes between capacity\n"
      "reasons (Nodes, Quota, Reserving...) is written once the new one\n"

@@ -174,6 +174,11 @@ gq_status_patch_times() { # NAME AFTER
     "$GQ_ENV_DIR/audit.log" 2>/dev/null |
     while read -r ts; do date -u -d "$ts" +%s.%N; done
 }
+# The Waiting Events of GPUJob NAME in namespace NS, their counts summed.
+gq_waiting_events() { # NS NAME
+  kubectl -n "$1" get events --field-selector "involvedObject.name=$2,reason=Waiting" \
+    -o jsonpath='{range .items[*]}{.count}{"\n"}{end}' | awk '{ s += ($1 ? $1 : 1) } END { print s + 0 }'
+}
 gq_ctl_alive() { [ -n "$GQ_CTL_PID" ] && kill -0 "$GQ_CTL_PID" 2>/dev/null; }
 
 gq_ctl_stop() {

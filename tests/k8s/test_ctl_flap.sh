@@ -30,11 +30,7 @@ done
 wait_jsonpath 20 2 -n "$ns" gpujob w2 -o jsonpath='{.status.position}'
 assert_eq "" "$(k -n "$ns" get gpujob w4 -o jsonpath='{.status.position}')" "w4 (beyond the head) shows no position"
 sleep 1 # the first writes settle (--status-settle)
-waiting_events() { # NAME: Waiting Events of the job (their counts summed)
-  kubectl -n "$ns" get events --field-selector "involvedObject.name=$1,reason=Waiting" \
-    -o jsonpath='{range .items[*]}{.count}{"\n"}{end}' | awk '{ s += ($1 ? $1 : 1) } END { print s + 0 }'
-}
-ev0=$(waiting_events w2)
+ev0=$(gq_waiting_events "$ns" w2)
 assert_eq 1 "$ev0" "w2: one Waiting Event for Quota"
 pass "w1..w4 wait on Quota (team fl 2 GPUs, run holds them): \"$(k -n "$ns" get gpujob w2 -o jsonpath='{.status.message}')\""
 
@@ -52,7 +48,7 @@ for i in 1 2 3 4; do
   [ "$n" -eq 0 ] || fail "w$i: $n status PATCHes while its reason flipped 16 times, want none"
   assert_eq Quota "$(k -n "$ns" get gpujob "w$i" -o jsonpath='{.status.waitReason}')" "w$i's reason"
 done
-assert_eq "$ev0" "$(waiting_events w2)" "w2: no Waiting Event for the flips"
+assert_eq "$ev0" "$(gq_waiting_events "$ns" w2)" "w2: no Waiting Event for the flips"
 pass "16 flips of the wait reason in 24 s: no status PATCH and no Waiting Event for w1..w4"
 
 # The quota stays raised: the new reason holds and is written within the settle time.

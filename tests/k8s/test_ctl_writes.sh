@@ -31,10 +31,6 @@ patches() {
 }
 head_names() { kubectl get team wr -o json | jq -r '[.status.pendingHead[]?.name] | join(" ")'; }
 head_positions() { kubectl get team wr -o json | jq -r '[.status.pendingHead[]?.position | tostring] | join(" ")'; }
-waiting_events() { # NAME: Waiting Events of the job (their counts summed)
-  kubectl -n "$ns" get events --field-selector "involvedObject.name=$1,reason=Waiting" \
-    -o jsonpath='{range .items[*]}{.count}{"\n"}{end}' | awk '{ s += ($1 ? $1 : 1) } END { print s + 0 }'
-}
 
 wait_jsonpath 30 "j01 j02 j03 j04 j05 " team wr -o jsonpath='{range .status.pendingHead[*]}{.name}{" "}{end}'
 assert_eq "1 2 3 4 5" "$(head_positions)" "Team pendingHead positions"
@@ -90,11 +86,11 @@ pass "$tail: $p1 status PATCHes over $moves queue moves (unchanged); $mid (now i
 
 # Events: at most one Waiting Event per job per reason class (at most 3 classes here:
 # Nodes, Reserving at the head, and none repeated)
-ev=$(waiting_events "$tail")
+ev=$(gq_waiting_events "$ns" "$tail")
 [ "$ev" -ge 1 ] && [ "$ev" -le 1 ] || fail "$tail: $ev Waiting Events, want exactly 1 (one reason)"
 total=0
 for i in $(seq -w 1 30); do
-  n=$(waiting_events "j$i")
+  n=$(gq_waiting_events "$ns" "j$i")
   [ "$n" -le 2 ] || fail "j$i: $n Waiting Events, want at most one per reason (Nodes, Reserving)"
   total=$((total + n))
 done
@@ -113,7 +109,7 @@ sleep 4 # a few reconciles (2 s resync)
 after=$(jq -c 'select(.verb == "patch" and .objectRef.resource == "gpujobs" and (.userAgent // "" | startswith("gangq")))' \
   "$GQ_ENV_DIR/audit.log" | wc -l)
 assert_eq "$p1" "$(patches "$tail")" "$tail not rewritten after a restart"
-assert_eq "$ev" "$(waiting_events "$tail")" "no new Waiting Event for $tail after a restart"
+assert_eq "$ev" "$(gq_waiting_events "$ns" "$tail")" "no new Waiting Event for $tail after a restart"
 # the running job (its admission) may be written again; the 21 waiting ones are not
 [ $((after - before)) -le 2 ] || fail "$((after - before)) GPUJob status PATCHes after a restart, want at most 2"
 pass "restart: $((after - before)) GPUJob status PATCHes, none for the waiting jobs' unchanged waits"
