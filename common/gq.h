@@ -126,6 +126,14 @@ static inline uint64_t gq_hash_str(const char *s)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
+/* A 64-bit word into hash h (a multiply and a shift: for keys made of
+ * integers, where gq_hash_bytes' byte loop is the dearer part of a lookup).
+ * Same caveat as gq_hash_bytes. */
+static inline uint64_t gq_hash_u64(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
 #define GQ_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GQ_MAX(a, b) ((a) > (b) ? (a) : (b))
 

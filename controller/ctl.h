@@ -99,7 +99,7 @@ struct ctl_config {
                                     * pools', classes', nodes') */
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     int max_reconcile_share;       /* percent of the time reconciles may take while events
-                                    * stream in (adaptive batching); default 10 */
+                                    * stream in (adaptive batching); default 30 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
     int allow_http_token;          /* --insecure-allow-http-token: bearer token to a non-https server */

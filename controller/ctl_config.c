@@ -51,7 +51,7 @@ const struct ctl_option ctl_options[] = {
      "every job, waiting ones too, examined again at least this often\n"
      "(anything an event did not say); a Team, GPUPool, PriorityClass\n"
      "or node change does so at once"},
-    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "10", 0, 1, 100, NULL, " PCT",
+    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "30", 0, 1, 100, NULL, " PCT",
      "while events stream in, reconciles take at most this share of\n"
      "the time: after one that took T, the next starts no sooner than\n"
      "T*(100-PCT)/PCT later (events meanwhile are batched into it)"},

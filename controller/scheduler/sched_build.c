@@ -229,18 +229,13 @@ int cy_skey_get(struct cy *cy, int jx, const struct sc_req *r)
 static uint64_t key_hash(const struct cy_key *k)
 {
     uint64_t h = GQ_HASH_SEED;
-    h = gq_hash_bytes(h, &k->skey, sizeof(k->skey));
-    h = gq_hash_bytes(h, &k->gpus, sizeof(k->gpus));
-    h = gq_hash_bytes(h, &k->milli, sizeof(k->milli));
-    h = gq_hash_bytes(h, &k->cpu, sizeof(k->cpu));
-    h = gq_hash_bytes(h, &k->mem, sizeof(k->mem));
-    h = gq_hash_bytes(h, &k->want, sizeof(k->want));
-    h = gq_hash_bytes(h, &k->gang, sizeof(k->gang));
-    h = gq_hash_bytes(h, &k->L, sizeof(k->L));
-    h = gq_hash_bytes(h, &k->P, sizeof(k->P));
-    h = gq_hash_bytes(h, &k->S, sizeof(k->S));
-    h = gq_hash_bytes(h, &k->run_s, sizeof(k->run_s));
-    return h;
+    h = gq_hash_u64(h, (uint64_t)(uint32_t)k->skey << 32 | (uint32_t)k->gpus);
+    h = gq_hash_u64(h, (uint64_t)(uint32_t)k->milli << 32 | (uint32_t)k->want);
+    h = gq_hash_u64(h, (uint64_t)k->cpu);
+    h = gq_hash_u64(h, (uint64_t)k->mem);
+    h = gq_hash_u64(h, (uint64_t)(uint32_t)k->gang << 32 | (uint32_t)k->L);
+    h = gq_hash_u64(h, (uint64_t)(uint32_t)k->P << 32 | (uint32_t)k->S);
+    return gq_hash_u64(h, (uint64_t)k->run_s);
 }
 
 static int key_eq(const struct cy_key *a, const struct cy_key *b)

@@ -348,6 +348,15 @@ int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *sha
 }
 
 /* Request id for the score cache; -1 when the table is full (no caching). */
+static uint64_t req_hash(const struct sc_req *r)
+{
+    uint64_t h = gq_hash_u64(GQ_HASH_SEED, (uint64_t)(uint32_t)r->gpus << 32 | (uint32_t)r->milli);
+    h = gq_hash_u64(h, (uint64_t)r->cpu);
+    h = gq_hash_u64(h, (uint64_t)r->mem);
+    h = gq_hash_u64(h, r->types);
+    return gq_hash_u64(h, (uint64_t)r->min_mem_mib);
+}
+
 static int req_id(struct sched_index *ix, const struct sc_req *r)
 {
     if (ix->nreq >= IX_MAX_REQS)
@@ -360,7 +369,7 @@ static int req_id(struct sched_index *ix, const struct sc_req *r)
         for (size_t i = 0; i < ns; i++)
             s[i] = -1;
         for (int id = 0; id < ix->nreq; id++) {
-            size_t j = (size_t)gq_hash_bytes(GQ_HASH_SEED, &ix->reqs[id], sizeof(struct sc_req)) &
+            size_t j = (size_t)req_hash(&ix->reqs[id]) &
                        (ns - 1);
             while (s[j] >= 0)
                 j = (j + 1) & (ns - 1);
@@ -370,7 +379,7 @@ static int req_id(struct sched_index *ix, const struct sc_req *r)
         ix->rslots = s;
         ix->nrslots = ns;
     }
-    size_t j = (size_t)gq_hash_bytes(GQ_HASH_SEED, r, sizeof(*r)) & (ix->nrslots - 1);
+    size_t j = (size_t)req_hash(r) & (ix->nrslots - 1);
     while (ix->rslots[j] >= 0) {
         if (memcmp(&ix->reqs[ix->rslots[j]], r, sizeof(*r)) == 0)
             return ix->rslots[j];

@@ -1577,7 +1577,7 @@ static void test_batch_delay(void **state)
     struct ctl_config c;
     char err[256];
     ctl_config_default(&c);
-    assert_int_equal(c.max_reconcile_share, 10);
+    assert_int_equal(c.max_reconcile_share, 30);
     assert_int_equal(ctl_config_set(&c, "max-reconcile-share", "0", err, sizeof(err)), GQ_EINVAL);
     assert_non_null(strstr(err, "max-reconcile-share"));
     assert_int_equal(ctl_config_set(&c, "max-reconcile-share", "100", err, sizeof(err)), 0);
