@@ -322,29 +322,24 @@ static int row_gone(const struct rc_ctx *r, int *k, const struct store_job *row)
     return *k >= r->njobs || cmp != 0;
 }
 
-/* rc_job_prepare of job i reads its memo, the decode the memo keeps and the
- * store row it kept, all anywhere in the heap: a clean job's look is mostly
- * waiting for them. Fetched ahead: the memo's first lines OBSERVE_AHEAD jobs
- * ahead, what they point to half as far (read from the memo fetched then). */
-#define OBSERVE_AHEAD 8
+/* rc_job_prepare of job i reads its memo (up to its decode), the decode the
+ * memo keeps and the store row it kept, all anywhere in the heap: a clean
+ * job's look is mostly waiting for them, so they are fetched ahead. */
 static void observe_prefetch(const struct rc_ctx *r, int i)
 {
-    if (i + OBSERVE_AHEAD < r->njobs) {
-        const struct ctl_objent *e = r->jobs[i + OBSERVE_AHEAD].ent;
-        const struct ctl_memo *m = e ? e->memo : NULL;
-        if (m)
-            for (int k = 0; k < 4; k++)
-                __builtin_prefetch((const char *)m + 64 * k);
+    if (i + GQ_PREFETCH_AHEAD < r->njobs) {
+        const struct ctl_objent *e = r->jobs[i + GQ_PREFETCH_AHEAD].ent;
+        gq_prefetch(e ? e->memo : NULL, offsetof(struct ctl_memo, decode) + sizeof(struct ctl_memo_decode));
     }
-    if (i + OBSERVE_AHEAD / 2 < r->njobs) {
-        const struct ctl_objent *e = r->jobs[i + OBSERVE_AHEAD / 2].ent;
+    if (i + GQ_PREFETCH_AHEAD / 2 < r->njobs) {
+        const struct ctl_objent *e = r->jobs[i + GQ_PREFETCH_AHEAD / 2].ent;
         const struct ctl_memo *m = e ? e->memo : NULL;
         if (m && m->decode.job) {
-            __builtin_prefetch(m->decode.job->meta.uid);
-            __builtin_prefetch(&m->decode.job->meta.generation);
+            gq_prefetch(m->decode.job->meta.uid, 1);
+            gq_prefetch(&m->decode.job->meta.generation, 1);
         }
-        if (m && m->decode.row)
-            __builtin_prefetch(m->decode.row);
+        if (m)
+            gq_prefetch(m->decode.row, 1);
     }
 }
 

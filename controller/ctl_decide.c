@@ -134,9 +134,6 @@ static int decide_preempt(struct rc_ctx *r, struct ctl_snap *s, const struct sch
     return 0;
 }
 
-/* How many jobs ahead rc_run_sched fetches a job's row and memo. */
-#define RC_PREFETCH 8
-
 int rc_run_sched(struct rc_ctx *r)
 {
     struct gq_ctl *c = r->c;
@@ -168,14 +165,14 @@ int rc_run_sched(struct rc_ctx *r)
     for (int i = 0; i < r->njobs; i++) {
         struct cj *j = &r->jobs[i];
         int st = j->state;
-        if (i + RC_PREFETCH < r->njobs) {
+        if (i + GQ_PREFETCH_AHEAD < r->njobs) {
             /* rows and memos lie anywhere in the heap: fetch ahead the parts
              * read below */
-            const struct cj *a = &r->jobs[i + RC_PREFETCH];
-            __builtin_prefetch(a->row);
+            const struct cj *a = &r->jobs[i + GQ_PREFETCH_AHEAD];
+            gq_prefetch(a->row, 1);
             if (a->memo) {
-                __builtin_prefetch(&a->memo->wait);
-                __builtin_prefetch(&a->memo->victims);
+                gq_prefetch(&a->memo->wait, 1);
+                gq_prefetch(&a->memo->victims, 1);
             }
         }
         /* a job that waits on a problem (unknown or deleted Team, pool, ...) is
@@ -236,10 +233,10 @@ int rc_run_sched(struct rc_ctx *r)
     for (int k = 0; k < res->n; k++) {
         const struct sched_decision *d = &res->d[k];
         struct cj *j = &r->jobs[s.job_in[d->job]];
-        if (k + RC_PREFETCH < res->n) { /* decisions come in the core's order, memos anywhere */
-            const struct ctl_memo *am = r->jobs[s.job_in[res->d[k + RC_PREFETCH].job]].memo;
+        if (k + GQ_PREFETCH_AHEAD < res->n) { /* decisions come in the core's order, memos anywhere */
+            const struct ctl_memo *am = r->jobs[s.job_in[res->d[k + GQ_PREFETCH_AHEAD].job]].memo;
             if (am)
-                __builtin_prefetch(&am->wait);
+                gq_prefetch(&am->wait, 1);
         }
         if (d->kind == SCHED_ADMIT)
             rc = decide_admit(r, &s, d);

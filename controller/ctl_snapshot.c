@@ -737,9 +737,6 @@ static int snap_job_find(const struct ctl_snap *s, int nj, const char *key)
     return -1;
 }
 
-/* How many jobs ahead ctl_snap_build fetches a job's spec. */
-#define SNAP_PREFETCH 8
-
 int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, size_t errlen)
 {
     int rc = 0;
@@ -914,18 +911,12 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
         const struct ctl_jobin *ji = &in->jobs[i];
         const struct api_gpujob_spec *sp = &ji->job->spec;
         struct sched_job *j = &s->jobs[nj];
-        if (i + SNAP_PREFETCH < in->njobs) {
-            /* the jobs' decodes lie anywhere in the heap: fetch ahead the
-             * lines of the spec read below and the Team name it points to */
-            const struct api_gpujob_spec *ahead = &in->jobs[i + SNAP_PREFETCH].job->spec;
-            __builtin_prefetch(ahead);
-            __builtin_prefetch((const char *)ahead + 64);
-            __builtin_prefetch((const char *)ahead + 128);
-            __builtin_prefetch((const char *)ahead + 192);
-            __builtin_prefetch((const char *)ahead + 256);
-            if (i + SNAP_PREFETCH / 2 < in->njobs)
-                __builtin_prefetch(in->jobs[i + SNAP_PREFETCH / 2].job->spec.team);
-        }
+        /* the jobs' decodes lie anywhere in the heap: fetch ahead the spec
+         * read below and the Team name it points to */
+        if (i + GQ_PREFETCH_AHEAD < in->njobs)
+            gq_prefetch(&in->jobs[i + GQ_PREFETCH_AHEAD].job->spec, sizeof(struct api_gpujob_spec));
+        if (i + GQ_PREFETCH_AHEAD / 2 < in->njobs)
+            gq_prefetch(in->jobs[i + GQ_PREFETCH_AHEAD / 2].job->spec.team, 1);
         j->id = ji->key;
         j->team = ctl_team_find(in->teams, in->nteams, sp->team, &tlast);
         j->cls = (enum sched_class)class_idx(sp->class);

@@ -347,7 +347,6 @@ int sched_index_set_shapes(struct sched_index *ix, const struct sched_shape *sha
     return 0;
 }
 
-/* Request id for the score cache; -1 when the table is full (no caching). */
 static uint64_t req_hash(const struct sc_req *r)
 {
     uint64_t h = gq_hash_u64(GQ_HASH_SEED, (uint64_t)(uint32_t)r->gpus << 32 | (uint32_t)r->milli);
@@ -357,6 +356,7 @@ static uint64_t req_hash(const struct sc_req *r)
     return gq_hash_u64(h, (uint64_t)r->min_mem_mib);
 }
 
+/* Request id for the score cache; -1 when the table is full (no caching). */
 static int req_id(struct sched_index *ix, const struct sc_req *r)
 {
     if (ix->nreq >= IX_MAX_REQS)
@@ -369,8 +369,7 @@ static int req_id(struct sched_index *ix, const struct sc_req *r)
         for (size_t i = 0; i < ns; i++)
             s[i] = -1;
         for (int id = 0; id < ix->nreq; id++) {
-            size_t j = (size_t)req_hash(&ix->reqs[id]) &
-                       (ns - 1);
+            size_t j = (size_t)req_hash(&ix->reqs[id]) & (ns - 1);
             while (s[j] >= 0)
                 j = (j + 1) & (ns - 1);
             s[j] = id;
