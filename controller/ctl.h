@@ -100,6 +100,8 @@ struct ctl_config {
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     int max_reconcile_share;       /* percent of the time reconciles may take while events
                                     * stream in (adaptive batching); default 30 */
+    double io_collect_interval_s;  /* socket I/O taken at most this often (libev
+                                    * io_collect_interval); 0 = at once; default 0.02 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
     int64_t db_max_pages;          /* 0 = no cap; else store_set_max_pages (tests, safety cap) */
     int allow_http_token;          /* --insecure-allow-http-token: bearer token to a non-https server */
@@ -174,7 +176,7 @@ struct ctl_option {
     size_t off, size;      /* the field in struct ctl_config */
     const char *def;       /* default as option text; NULL = zero */
     double dlo;            /* durations: lowest value */
-    int64_t ilo, ihi;      /* integers: range */
+    int64_t ilo, ihi;      /* integers: range; durations: ihi > 0 = highest value, seconds */
     const char *expect;    /* what a bad value is told it should be (NULL: from the kind) */
     const char *meta;      /* usage: " PATH", "=BOOL" */
     const char *help;      /* usage text; '\n' continues on an indented line */

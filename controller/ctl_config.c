@@ -55,6 +55,10 @@ const struct ctl_option ctl_options[] = {
      "while events stream in, reconciles take at most this share of\n"
      "the time: after one that took T, the next starts no sooner than\n"
      "T*(100-PCT)/PCT later (events meanwhile are batched into it)"},
+    {"io-collect-interval", CTL_OPT_DURATION, F(io_collect_interval_s), "20ms", 0, 0, 1, "a duration from 0 to 1s", " DUR",
+     "wake for socket I/O at most this often: responses and watch\n"
+     "events that arrive meanwhile are taken in one wake-up\n"
+     "(timers are not delayed; 0 = wake for each)"},
     {"position-head", CTL_OPT_INT, F(position_head), "10", 0, 0, API_MAX_PENDING_HEAD, NULL, " N",
      "status.position and Team status.pendingHead for the first N\n"
      "waiting jobs of each Team (others carry no position)"},
@@ -166,7 +170,7 @@ static int opt_set(struct ctl_config *c, const struct ctl_option *o, const char 
             *(int *)field = (int)i;
         return 0;
     case CTL_OPT_DURATION:
-        if (gq_parse_duration(val, &d) || d < o->dlo)
+        if (gq_parse_duration(val, &d) || d < o->dlo || (o->ihi > 0 && d > (double)o->ihi))
             break;
         *(double *)field = d;
         return 0;

@@ -844,6 +844,11 @@ int ctl_run(const struct ctl_config *cfg)
     ctl_scfg_init(c);
     kube_config_init(&c->kcfg);
     c->loop = EV_DEFAULT;
+    /* socket I/O in batches: a wake-up per response or watch event cost
+     * more (syscalls, context switches, libcurl's pass over its transfers)
+     * than the work itself; timers, and so reconciles, are not delayed */
+    if (c->cfg.io_collect_interval_s > 0)
+        ev_set_io_collect_interval(c->loop, c->cfg.io_collect_interval_s);
     char host[64] = "gangq";
     gethostname(host, sizeof(host) - 1);
     const char *pod = getenv("POD_NAME");

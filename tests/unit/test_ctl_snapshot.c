@@ -1525,7 +1525,7 @@ static void test_config_table(void **state)
     assert_string_equal(c.gpu_product_label, "nvidia.com/gpu.product");
     assert_string_equal(c.gpu_memory_label, "nvidia.com/gpu.memory");
     assert_true(c.usage_half_life_s == 86400 && c.cycle_interval_s == 2 && c.max_grace_period_s == 30);
-    assert_true(c.debounce_s == 0.05 && c.shutdown_wait_s == 5);
+    assert_true(c.debounce_s == 0.05 && c.shutdown_wait_s == 5 && c.io_collect_interval_s == 0.02);
     assert_true(c.db_max_pages == 0 && !c.allow_http_token && c.pod_watch_delay_s == 0);
     assert_true(!c.db[0] && !c.listen[0] && !c.kubeconfig[0] && !c.lease_ns[0] && !c.levels_set);
 
@@ -1538,6 +1538,12 @@ static void test_config_table(void **state)
     assert_true(c.db_max_pages == 5000000000LL);
     assert_int_equal(ctl_config_set(&c, "cycle-interval", "10ms", err, sizeof(err)), GQ_EINVAL);
     assert_string_equal(err, "--cycle-interval: expected a duration like 40s or 5m, got \"10ms\"");
+    assert_int_equal(ctl_config_set(&c, "io-collect-interval", "0", err, sizeof(err)), 0);
+    assert_true(c.io_collect_interval_s == 0);
+    assert_int_equal(ctl_config_set(&c, "io-collect-interval", "1s", err, sizeof(err)), 0);
+    assert_true(c.io_collect_interval_s == 1);
+    assert_int_equal(ctl_config_set(&c, "io-collect-interval", "2s", err, sizeof(err)), GQ_EINVAL);
+    assert_string_equal(err, "--io-collect-interval: expected a duration from 0 to 1s, got \"2s\"");
     assert_int_equal(ctl_config_set(&c, "min-runtime", "soon", err, sizeof(err)), GQ_EINVAL);
     assert_string_equal(err, "--min-runtime: expected a duration like 5m, got \"soon\"");
     assert_int_equal(ctl_config_set(&c, "insecure-allow-http-token", "perhaps", err, sizeof(err)), GQ_EINVAL);
