@@ -8,7 +8,8 @@
 # binding N plain pods requesting one nvidia.com/gpu, created the same way. Prints both
 # times and the ratio gangq / kube-scheduler. GQ_BENCH_STREAM_JOBS changes N;
 # GQ_KUBE_SCHEDULER_BIN names a kube-scheduler binary (default: build-scheduler.sh's, which
-# builds it once, about 5 minutes).
+# builds it once, about 5 minutes). BENCH_CTL_ARGS adds controller options (an experiment;
+# the figures quoted are the defaults').
 . "$(dirname "$0")/lib.sh"
 GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
 N=${GQ_BENCH_STREAM_JOBS:-3000}
@@ -35,7 +36,7 @@ kind: Team
 metadata: {name: stream}
 spec: {namespaces: [gq, gqwarm], weight: 1}
 EOT
-gq_ctl_start --leader-elect=false
+gq_ctl_start --leader-elect=false ${BENCH_CTL_ARGS:-}
 wait_for 30 "controller reconciling" grep -q "first reconcile" "$GQ_TEST_TMP/controller.log"
 warm gqwarm gpujob
 hz=$(getconf CLK_TCK)
