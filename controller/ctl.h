@@ -163,7 +163,7 @@ enum ctl_opt_kind {
     CTL_OPT_STRING,       /* char[size] */
     CTL_OPT_BOOL,         /* int: true|false|1|0|yes|no */
     CTL_OPT_INT,          /* int or int64_t (size), ilo..ihi */
-    CTL_OPT_DURATION,     /* double seconds, >= dlo */
+    CTL_OPT_DURATION,     /* double seconds, dlo..dhi (dhi 0: no highest) */
     CTL_OPT_DURATION_S64, /* int64_t whole seconds */
     CTL_OPT_LOG_LEVEL,    /* int, enum gq_log_level */
     CTL_OPT_LEVEL,        /* repeatable name=labelkey into levels */
@@ -175,8 +175,8 @@ struct ctl_option {
     enum ctl_opt_kind kind;
     size_t off, size;      /* the field in struct ctl_config */
     const char *def;       /* default as option text; NULL = zero */
-    double dlo;            /* durations: lowest value */
-    int64_t ilo, ihi;      /* integers: range; durations: ihi > 0 = highest value, seconds */
+    double dlo, dhi;       /* durations: range, seconds (dhi 0 = no highest) */
+    int64_t ilo, ihi;      /* integers: range */
     const char *expect;    /* what a bad value is told it should be (NULL: from the kind) */
     const char *meta;      /* usage: " PATH", "=BOOL" */
     const char *help;      /* usage text; '\n' continues on an indented line */

@@ -14,93 +14,94 @@
 #define F(field) offsetof(struct ctl_config, field), sizeof(((struct ctl_config *)0)->field)
 
 const struct ctl_option ctl_options[] = {
-    {"kubeconfig", CTL_OPT_STRING, F(kubeconfig), NULL, 0, 0, 0, NULL, " PATH",
+    {"kubeconfig", CTL_OPT_STRING, F(kubeconfig), NULL, 0, 0, 0, 0, NULL, " PATH",
      "kubeconfig (default: in-cluster config)"},
-    {"db", CTL_OPT_STRING, F(db), NULL, 0, 0, 0, NULL, " PATH", "SQLite store (created if absent)"},
-    {"config", CTL_OPT_FILE, 0, 0, NULL, 0, 0, 0, NULL, " FILE",
+    {"db", CTL_OPT_STRING, F(db), NULL, 0, 0, 0, 0, NULL, " PATH", "SQLite store (created if absent)"},
+    {"config", CTL_OPT_FILE, 0, 0, NULL, 0, 0, 0, 0, NULL, " FILE",
      "YAML file with the same keys as the flags (flags win)"},
-    {"listen", CTL_OPT_STRING, F(listen), NULL, 0, 0, 0, NULL, " ADDR:PORT",
+    {"listen", CTL_OPT_STRING, F(listen), NULL, 0, 0, 0, 0, NULL, " ADDR:PORT",
      "/metrics /healthz /readyz, /queue[?team=T] (exact queue\n"
      "positions as JSON) (in-cluster default :8080)"},
-    {"log-level", CTL_OPT_LOG_LEVEL, F(log_level), "info", 0, 0, 0, "debug|info|warn|error", " L",
+    {"log-level", CTL_OPT_LOG_LEVEL, F(log_level), "info", 0, 0, 0, 0, "debug|info|warn|error", " L",
      "debug|info|warn|error"},
-    {"leader-elect", CTL_OPT_BOOL, F(leader_elect), "true", 0, 0, 0, NULL, "=BOOL", "Lease leader election"},
-    {"lease-namespace", CTL_OPT_STRING, F(lease_ns), NULL, 0, 0, 0, NULL, " NS",
+    {"leader-elect", CTL_OPT_BOOL, F(leader_elect), "true", 0, 0, 0, 0, NULL, "=BOOL", "Lease leader election"},
+    {"lease-namespace", CTL_OPT_STRING, F(lease_ns), NULL, 0, 0, 0, 0, NULL, " NS",
      "Lease namespace (config namespace, else default)"},
-    {"lease-name", CTL_OPT_STRING, F(lease_name), "gangq-controller", 0, 0, 0, NULL, " N", "Lease name"},
-    {"min-runtime", CTL_OPT_DURATION_S64, F(min_runtime_s), "5m", 0, 0, 0, "a duration like 5m", " DUR",
+    {"lease-name", CTL_OPT_STRING, F(lease_name), "gangq-controller", 0, 0, 0, 0, NULL, " N", "Lease name"},
+    {"min-runtime", CTL_OPT_DURATION_S64, F(min_runtime_s), "5m", 0, 0, 0, 0, "a duration like 5m", " DUR",
      "no preemption of work younger than this"},
-    {"level", CTL_OPT_LEVEL, F(levels), NULL, 0, 0, 0, "name=labelkey", " name=labelkey",
+    {"level", CTL_OPT_LEVEL, F(levels), NULL, 0, 0, 0, 0, "name=labelkey", " name=labelkey",
      "topology level, widest first, repeatable\n(zone, block, rack, node by default)"},
-    {"gpu-product-label", CTL_OPT_STRING, F(gpu_product_label), "nvidia.com/gpu.product", 0, 0, 0, NULL, " K",
+    {"gpu-product-label", CTL_OPT_STRING, F(gpu_product_label), "nvidia.com/gpu.product", 0, 0, 0, 0, NULL, " K",
      "node label naming the GPU product"},
-    {"gpu-memory-label", CTL_OPT_STRING, F(gpu_memory_label), "nvidia.com/gpu.memory", 0, 0, 0, NULL, " K",
+    {"gpu-memory-label", CTL_OPT_STRING, F(gpu_memory_label), "nvidia.com/gpu.memory", 0, 0, 0, 0, NULL, " K",
      "node label giving the GPU memory, MiB"},
-    {"node-lost-grace", CTL_OPT_DURATION, F(node_lost_grace_s), "40s", 0, 0, 0, NULL, " DUR",
+    {"node-lost-grace", CTL_OPT_DURATION, F(node_lost_grace_s), "40s", 0, 0, 0, 0, NULL, " DUR",
      "NotReady this long = node lost"},
-    {"max-retries", CTL_OPT_INT, F(max_retries), "3", 0, 0, 1000, NULL, " N", "failed-gang requeues before Failed"},
-    {"usage-half-life", CTL_OPT_DURATION, F(usage_half_life_s), "24h", 0, 0, 0, NULL, " DUR",
+    {"max-retries", CTL_OPT_INT, F(max_retries), "3", 0, 0, 0, 1000, NULL, " N", "failed-gang requeues before Failed"},
+    {"usage-half-life", CTL_OPT_DURATION, F(usage_half_life_s), "24h", 0, 0, 0, 0, NULL, " DUR",
      "fair-share usage decay"},
-    {"audit-retention", CTL_OPT_DURATION, F(audit_retention_s), "30d", 0, 0, 0, NULL, " DUR",
+    {"audit-retention", CTL_OPT_DURATION, F(audit_retention_s), "30d", 0, 0, 0, 0, NULL, " DUR",
      "audit log entries (`gangq audit`) older than this are deleted,\n"
      "oldest first, a bounded batch at a time (0 = keep them all)"},
-    {"cycle-interval", CTL_OPT_DURATION, F(cycle_interval_s), "2s", 0.05, 0, 0, NULL, " DUR",
+    {"cycle-interval", CTL_OPT_DURATION, F(cycle_interval_s), "2s", 0.05, 0, 0, 0, NULL, " DUR",
      "periodic resync: jobs whose state can change with time alone\n"
      "(holding GPUs, pods stopping) are examined again"},
-    {"full-resync-interval", CTL_OPT_DURATION, F(full_resync_interval_s), "30s", 0.05, 0, 0, NULL, " DUR",
+    {"full-resync-interval", CTL_OPT_DURATION, F(full_resync_interval_s), "30s", 0.05, 0, 0, 0, NULL, " DUR",
      "every job, waiting ones too, examined again at least this often\n"
      "(anything an event did not say); a Team, GPUPool, PriorityClass\n"
      "or node change does so at once"},
-    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "30", 0, 1, 100, NULL, " PCT",
+    {"max-reconcile-share", CTL_OPT_INT, F(max_reconcile_share), "30", 0, 0, 1, 100, NULL, " PCT",
      "while events stream in, reconciles take at most this share of\n"
      "the time: after one that took T, the next starts no sooner than\n"
      "T*(100-PCT)/PCT later (events meanwhile are batched into it)"},
-    {"io-collect-interval", CTL_OPT_DURATION, F(io_collect_interval_s), "20ms", 0, 0, 1, "a duration from 0 to 1s", " DUR",
+    {"io-collect-interval", CTL_OPT_DURATION, F(io_collect_interval_s), "20ms", 0, 1, 0, 0,
+     "a duration from 0 to 1s", " DUR",
      "wake for socket I/O at most this often: responses and watch\n"
      "events that arrive meanwhile are taken in one wake-up\n"
      "(timers are not delayed; 0 = wake for each)"},
-    {"position-head", CTL_OPT_INT, F(position_head), "10", 0, 0, API_MAX_PENDING_HEAD, NULL, " N",
+    {"position-head", CTL_OPT_INT, F(position_head), "10", 0, 0, 0, API_MAX_PENDING_HEAD, NULL, " N",
      "status.position and Team status.pendingHead for the first N\n"
      "waiting jobs of each Team (others carry no position)"},
-    {"position-interval", CTL_OPT_DURATION, F(position_interval_s), "5s", 0, 0, 0, NULL, " DUR",
+    {"position-interval", CTL_OPT_DURATION, F(position_interval_s), "5s", 0, 0, 0, 0, NULL, " DUR",
      "positions and pendingHead refreshed at most this often"},
-    {"wait-message-interval", CTL_OPT_DURATION, F(wait_message_interval_s), "60s", 0, 0, 0, NULL, " DUR",
+    {"wait-message-interval", CTL_OPT_DURATION, F(wait_message_interval_s), "60s", 0, 0, 0, 0, NULL, " DUR",
      "a waiting job's status.message is rewritten at once when its\n"
      "state or (settled) wait reason changes, else at most this often"},
-    {"wait-reason-settle", CTL_OPT_DURATION, F(wait_reason_settle_s), "10s", 0, 0, 0, NULL, " DUR",
+    {"wait-reason-settle", CTL_OPT_DURATION, F(wait_reason_settle_s), "10s", 0, 0, 0, 0, NULL, " DUR",
      "a waiting job's wait reason that changes between capacity\n"
      "reasons (Nodes, Quota, Reserving...) is written once the new one\n"
      "has held this long (a reason flapping as jobs come and go is not);\n"
      "a problem, a preemption under way, a partial admission at once"},
-    {"status-settle", CTL_OPT_DURATION, F(status_settle_s), "2s", 0, 0, 0, NULL, " DUR",
+    {"status-settle", CTL_OPT_DURATION, F(status_settle_s), "2s", 0, 0, 0, 0, NULL, " DUR",
      "a job's status is written at most this often (first: this long\n"
      "after creation); a state left sooner is never written; finished\n"
      "and invalid jobs at once"},
-    {"event-qps", CTL_OPT_INT, F(event_qps), "10", 0, 0, 100000, NULL, " N",
+    {"event-qps", CTL_OPT_INT, F(event_qps), "10", 0, 0, 0, 100000, NULL, " N",
      "Normal Events (Admitted, Waiting, Succeeded...) sent per second\n"
      "at most, after a burst of --event-burst, one namespace's at most\n"
      "a quarter of both; Warning Events are not limited; the status is\n"
      "the record (0 = no limit)"},
-    {"event-burst", CTL_OPT_INT, F(event_burst), "100", 0, 1, 1000000, NULL, " N",
+    {"event-burst", CTL_OPT_INT, F(event_burst), "100", 0, 0, 1, 1000000, NULL, " N",
      "Normal Events sent at once before --event-qps applies"},
-    {"status-refresh-qps", CTL_OPT_INT, F(refresh_qps), "10", 0, 0, 100000, NULL, " N",
+    {"status-refresh-qps", CTL_OPT_INT, F(refresh_qps), "10", 0, 0, 0, 100000, NULL, " N",
      "GPUJob status rewrites that change only the queue position or\n"
      "the wait message's text written per second at most, after a\n"
      "burst of --status-refresh-burst; one past it is written later\n"
      "(state and wait-reason changes are never held; 0 = no limit)"},
-    {"status-refresh-burst", CTL_OPT_INT, F(refresh_burst), "100", 0, 1, 1000000, NULL, " N",
+    {"status-refresh-burst", CTL_OPT_INT, F(refresh_burst), "100", 0, 0, 1, 1000000, NULL, " N",
      "status refreshes written at once before --status-refresh-qps applies"},
-    {"kube-max-inflight", CTL_OPT_INT, F(kube_max_inflight), "64", 0, 4, 1000, NULL, " N",
+    {"kube-max-inflight", CTL_OPT_INT, F(kube_max_inflight), "64", 0, 0, 4, 1000, NULL, " N",
      "API requests in flight at once (watches apart); a quarter is\n"
      "kept for pod creates and deletes, a quarter for waiting state\n"
      "transitions, at most a quarter carries cosmetic status writes"},
-    {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, NULL, " DUR",
+    {"max-grace-period", CTL_OPT_DURATION, F(max_grace_period_s), "30s", 0, 0, 0, 0, NULL, " DUR",
      "cap on the termination grace of gangq's pods"},
-    {"db-max-pages", CTL_OPT_INT, F(db_max_pages), NULL, 0, 0, INT64_MAX, "a page count", " N",
+    {"db-max-pages", CTL_OPT_INT, F(db_max_pages), NULL, 0, 0, 0, INT64_MAX, "a page count", " N",
      "cap the database size (pages; writes past it fail as on a full disk)"},
-    {"insecure-allow-http-token", CTL_OPT_BOOL, F(allow_http_token), "false", 0, 0, 0, NULL, "=BOOL",
+    {"insecure-allow-http-token", CTL_OPT_BOOL, F(allow_http_token), "false", 0, 0, 0, 0, NULL, "=BOOL",
      "send the bearer token to a server that is not https"},
-    {"pod-watch-delay", CTL_OPT_DURATION, F(pod_watch_delay_s), NULL, 0, 0, 0, NULL, " DUR",
+    {"pod-watch-delay", CTL_OPT_DURATION, F(pod_watch_delay_s), NULL, 0, 0, 0, 0, NULL, " DUR",
      "testing only: apply pod watch events this late (a lagging watch)"},
 };
 const size_t ctl_noptions = GQ_ARRAY_LEN(ctl_options);
@@ -170,7 +171,7 @@ static int opt_set(struct ctl_config *c, const struct ctl_option *o, const char 
             *(int *)field = (int)i;
         return 0;
     case CTL_OPT_DURATION:
-        if (gq_parse_duration(val, &d) || d < o->dlo || (o->ihi > 0 && d > (double)o->ihi))
+        if (gq_parse_duration(val, &d) || d < o->dlo || (o->dhi > 0 && d > o->dhi))
             break;
         *(double *)field = d;
         return 0;
