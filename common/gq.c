@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -187,6 +190,46 @@ size_t gq_strlcpy(char *dst, const char *src, size_t dstlen)
         dst[c] = '\0';
     }
     return n;
+}
+
+struct sstr {
+    size_t refs;
+    char text[];
+};
+
+static struct sstr *sstr_of(const char *s)
+{
+    return (struct sstr *)(void *)((char *)(uintptr_t)s - offsetof(struct sstr, text));
+}
+
+char *gq_sstr_new(const char *s, size_t n)
+{
+    if (n > SIZE_MAX - sizeof(struct sstr) - 1)
+        return NULL;
+    struct sstr *b = malloc(sizeof(*b) + n + 1);
+    if (!b)
+        return NULL;
+    b->refs = 1;
+    if (n)
+        memcpy(b->text, s, n);
+    b->text[n] = '\0';
+    return b->text;
+}
+
+const char *gq_sstr_ref(const char *s)
+{
+    if (s)
+        sstr_of(s)->refs++;
+    return s;
+}
+
+void gq_sstr_put(const char *s)
+{
+    if (!s)
+        return;
+    struct sstr *b = sstr_of(s);
+    if (--b->refs == 0)
+        free(b);
 }
 
 void gq_rate_init(struct gq_rate *b, double rate, double burst)

@@ -105,6 +105,17 @@ int64_t gq_ledger_wait_ms(const struct gq_ledger *l, struct gq_rate *floor, int6
  * length of src (so truncation is detectable as ret >= dstlen). */
 size_t gq_strlcpy(char *dst, const char *src, size_t dstlen);
 
+/* A string shared by count (a status text held by a memo and by the request
+ * that sends it, one copy). gq_sstr_new copies n bytes of s (NUL added)
+ * into a new block with one reference and returns its text, NULL when out
+ * of memory; gq_sstr_ref adds a reference and returns s; gq_sstr_put drops
+ * one, freeing the block with the last (NULL is ignored). Only texts made
+ * by gq_sstr_new may be given to the other two, and a shared text is never
+ * written (its holders read it). Single-threaded: the count is not atomic. */
+char *gq_sstr_new(const char *s, size_t n);
+const char *gq_sstr_ref(const char *s);
+void gq_sstr_put(const char *s);
+
 #define GQ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* FNV-1a, the one string/byte hash of the project (hash tables, signatures):

@@ -37,7 +37,9 @@
 static int k_create(void *k, enum kube_prio prio, const char *coll, const cJSON *obj, kube_response_cb cb,
                     void *ud)
 {
-    return kube_create_p(k, prio, coll, obj, cb, ud);
+    /* the actuator reads a create's status, never the object it returns */
+    struct kube_req_opts ro = {prio, NULL, 0, 1};
+    return kube_create_ex(k, &ro, coll, obj, cb, ud);
 }
 
 static int k_delete_rv(void *k, enum kube_prio prio, const char *path, long grace_s, const char *uid,
@@ -51,10 +53,10 @@ static int k_get(void *k, const char *path, kube_response_cb cb, void *ud)
     return kube_get(k, path, cb, ud);
 }
 
-static int k_patch_status(void *k, enum kube_prio prio, const char *path, const cJSON *patch,
+static int k_patch_status(void *k, enum kube_prio prio, const char *path, const char *json,
                           kube_response_cb cb, void *ud)
 {
-    return kube_patch_status_p(k, prio, path, patch, cb, ud);
+    return kube_patch_status_sstr(k, prio, path, json, cb, ud);
 }
 
 static int k_event(void *k, enum kube_prio prio, const struct kube_objref *ref, const char *type,
@@ -1296,7 +1298,7 @@ int ctl_act_status_would_refuse(const struct ctl_act *a, const char *path, int t
            a->kube->status_would_refuse(a->kube_ctx, status_lane(transition), path);
 }
 
-int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
+int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const char *json,
                          int transition, const char *state, uint64_t gen)
 {
     size_t kl = strlen(key), pl = strlen(path);
@@ -1323,7 +1325,7 @@ int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, c
     size_t sl = strlen(s->state), il = strlen(CTL_ACT_STATE_INVALID);
     int invalid = sl > il && !strcmp(s->state + sl - il, CTL_ACT_STATE_INVALID);
     int was = act_rank(a, fin ? ACT_RANK_FINISHED : invalid ? ACT_RANK_INVALID : 0);
-    rc = act_sent(a, a->kube->patch_status(a->kube_ctx, prio, path, patch, status_cb, s));
+    rc = act_sent(a, a->kube->patch_status(a->kube_ctx, prio, path, json, status_cb, s));
     (void)act_rank(a, was);
     if (rc) {
         free(s);

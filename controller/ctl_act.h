@@ -57,7 +57,9 @@ struct ctl_act_kube {
     int (*delete_rv)(void *k, enum kube_prio prio, const char *path, long grace_s, const char *uid,
                      const char *rv, kube_response_cb cb, void *ud);
     int (*get)(void *k, const char *path, kube_response_cb cb, void *ud);
-    int (*patch_status)(void *k, enum kube_prio prio, const char *path, const cJSON *patch,
+    /* json: the patch printed, a gq_sstr_new text (kube_patch_status_sstr:
+     * the request holds a reference until it ends) */
+    int (*patch_status)(void *k, enum kube_prio prio, const char *path, const char *json,
                         kube_response_cb cb, void *ud);
     int (*event)(void *k, enum kube_prio prio, const struct kube_objref *ref, const char *type,
                  const char *reason, const char *msg, const char *instance, kube_response_cb cb,
@@ -242,7 +244,9 @@ int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, cons
  * "Failed/Invalid"; ctl_status_lane_state in ctl_wire.c). */
 #define CTL_ACT_STATE_INVALID "/Invalid"
 
-/* Patch a status subresource: a transition in the normal lane (to Succeeded
+/* Patch a status subresource with json (the merge patch printed, a
+ * gq_sstr_new text: the request takes a reference, the caller keeps its
+ * own): a transition in the normal lane (to Succeeded
  * or Failed ranked ahead of the others), any other patch in the low one
  * (coalesced by path). state: the caller's lane state, status.state or
  * more (at most 31 bytes kept; "" none): one that ends in
@@ -252,7 +256,7 @@ int ctl_act_confirm_pod(struct ctl_act *a, const char *key, const char *ns, cons
  * gen: the caller's number, echoed in status_end. A 409 of a known object
  * asks the API server for it again (GET, then mark_dirty). 0 when queued,
  * else an error (no hook call). */
-int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const cJSON *patch,
+int ctl_act_patch_status(struct ctl_act *a, const char *key, const char *path, const char *json,
                          int transition, const char *state, uint64_t gen);
 /* 1 when a status patch of path that is (not) a transition would be refused
  * now (its lane full: ctl_act_patch_status would fail with GQ_EBUSY), so the

@@ -71,7 +71,8 @@ struct fk_req {
     void *ud;
     int rc;
     long status;
-    cJSON *obj;     /* FK_POD_ADD: the pod to cache; FK_JOB_STATUS: the patch (owned) */
+    cJSON *obj;     /* FK_POD_ADD: the pod to cache (owned) */
+    const char *text; /* FK_JOB_STATUS: the patch as sent (a gq_sstr reference, owned) */
     char key[CTL_KEY_MAX]; /* FK_POD_DELETE, FK_JOB_STATUS, FK_JOB_DELETE: "ns/name" */
 };
 
@@ -198,7 +199,7 @@ static int fk_get(void *k, const char *path, kube_response_cb cb, void *ud)
     return fk_push(f, FK_PLAIN, cb, ud, 404, NULL, NULL); /* a pod asked about is gone */
 }
 
-static int fk_patch_status(void *k, enum kube_prio prio, const char *path, const cJSON *patch,
+static int fk_patch_status(void *k, enum kube_prio prio, const char *path, const char *json,
                            kube_response_cb cb, void *ud)
 {
     struct ctl_fake *f = k;
@@ -207,10 +208,10 @@ static int fk_patch_status(void *k, enum kube_prio prio, const char *path, const
     f->counts.patches++;
     if (fk_path_key(path, "gpujobs", key, sizeof(key)))
         return fk_push(f, FK_PLAIN, cb, ud, 200, NULL, NULL); /* Teams' status: not echoed */
-    cJSON *dup = cJSON_Duplicate(patch, 1);
-    if (!dup)
-        return GQ_ENOMEM;
-    return fk_push(f, FK_JOB_STATUS, cb, ud, 200, dup, key);
+    int rc = fk_push(f, FK_JOB_STATUS, cb, ud, 200, NULL, key);
+    if (!rc)
+        f->q[f->n - 1].text = gq_sstr_ref(json); /* parsed when answered, as the API server would */
+    return rc;
 }
 
 static int fk_event(void *k, enum kube_prio prio, const struct kube_objref *ref, const char *type,
@@ -269,9 +270,11 @@ static int fk_job_status(struct ctl_fake *f, const char *key, const cJSON *patch
 static int fk_deliver(struct ctl_fake *f)
 {
     int rc = 0;
-    for (size_t i = 0; i < f->n && !rc; i++) {
+    size_t i;
+    for (i = 0; i < f->n && !rc; i++) {
         struct fk_req r = f->q[i];
         f->q[i].obj = NULL;
+        f->q[i].text = NULL;
         if (r.cb) {
             struct kube_response resp = {r.rc, r.status, "", 0, -1, r.rc ? "not found" : "", 0};
             r.cb(&resp, r.ud);
@@ -286,9 +289,16 @@ static int fk_deliver(struct ctl_fake *f)
             if (gone)
                 rc = fk_apply(f, idx, KUBE_EV_DELETED, gone);
         } else if (r.kind == FK_JOB_STATUS) {
-            rc = fk_job_status(f, r.key, r.obj);
+            cJSON *patch = cJSON_Parse(r.text);
+            rc = patch ? fk_job_status(f, r.key, patch) : GQ_ENOMEM;
+            cJSON_Delete(patch);
+            gq_sstr_put(r.text);
         }
         cJSON_Delete(r.obj);
+    }
+    for (; i < f->n; i++) { /* not answered: an error stopped the benchmark */
+        cJSON_Delete(f->q[i].obj);
+        gq_sstr_put(f->q[i].text);
     }
     f->n = 0;
     return rc;
@@ -387,8 +397,10 @@ void ctl_fake_free(struct ctl_fake *f)
     }
     for (int i = 0; i < INF_COUNT; i++)
         kube_cache_free(f->cache[i]);
-    for (size_t i = 0; i < f->n; i++)
+    for (size_t i = 0; i < f->n; i++) {
         cJSON_Delete(f->q[i].obj);
+        gq_sstr_put(f->q[i].text);
+    }
     free(f->q);
     free(f);
 }

@@ -190,8 +190,10 @@ struct ctl_memo_pods {
  * other fields by ctl_report.c (rc_job_status, counted_status) and ctl_observe.c
  * (rc_status_held). */
 struct ctl_memo_status {
-    char *last_status;            /* JSON last written successfully, or submitted (owned; a
-                                   * failed or dropped latest write clears it: written again) */
+    const char *last_status;      /* JSON last written successfully, or submitted (a
+                                   * gq_sstr text, one reference owned: the request sending
+                                   * it holds another; gq_sstr_put, never free. A failed
+                                   * or dropped latest write clears it: written again) */
     /* a hash of the inputs last_status was computed from (jobs: status_sig
      * in ctl_report.c; Teams and pools: what must be written at once): equal
      * inputs give the same status, so it is not written again. 0 = none */

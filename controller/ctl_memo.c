@@ -41,7 +41,7 @@ static void memo_decode_drop(struct ctl_memo *m)
 void ctl_memo_sleep(struct ctl_memo *m)
 {
     memo_decode_drop(m);
-    free(m->status.last_status);
+    gq_sstr_put(m->status.last_status);
     m->status.last_status = NULL;
     free(m->pl.pl_text);
     m->pl.pl_text = NULL;
@@ -58,7 +58,7 @@ static void memo_free(struct ctl_memo *m)
         return;
     memo_decode_drop(m);
     free(m->key);
-    free(m->status.last_status);
+    gq_sstr_put(m->status.last_status);
     free(m->pl.pl_text);
     free(m->wait.wait_msg);
     free(m->wait.unsched_msg);

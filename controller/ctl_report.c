@@ -183,10 +183,8 @@ void rc_job_status(struct rc_ctx *r, struct cj *j)
          * restart); then it is what was last written */
         cJSON *cur = api_gpujob_status_encode(&prev);
         char *a = cur ? cJSON_PrintUnformatted(cur) : NULL, *b = a ? cJSON_PrintUnformatted(patch) : NULL;
-        if (a && b && !strcmp(a, b)) {
-            j->memo->status.last_status = a;
-            a = NULL;
-        }
+        if (a && b && !strcmp(a, b))
+            j->memo->status.last_status = gq_sstr_new(a, strlen(a)); /* NULL (no memory): written again */
         free(a);
         free(b);
         cJSON_Delete(cur);

@@ -94,7 +94,7 @@ static int hook_status_end(void *ctx, const struct ctl_act_status_end *e)
         /* the latest write failed or was dropped (low lane full): the next
          * reconcile computes the status again and writes it. 409: from
          * fresh state; 404: the object is gone. Never a blind retry. */
-        free(m->status.last_status);
+        gq_sstr_put(m->status.last_status);
         m->status.last_status = NULL;
         /* computed and written again: at once after an error; after a drop
          * (the low lane is full) with the next full pass, not the next
@@ -259,13 +259,18 @@ int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, c
      * (coalesced by path, in its place, at the higher priority); one on the
      * wire is followed by it. So a finished job's status never waits for its
      * older transitions to be written first. */
-    char *json = cJSON_PrintUnformatted(patch);
-    if (!json)
+    char *printed = cJSON_PrintUnformatted(patch);
+    if (!printed)
         return GQ_ENOMEM;
-    if (m->status.last_status && !strcmp(m->status.last_status, json)) {
-        free(json);
+    if (m->status.last_status && !strcmp(m->status.last_status, printed)) {
+        free(printed);
         return GQ_OK;
     }
+    /* one copy, shared: the memo's last status and the request's body */
+    char *json = gq_sstr_new(printed, strlen(printed));
+    free(printed);
+    if (!json)
+        return GQ_ENOMEM;
     char state[32] = "";
     int transition = 0;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"), "state");
@@ -274,13 +279,13 @@ int ctl_status_write(struct gq_ctl *c, const char *memo_key, const char *path, c
         transition = is_transition(c, m, memo_key, state);
     }
     uint64_t gen = m->status.status_gen + 1;
-    int rc = ctl_act_patch_status(&c->act, memo_key, path, patch, transition, state, gen);
+    int rc = ctl_act_patch_status(&c->act, memo_key, path, json, transition, state, gen);
     if (rc) {
-        free(json);
+        gq_sstr_put(json);
         return rc;
     }
     m->status.status_gen = gen;
-    free(m->status.last_status);
+    gq_sstr_put(m->status.last_status);
     m->status.last_status = json;
     if (transition)
         m->status.status_inflight++; /* until hook_status_end */

@@ -711,6 +711,13 @@ enum kube_not_sent {
 struct kube_req_opts {
     enum kube_prio prio;
     const char *coalesce_key; /* NULL = none; copied; not for EXEMPT */
+    /* body is a gq_sstr_new text (common/gq.h): the request holds a
+     * reference to it until it ends (gq_sstr_ref/gq_sstr_put), not a copy */
+    int body_shared;
+    /* a 2xx answer's body is not kept (the callback sees body "", len 0):
+     * for a caller that reads only the status. An error's body is kept (its
+     * message names the cause). */
+    int discard_ok_body;
 };
 
 /* kube_request_h with a priority and coalesce key (ro NULL = NORMAL, no key).
@@ -762,11 +769,20 @@ size_t kube_client_drop_queued(struct kube_client *c, enum kube_prio prio);
  * path (only a status patch's latest version matters). */
 int kube_create_p(struct kube_client *c, enum kube_prio prio, const char *collection_path,
                   const cJSON *obj, kube_response_cb cb, void *ud);
+/* kube_create_p with request options (ro NULL = NORMAL; a coalesce key is
+ * refused for EXEMPT as by kube_request_ex). */
+int kube_create_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *collection_path,
+                   const cJSON *obj, kube_response_cb cb, void *ud);
 int kube_delete_rv_p(struct kube_client *c, enum kube_prio prio, const char *path,
                      long grace_seconds, const char *uid, const char *rv, kube_response_cb cb,
                      void *ud);
 int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
                         const cJSON *patch, kube_response_cb cb, void *ud);
+/* kube_patch_status_p of a patch already printed: json is a gq_sstr_new text
+ * (the request holds a reference, not a copy). The answer's body is not kept
+ * on success (the callback sees only the status). */
+int kube_patch_status_sstr(struct kube_client *c, enum kube_prio prio, const char *path,
+                           const char *json, kube_response_cb cb, void *ud);
 /* kube_client_would_refuse for kube_patch_status_p's request of this path
  * (its key: the status path); 0 when the path is too long to be one. */
 int kube_patch_status_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *path);

@@ -90,6 +90,8 @@ struct kube_req {
     int cancelled;
     int in_cb;      /* its final callback is on the stack */
     int abort_rc;   /* rc chosen by on_data to stop the stream */
+    int body_shared; /* body is a gq_sstr text (a reference, put at the end) */
+    int discard_ok; /* a 2xx answer's body is not kept (kube_req_opts.discard_ok_body) */
     char method[16];
     /* path and content type (owned) until the curl handle is made: a request
      * waiting in a lane holds no curl handle (ensure_easy, at its slot) */
@@ -715,7 +717,10 @@ static void req_destroy(struct kube_req *r)
     nsq_unref(r->c, r->nsq);
     curl_slist_free_all(r->headers);
     free(r->errbuf);
-    free(r->body);
+    if (r->body_shared)
+        gq_sstr_put(r->body);
+    else
+        free(r->body);
     free(r->path);
     free(r->ctype);
     gq_buf_release(&r->resp);
@@ -1124,6 +1129,12 @@ static size_t write_cb(char *data, size_t size, size_t n, void *ud)
             return r->cancelled ? 0 : len;
         }
     }
+    if (r->discard_ok) {
+        if (r->status == 0)
+            curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+        if (r->status >= 200 && r->status < 300)
+            return len; /* read only for its status */
+    }
     if (gq_buf_append(&r->resp, data, len) != 0) {
         r->abort_rc = GQ_ELIMIT;
         return 0;
@@ -1327,10 +1338,14 @@ static int start(struct kube_client *c, const struct kube_req_opts *ro, const ch
     r->retry_after = -1;
     gq_strlcpy(r->method, method, sizeof r->method);
     gq_buf_init(&r->resp, stream ? (size_t)1 << 20 : c->opts.max_body);
-    if (body && !(r->body = strdup(body))) {
+    if (body && ro && ro->body_shared) {
+        r->body = (char *)(uintptr_t)gq_sstr_ref(body);
+        r->body_shared = 1;
+    } else if (body && !(r->body = strdup(body))) {
         req_destroy(r);
         return GQ_ENOMEM;
     }
+    r->discard_ok = ((ro && ro->discard_ok_body) || !cb) && !stream; /* no callback: nobody reads it */
     if (strlen(c->cfg.server) + strlen(path) >= KUBE_URL_MAX) {
         req_destroy(r); /* setup_easy's URL bound, checked now */
         return GQ_EINVAL;

@@ -174,7 +174,7 @@ fail:
 }
 
 /* Lease reads and writes never wait behind other requests (no in-flight slot). */
-static const struct kube_req_opts lease_opts = {KUBE_PRIO_EXEMPT, NULL};
+static const struct kube_req_opts lease_opts = {KUBE_PRIO_EXEMPT, NULL, 0, 0};
 
 static void write_cb(const struct kube_response *resp, void *ud);
 

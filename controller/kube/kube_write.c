@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const struct kube_req_opts normal_opts = {KUBE_PRIO_NORMAL, NULL};
+static const struct kube_req_opts normal_opts = {KUBE_PRIO_NORMAL, NULL, 0, 0};
 
 static int send_json_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *method,
                         const char *path, const char *ctype, const cJSON *obj,
@@ -52,8 +52,14 @@ int kube_create(struct kube_client *c, const char *collection_path, const cJSON 
 int kube_create_p(struct kube_client *c, enum kube_prio prio, const char *collection_path,
                   const cJSON *obj, kube_response_cb cb, void *ud)
 {
-    struct kube_req_opts ro = {prio, NULL};
+    struct kube_req_opts ro = {prio, NULL, 0, 0};
     return send_json_ex(c, &ro, "POST", collection_path, "application/json", obj, cb, ud);
+}
+
+int kube_create_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *collection_path,
+                   const cJSON *obj, kube_response_cb cb, void *ud)
+{
+    return send_json_ex(c, ro, "POST", collection_path, "application/json", obj, cb, ud);
 }
 
 int kube_replace(struct kube_client *c, const char *path, const cJSON *obj, kube_response_cb cb,
@@ -99,10 +105,23 @@ int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *
 {
     char p[2048];
     int rc = status_path(path, p, sizeof p);
-    struct kube_req_opts ro = {prio, p};
+    struct kube_req_opts ro = {prio, p, 0, 0};
     if (rc)
         return rc;
     return send_json_ex(c, &ro, "PATCH", p, "application/merge-patch+json", patch, cb, ud);
+}
+
+int kube_patch_status_sstr(struct kube_client *c, enum kube_prio prio, const char *path,
+                           const char *json, kube_response_cb cb, void *ud)
+{
+    char p[2048];
+    int rc = status_path(path, p, sizeof p);
+    struct kube_req_opts ro = {prio, p, 1, 1};
+    if (rc)
+        return rc;
+    if (!json)
+        return GQ_EINVAL;
+    return kube_request_ex(c, &ro, "PATCH", p, "application/merge-patch+json", json, cb, ud, NULL);
 }
 
 int kube_patch_status_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *path)
@@ -127,7 +146,7 @@ int kube_delete_rv_p(struct kube_client *c, enum kube_prio prio, const char *pat
                      long grace_seconds, const char *uid, const char *rv, kube_response_cb cb,
                      void *ud)
 {
-    struct kube_req_opts ro = {prio, NULL};
+    struct kube_req_opts ro = {prio, NULL, 0, 0};
     cJSON *opts = cJSON_CreateObject();
     int rc = GQ_ENOMEM;
     if (!opts)

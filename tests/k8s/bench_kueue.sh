@@ -72,6 +72,8 @@ out=$(python3 "$BT" kueue "$cfg") || fail "benchtool kueue"
 c1=$(cpu_ticks)
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$GQ_CTL_PID/status")
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$GQ_CTL_PID/status")
+# what the resident memory is made of: anonymous (heap, mmaps) and file pages (code, libraries)
+rss_split=$(awk '/^Rss(Anon|File|Shmem):/ { printf "%s%s %d MiB", (n++ ? ", " : ""), $1, $2 / 1024 }' "/proc/$GQ_CTL_PID/status")
 gq_ctl_alive || fail "controller died"
 curl -sf "http://127.0.0.1:$port/metrics" >"$GQ_TEST_TMP/metrics.txt" || true
 gq_ctl_stop
@@ -98,7 +100,7 @@ pass "controller API writes: $nw for $adm admissions ($(awk -v w="$nw" -v a="$ad
 cpu_ms=$(( (c1 - c0) * 1000 / hz ))
 heap=$(awk '/^gangq_heap_bytes\{state="inuse"\}/ { u = $2 } /^gangq_heap_bytes\{state="free"\}/ { f = $2 }
   END { printf "heap in use %d MiB, free in the heap %d MiB", u / 1048576, f / 1048576 }' "$GQ_TEST_TMP/metrics.txt")
-pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB ($heap)"
+pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB ($rss_split; $heap)"
 pass "preempted pods: $(j .preempted_pods)"
 pass "API requests waiting in the controller (max per lane, sampled each second): $(awk '{ for (i = 1; i <= 3; i++) if ($i > m[i]) m[i] = $i } END { printf "critical %d, normal %d, low %d", m[1], m[2], m[3] }' "$GQ_TEST_TMP/queued.txt")"
 pass "API requests by lane: $(awk '/^gangq_kube_requests_(started|dropped)_total\{/ { split($1, a, "\""); n = $1; sub(/\{.*/, "", n); sub(/gangq_kube_requests_/, "", n); sub(/_total/, "", n); printf "%s %s %d, ", a[2], n, $2 } /^gangq_kube_requests_coalesced_total / { printf "coalesced %d", $2 }' "$GQ_TEST_TMP/metrics.txt")"

@@ -165,6 +165,31 @@ static void test_ledger(void **state)
 }
 
 /* How long until the next token: 0 when one is there or there is no limit. */
+/* A shared text: a copy of the given bytes (NUL added), readable as a C
+ * string; freed with its last reference (ASan checks the block is freed
+ * exactly once and not read after). */
+static void test_sstr(void **state)
+{
+    (void)state;
+    char src[] = "{\"status\":1}xyz";
+    const char *a = gq_sstr_new(src, 12);
+    assert_non_null(a);
+    assert_string_equal(a, "{\"status\":1}");
+    src[0] = 'X'; /* a copy, not the caller's bytes */
+    assert_int_equal(a[0], '{');
+    const char *b = gq_sstr_ref(a);
+    assert_ptr_equal(a, b);
+    gq_sstr_put(a);
+    assert_string_equal(b, "{\"status\":1}"); /* one reference left */
+    gq_sstr_put(b);
+    gq_sstr_put(NULL);
+    assert_null(gq_sstr_ref(NULL));
+    const char *e = gq_sstr_new("", 0);
+    assert_non_null(e);
+    assert_string_equal(e, "");
+    gq_sstr_put(e);
+}
+
 static void test_rate_wait(void **state)
 {
     (void)state;
@@ -191,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_parse_rfc3339),
         cmocka_unit_test(test_rate),
         cmocka_unit_test(test_rate_wait),
+        cmocka_unit_test(test_sstr),
         cmocka_unit_test(test_ledger),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);

@@ -98,12 +98,21 @@ static int m_get(void *k, const char *path, kube_response_cb cb, void *ud)
     return 0;
 }
 
-static int m_patch_status(void *k, enum kube_prio prio, const char *path, const cJSON *patch, kube_response_cb cb,
+static int m_patch_status(void *k, enum kube_prio prio, const char *path, const char *json, kube_response_cb cb,
                           void *ud)
 {
     struct req *q = mock_add(k, "PATCH", prio, path, cb, ud);
-    q->body = cJSON_Duplicate(patch, 1);
+    q->body = cJSON_Parse(json);
+    assert_non_null(q->body);
     return 0;
+}
+
+/* A status patch as ctl_act_patch_status takes it: printed, a shared text. */
+static const char *sstr(const char *s)
+{
+    const char *t = gq_sstr_new(s, strlen(s));
+    assert_non_null(t);
+    return t;
 }
 
 static int m_event(void *k, enum kube_prio prio, const struct kube_objref *ref, const char *type, const char *reason,
@@ -783,11 +792,10 @@ static void test_status_patch(void **state)
 {
     struct fx *f = *state;
     const char *path = "/apis/gangq.io/v1alpha1/namespaces/ml/gpujobs/train/status";
-    cJSON *patch = cJSON_Parse("{\"status\":{\"state\":\"Running\"}}");
-    assert_non_null(patch);
+    const char *patch = sstr("{\"status\":{\"state\":\"Running\"}}");
     assert_int_equal(ctl_act_patch_status(&f->a, "ml/train", path, patch, 1, "Running", 7), 0);
     assert_int_equal(ctl_act_patch_status(&f->a, "ml/train", path, patch, 0, "Running", 8), 0);
-    cJSON_Delete(patch);
+    gq_sstr_put(patch);
     assert_int_equal(f->m.n, 2);
     assert_int_equal(f->m.r[0].prio, KUBE_PRIO_NORMAL);
     assert_int_equal(f->m.r[1].prio, KUBE_PRIO_LOW);
@@ -806,9 +814,9 @@ static void test_status_patch(void **state)
     /* a finished state: normal too, ahead of the other state changes, so
      * it never waits in the critical lane before the next gangs' pods */
     {
-        cJSON *fin = cJSON_Parse("{\"status\":{\"state\":\"Succeeded\"}}");
+        const char *fin = sstr("{\"status\":{\"state\":\"Succeeded\"}}");
         assert_int_equal(ctl_act_patch_status(&f->a, "ml/other", "/x/other/status", fin, 1, "Succeeded", 1), 0);
-        cJSON_Delete(fin);
+        gq_sstr_put(fin);
         assert_int_equal(f->m.n, 3);
         assert_int_equal(f->m.r[2].prio, KUBE_PRIO_NORMAL);
         assert_int_equal(f->m.r[2].rank, 1);
@@ -823,10 +831,10 @@ static void test_status_patch(void **state)
      * never refused, but ranked after the other state changes, so a flood of
      * invalid jobs never delays other jobs' transitions */
     {
-        cJSON *inv = cJSON_Parse("{\"status\":{\"state\":\"Queued\"}}");
+        const char *inv = sstr("{\"status\":{\"state\":\"Queued\"}}");
         assert_int_equal(ctl_act_patch_status(&f->a, "ml/bad", "/x/bad/status", inv, 1, "Queued" CTL_ACT_STATE_INVALID, 1), 0);
         assert_int_equal(ctl_act_patch_status(&f->a, "ml/bad2", "/x/bad2/status", inv, 1, "Failed" CTL_ACT_STATE_INVALID, 1), 0);
-        cJSON_Delete(inv);
+        gq_sstr_put(inv);
         assert_int_equal(f->m.n, 4);
         for (int k = 2; k < 4; k++) {
             assert_int_equal(f->m.r[k].prio, KUBE_PRIO_NORMAL);

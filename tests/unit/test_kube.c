@@ -903,6 +903,53 @@ static void test_client_writers(void **st)
     ev_loop_destroy(loop);
 }
 
+/* A status patch already printed (kube_patch_status_sstr): the request holds
+ * a reference to the caller's shared text, not a copy, so the caller may drop
+ * its own at once; the body goes over the wire as given; a 2xx answer's body
+ * is not kept (only the status is read), an error's is (its message). */
+static void test_client_patch_status_sstr(void **st)
+{
+    static const struct step steps[] = {
+        {200, NULL, {"{\"kind\":\"GPUJob\",\"metadata\":{\"name\":\"j\"},\"status\":{\"state\":\"Queued\"}}"}, 0, 0},
+        {409, NULL, {"{\"kind\":\"Status\",\"code\":409,\"message\":\"the object has been modified\"}"}, 0, 0},
+    };
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct server srv;
+    struct kube_client *c;
+    struct result r[2];
+    char line[4096];
+    (void)st;
+    memset(r, 0, sizeof r);
+    server_start(&srv, steps, 2);
+    c = client_for(loop, &srv, "sekret");
+    for (int i = 0; i < 2; i++) {
+        const char *t = "{\"status\":{\"state\":\"Queued\"}}";
+        const char *json = gq_sstr_new(t, strlen(t));
+        assert_non_null(json);
+        assert_int_equal(kube_patch_status_sstr(c, KUBE_PRIO_NORMAL, "/apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j",
+                                                json, result_cb, &r[i]),
+                         0);
+        gq_sstr_put(json); /* the request keeps its own reference (ASan: no use after free, no leak) */
+        run_until(loop, &r[i].done, NULL, NULL, 5);
+        assert_true(r[i].done);
+    }
+    assert_int_equal(kube_patch_status_sstr(c, KUBE_PRIO_NORMAL, "/x", NULL, result_cb, &r[0]), GQ_EINVAL);
+    assert_int_equal(r[0].rc, 0);
+    assert_int_equal(r[0].status, 200);
+    assert_string_equal(r[0].body, ""); /* read for its status only */
+    assert_int_equal(r[1].rc, GQ_ECONFLICT);
+    assert_non_null(strstr(r[1].body, "the object has been modified"));
+    for (int i = 0; i < 2; i++) {
+        server_req(&srv, i, line, sizeof line);
+        assert_non_null(strstr(line, "PATCH /apis/gangq.io/v1alpha1/namespaces/ns/gpujobs/j/status|application/merge-patch+json|"));
+        assert_non_null(strstr(line, "{\"status\":{\"state\":\"Queued\"}}"));
+    }
+    assert_int_equal(kube_client_pending(c), 0);
+    kube_client_free(c);
+    server_stop(&srv);
+    ev_loop_destroy(loop);
+}
+
 /* A transport failure and cancellation from inside the callback. */
 static void cancel_self_cb(const struct kube_response *r, void *ud)
 {
@@ -2981,7 +3028,7 @@ static void test_lanes_critical_not_starved(void **st)
     struct kube_client_stats ks;
     struct lane_res n[10], cr[6], ex = {0}, lo = {0}, tr = {0};
     struct lane_wait wn = {n, 10}, wc = {cr, 6};
-    struct kube_req_opts exempt = {KUBE_PRIO_EXEMPT, NULL};
+    struct kube_req_opts exempt = {KUBE_PRIO_EXEMPT, NULL, 0, 0};
     struct seen s0, sc, sx;
     cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
     char path[64];
@@ -3012,7 +3059,7 @@ static void test_lanes_critical_not_starved(void **st)
     assert_int_equal(kube_request_ex(c, &exempt, "PUT", "/lease", "application/json", "{}", lane_cb, &ex,
                                      NULL),
                      0);
-    assert_int_equal(kube_request_ex(c, &(struct kube_req_opts){KUBE_PRIO_EXEMPT, "/k"}, "PUT", "/lease",
+    assert_int_equal(kube_request_ex(c, &(struct kube_req_opts){KUBE_PRIO_EXEMPT, "/k", 0, 0}, "PUT", "/lease",
                                      NULL, "{}", lane_cb, &ex, NULL),
                      GQ_EINVAL);
     run_until(loop, NULL, lane_all_done, &wc, 10);
@@ -3085,6 +3132,7 @@ int main(void)
         cmocka_unit_test(test_cache_relist_diff),
         cmocka_unit_test(test_path_time_event),
         cmocka_unit_test(test_client_writers),
+        cmocka_unit_test(test_client_patch_status_sstr),
         cmocka_unit_test(test_client_transport),
         cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_body_limit),
