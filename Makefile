@@ -2,14 +2,14 @@
 # Sources are discovered per module: add a .c file to a module folder and it is built.
 
 CC      ?= cc
-PKGS    := libcurl libcjson sqlite3 yaml-0.1 cmocka
+PKGS    := libcurl libcjson sqlite3 yaml-0.1 zlib cmocka
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 -g -MMD -MP \
                -iquote . -iquote common -iquote api -iquote controller -iquote controller/scheduler \
                -iquote controller/kube -iquote controller/sim -iquote controller/plugin -iquote store
 OPT     ?= -O2
 # Recursive (=) so they are read after scripts/deps.sh has installed what was missing.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 openssl 2>/dev/null) -lev -lm
+PKG_LIBS   = $(shell pkg-config --libs libcurl libcjson sqlite3 yaml-0.1 zlib openssl 2>/dev/null) -lev -lm
 CFLAGS  = $(CFLAGS_BASE) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 

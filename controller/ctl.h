@@ -324,8 +324,10 @@ int ctl_pod_terminal(const cJSON *pod);
 /* The GPUJob informer's pruner (kube_informer_opts.prune): what
  * kube_prune_common drops, and a status object kept as {"state": ...,
  * "attempt": ..., "completionTime": ..., CTL_STATUS_RAW: "<the whole status,
- * compact JSON>"}: the fields read without decoding stay, the rest is one string instead of a
- * tree of some 40 nodes (~3 KB less per cached job); the spec likewise as
+ * compact JSON, deflated>"}: the fields read without decoding stay, the rest
+ * is one string instead of a tree of some 40 nodes (~3 KB less per cached
+ * job), deflated when that halves it (ctl_snapshot.c raw_deflate: a finished
+ * job's 813 bytes become 112); the spec likewise as
  * {CTL_SPEC_RAW: "<the whole spec, compact JSON>"} (read only when the job
  * changed or its pods are built: ctl_job_spec, ctl_job_expand). Each left as
  * it is when not an object or out of memory. Member names interned. */

@@ -3,10 +3,13 @@
  * Kubernetes Node/Pod reading, the scheduler snapshot, and GPUJob status.
  * No I/O, no clock (now is passed in).
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "ctl.h"
 #include "kube.h"
@@ -268,17 +271,146 @@ int ctl_node_info(const cJSON *node, struct ctl_nodeinfo *out)
     return 0;
 }
 
+/* A condensed status is kept deflated: at 15,000 cached jobs its compact
+ * JSON (some 800 bytes a finished job, conditions and all) is the largest
+ * part of the cache. The raw text is then RAW_Z followed by a raw deflate
+ * stream (level 1, a window of 2^RAW_WBITS bytes, the preset dictionary
+ * below) whose bytes 0 and 1 are written as 1 1 and 1 2, so that it stays a
+ * C string a cJSON string holds. Any other raw text is the JSON itself (what
+ * could not be deflated). Equal statuses give equal texts. */
+#define RAW_Z '\x02'
+#define RAW_WBITS 11
+#define RAW_INFLATED_MAX ((size_t)4 << 20) /* a status is far smaller (the object's own bound) */
+/* What a status repeats (the encoder's member names and values, two
+ * conditions' worth), the likeliest last: deflate refers back into it. */
+static const char status_dict[] =
+    "\"lastPreemption\":{\"by\":\"\",\"reason\":\"\",\"time\":\"\"},\"admission\":{\"borrowed\":0,"
+    "\"domain\":\"\",\"nodes\":[\"\"]},\"pendingHead\":[],\"quota\":{\"used\":0},\"deadline\":\"\","
+    "\"running\":0,\"pending\":0,\"nodes\":\"\",\"waitReason\":\"Quota\",\"waitReason\":\"Preempting\","
+    "\"reason\":\"ExceedsCluster\",\"status\":\"True\",\"type\":\"Unschedulable\"},"
+    "{\"arrival\":1,\"attempt\":1,\"completionTime\":\"2026-12-06T00:00:00Z\",\"conditions\":[{"
+    "\"lastTransitionTime\":\"2026-12-06T00:00:00Z\",\"message\":\"Admitted\",\"reason\":\"Admitted\","
+    "\"status\":\"True\",\"type\":\"Admitted\"},{\"lastTransitionTime\":\"2026-12-06T00:00:00Z\","
+    "\"message\":\"NotRunning\",\"reason\":\"NotRunning\",\"status\":\"False\",\"type\":\"Running\"},"
+    "{\"lastTransitionTime\":\"2026-12-06T00:00:00Z\",\"message\":\"every replica succeeded\",\"reason\":"
+    "\"PodsSucceeded\",\"status\":\"True\",\"type\":\"Succeeded\"},{\"lastTransitionTime\":"
+    "\"2026-12-06T00:00:00Z\",\"message\":\"Succeeded\",\"reason\":\"Succeeded\",\"status\":\"False\","
+    "\"type\":\"Queued\"}],\"enqueueTime\":\"2026-12-06T00:00:00Z\",\"gpus\":1,\"message\":\"\","
+    "\"observedGeneration\":1,\"position\":1,\"preemptions\":0,\"priority\":0,\"retries\":0,"
+    "\"startTime\":\"2026-12-06T00:00:00Z\",\"state\":\"Queued\",\"state\":\"Succeeded\",\"team\":\"";
+
+/* json deflated and escaped (RAW_Z first), a new string, or NULL (out of
+ * memory, or it would not be smaller: the caller keeps the JSON). */
+static char *raw_deflate(const char *json)
+{
+    size_t n = strlen(json);
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (n < 64 || n > (size_t)UINT_MAX / 2 ||
+        deflateInit2(&zs, 1, Z_DEFLATED, -RAW_WBITS, 2, Z_DEFAULT_STRATEGY) != Z_OK)
+        return NULL;
+    uLong bound = deflateBound(&zs, (uLong)n);
+    unsigned char *z = malloc(bound);
+    char *out = NULL;
+    if (z && deflateSetDictionary(&zs, (const Bytef *)status_dict, (uInt)(sizeof(status_dict) - 1)) == Z_OK) {
+        zs.next_in = (Bytef *)(uintptr_t)json;
+        zs.avail_in = (uInt)n;
+        zs.next_out = z;
+        zs.avail_out = (uInt)bound;
+        if (deflate(&zs, Z_FINISH) == Z_STREAM_END && zs.total_out < n / 2) {
+            size_t zl = zs.total_out, k = 0;
+            out = malloc(2 * zl + 2);
+            if (out) {
+                out[k++] = RAW_Z;
+                for (size_t i = 0; i < zl; i++) {
+                    if (z[i] <= 1) {
+                        out[k++] = 1;
+                        out[k++] = (char)(z[i] + 1);
+                    } else {
+                        out[k++] = (char)z[i];
+                    }
+                }
+                out[k] = '\0';
+            }
+        }
+    }
+    deflateEnd(&zs);
+    free(z);
+    return out;
+}
+
+/* The JSON of a raw text: a new string (raw_deflate's undone, or a copy of
+ * plain JSON), NULL when it is damaged or out of memory. */
+static char *raw_json(const char *raw)
+{
+    if ((unsigned char)raw[0] != (unsigned char)RAW_Z)
+        return strdup(raw);
+    size_t rl = strlen(raw + 1), zl = 0;
+    unsigned char *z = malloc(rl + 1);
+    if (!z)
+        return NULL;
+    for (size_t i = 1; raw[i]; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c == 1) {
+            unsigned char e = (unsigned char)raw[++i];
+            if (e != 1 && e != 2) {
+                free(z);
+                return NULL; /* not an escape raw_deflate writes (or the text ends) */
+            }
+            c = (unsigned char)(e - 1);
+        }
+        z[zl++] = c;
+    }
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (inflateInit2(&zs, -RAW_WBITS) != Z_OK) {
+        free(z);
+        return NULL;
+    }
+    size_t cap = 4 * zl + 256, len = 0;
+    char *out = NULL;
+    int zr = inflateSetDictionary(&zs, (const Bytef *)status_dict, (uInt)(sizeof(status_dict) - 1));
+    zs.next_in = z;
+    zs.avail_in = (uInt)zl;
+    while (zr == Z_OK && cap <= RAW_INFLATED_MAX) {
+        char *grown = realloc(out, cap + 1);
+        if (!grown)
+            break;
+        out = grown;
+        zs.next_out = (Bytef *)out + len;
+        zs.avail_out = (uInt)(cap - len);
+        zr = inflate(&zs, Z_FINISH);
+        len = cap - zs.avail_out;
+        if (zr == Z_STREAM_END)
+            break;
+        if (zr == Z_BUF_ERROR && zs.avail_out == 0)
+            zr = Z_OK; /* more room */
+        cap *= 2;
+    }
+    inflateEnd(&zs);
+    free(z);
+    if (zr != Z_STREAM_END || zs.avail_in || memchr(out, '\0', len)) {
+        free(out);
+        return NULL;
+    }
+    out[len] = '\0';
+    return out;
+}
+
 /* obj's member name, an object, becomes {raw_key: "<it, compact JSON>"} and
- * copies of its members named in keep (NULL-terminated). Left as it is when
- * not an object, already condensed, or out of memory. */
-static void condense(cJSON *obj, const char *name, const char *raw_key, const char *const *keep)
+ * copies of its members named in keep (NULL-terminated); the text deflated
+ * (raw_deflate) when deflate is set. Left as it is when not an object,
+ * already condensed, or out of memory. */
+static void condense(cJSON *obj, const char *name, const char *raw_key, const char *const *keep, int deflate)
 {
     const cJSON *part = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (!cJSON_IsObject(part) || cJSON_GetObjectItemCaseSensitive(part, raw_key))
         return;
     char *raw = cJSON_PrintUnformatted(part);
+    char *z = raw && deflate ? raw_deflate(raw) : NULL;
     cJSON *small = raw ? cJSON_CreateObject() : NULL;
-    int ok = small && cJSON_AddStringToObject(small, raw_key, raw);
+    int ok = small && cJSON_AddStringToObject(small, raw_key, z ? z : raw);
+    free(z);
     free(raw);
     for (int k = 0; ok && keep[k]; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(part, keep[k]);
@@ -296,8 +428,10 @@ void ctl_prune_gpujob(cJSON *obj)
 {
     /* completionTime: a finished job's ttlSecondsAfterFinished counts from it */
     static const char *const status_keep[] = {"state", "attempt", "completionTime", NULL}, *const none[] = {NULL};
-    condense(obj, "status", CTL_STATUS_RAW, status_keep);
-    condense(obj, "spec", CTL_SPEC_RAW, none);
+    condense(obj, "status", CTL_STATUS_RAW, status_keep, 1);
+    /* the spec stays JSON: a search of its text decides whether a finished
+     * job has a ttlSecondsAfterFinished (ctl_main.c ttl_finish_shown) */
+    condense(obj, "spec", CTL_SPEC_RAW, none, 0);
     kube_prune_common(obj); /* interns the member names, the condensed parts' too */
 }
 
@@ -351,7 +485,9 @@ int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struc
     const cJSON *raw = raw_of(job, "status", CTL_STATUS_RAW);
     if (!raw)
         return api_gpujob_status_decode(job, out, errs);
-    cJSON *st = cJSON_Parse(raw->valuestring);
+    char *json = raw_json(raw->valuestring);
+    cJSON *st = json ? cJSON_Parse(json) : NULL;
+    free(json);
     if (!st) {
         memset(out, 0, sizeof(*out));
         api_errors_add(errs, "status", "cached status is not JSON");

@@ -34,10 +34,11 @@ if command -v pkg-config >/dev/null; then
   chk_pc libcjson libcjson-dev
   chk_pc sqlite3 libsqlite3-dev
   chk_pc yaml-0.1 libyaml-dev
+  chk_pc zlib zlib1g-dev
   chk_pc cmocka libcmocka-dev
 else
   # without pkg-config nothing can be probed: ask for every library (apt skips installed ones)
-  need+=(pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev libsqlite3-dev libyaml-dev libcmocka-dev)
+  need+=(pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev libsqlite3-dev libyaml-dev zlib1g-dev libcmocka-dev)
 fi
 chk_h ev.h libev-dev
 if [ "${1:-}" != build ]; then

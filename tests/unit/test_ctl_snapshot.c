@@ -1409,6 +1409,88 @@ static void test_prune_gpujob(void **state)
     cJSON_Delete(bad);
 }
 
+/* A cached job's status is kept deflated (the escaped stream after a 0x02
+ * byte, a C string): far smaller than its JSON, and it decodes to exactly
+ * what the whole object decodes to, whatever bytes the stream holds (0 and 1
+ * escaped). A damaged text decodes as no status with an error, never a
+ * crash. */
+static void test_prune_gpujob_status_deflated(void **state)
+{
+    (void)state;
+    int escaped = 0;
+    unsigned seed = 12345;
+    for (int i = 0; i < 300; i++) {
+        char msg[256];
+        size_t ml = (size_t)(i % 200) + 1;
+        for (size_t k = 0; k < ml; k++) {
+            seed = seed * 1103515245u + 12345u;
+            msg[k] = (char)(' ' + (seed >> 16) % 94);
+            if (msg[k] == '"' || msg[k] == '\\')
+                msg[k] = 'x';
+        }
+        msg[ml] = '\0';
+        char job[2048];
+        snprintf(job, sizeof(job),
+                 "{\"metadata\":{\"name\":\"j%d\",\"namespace\":\"ns\"},\"status\":{\"state\":\"Queued\","
+                 "\"attempt\":%d,\"team\":\"t\",\"gpus\":%d,\"message\":\"%s\",\"position\":%d,"
+                 "\"waitReason\":\"Quota\",\"conditions\":[{\"type\":\"Queued\",\"status\":\"True\","
+                 "\"reason\":\"Quota\",\"message\":\"%s\",\"lastTransitionTime\":\"2026-12-0%dT00:00:%02dZ\"}]}}",
+                 i, i % 7, i, msg, i * 37, msg, 1 + i % 9, i % 60);
+        cJSON *a = cJSON_Parse(job), *p = cJSON_Parse(job);
+        assert_non_null(a);
+        ctl_prune_gpujob(p);
+        const cJSON *raw = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), CTL_STATUS_RAW);
+        assert_true(cJSON_IsString(raw));
+        char *json = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, "status"));
+        if (raw->valuestring[0] == '\x02') {
+            assert_true(strlen(raw->valuestring) < strlen(json) / 2);
+            escaped += strchr(raw->valuestring, '\x01') != NULL;
+        } else {
+            assert_string_equal(raw->valuestring, json); /* not worth deflating: kept as JSON */
+        }
+        struct api_gpujob_status sa, sp;
+        struct api_errors e;
+        api_errors_init(&e);
+        assert_int_equal(ctl_job_status_decode(a, &sa, &e), 0);
+        assert_int_equal(ctl_job_status_decode(p, &sp, &e), 0);
+        assert_int_equal(e.n, 0);
+        cJSON *ea = api_gpujob_status_encode(&sa), *ep = api_gpujob_status_encode(&sp);
+        char *ta = cJSON_PrintUnformatted(ea), *tp = cJSON_PrintUnformatted(ep);
+        assert_string_equal(tp, ta);
+        /* the same status gives the same text (a status-only event compares them) */
+        cJSON *p2 = cJSON_Parse(job);
+        ctl_prune_gpujob(p2);
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p2, "status"), CTL_STATUS_RAW)->valuestring,
+                            raw->valuestring);
+        if (i == 150) {
+            /* damaged: cut short, an escape byte that is none, a stray byte */
+            size_t rl = strlen(raw->valuestring);
+            assert_true(rl > 8);
+            char cut[1024], badesc[] = "\x02\x01\x07" "abc";
+            gq_strlcpy(cut, raw->valuestring, rl / 2 + 1);
+            const char *bad[] = {cut, badesc, "\x02", "\x02\x01"};
+            for (size_t b = 0; b < GQ_ARRAY_LEN(bad); b++) {
+                cJSON *d = cJSON_CreateObject(), *dst = cJSON_AddObjectToObject(d, "status");
+                cJSON_AddStringToObject(dst, CTL_STATUS_RAW, bad[b]);
+                api_errors_init(&e);
+                assert_int_not_equal(ctl_job_status_decode(d, &sp, &e), 0);
+                assert_true(e.n > 0);
+                assert_int_equal(sp.nconditions, 0);
+                cJSON_Delete(d);
+            }
+        }
+        free(json);
+        free(ta);
+        free(tp);
+        cJSON_Delete(ea);
+        cJSON_Delete(ep);
+        cJSON_Delete(a);
+        cJSON_Delete(p);
+        cJSON_Delete(p2);
+    }
+    assert_true(escaped > 0); /* the escapes were exercised */
+}
+
 /* ------------------------------------------------------------ config */
 
 static void test_config(void **state)
@@ -1606,6 +1688,7 @@ int main(void)
         cmocka_unit_test(test_wait_adopt),
         cmocka_unit_test(test_wait_publish_class_kept),
         cmocka_unit_test(test_prune_gpujob),
+        cmocka_unit_test(test_prune_gpujob_status_deflated),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_config_table),
         cmocka_unit_test(test_batch_delay),
