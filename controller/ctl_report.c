@@ -730,9 +730,12 @@ void rc_waiting_publish(struct rc_ctx *r)
             continue; /* not waiting, and nothing of a wait left to clear (most jobs, most reconciles) */
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
         const char *msg = inv ? ctl_str(j->invalid_msg) : m->wait.wait_msg ? m->wait.wait_msg : j->row->message;
-        if (!m->wait.pub.set && waiting && j->obj) {
+        const char *shown = waiting && !m->wait.pub.set ? ctl_obj_str(j->obj, "status", "state") : NULL;
+        if (shown && !strcmp(shown, api_state_name(j->state == STORE_QUEUED ? API_STATE_QUEUED : API_STATE_PREEMPTED))) {
             /* first sight since start: what the object already shows of an
-             * unchanged wait is not written again */
+             * unchanged wait is not written again (ctl_wait_adopt takes
+             * only a status in the wait's state: the cached state says
+             * whether one is worth decoding, every reconcile until then) */
             struct api_gpujob_status st;
             struct api_errors e;
             api_errors_init(&e);
