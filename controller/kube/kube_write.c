@@ -100,28 +100,39 @@ int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patc
     return rc ? rc : kube_patch_merge(c, p, patch, cb, ud);
 }
 
-int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
-                        const cJSON *patch, kube_response_cb cb, void *ud)
+/* A merge patch of path's status subresource, coalesced by that path; shared:
+ * body is a gq_sstr text (a reference held, not a copy) and a 2xx answer's
+ * body is not kept. */
+static int patch_status_req(struct kube_client *c, enum kube_prio prio, const char *path, const char *body,
+                            int shared, kube_response_cb cb, void *ud)
 {
     char p[2048];
     int rc = status_path(path, p, sizeof p);
-    struct kube_req_opts ro = {prio, p, 0, 0};
+    struct kube_req_opts ro = {prio, p, shared, shared};
     if (rc)
         return rc;
-    return send_json_ex(c, &ro, "PATCH", p, "application/merge-patch+json", patch, cb, ud);
+    return kube_request_ex(c, &ro, "PATCH", p, "application/merge-patch+json", body, cb, ud, NULL);
+}
+
+int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
+                        const cJSON *patch, kube_response_cb cb, void *ud)
+{
+    if (!patch)
+        return GQ_EINVAL;
+    char *body = cJSON_PrintUnformatted(patch);
+    if (!body)
+        return GQ_ENOMEM;
+    int rc = patch_status_req(c, prio, path, body, 0, cb, ud);
+    cJSON_free(body);
+    return rc;
 }
 
 int kube_patch_status_sstr(struct kube_client *c, enum kube_prio prio, const char *path,
                            const char *json, kube_response_cb cb, void *ud)
 {
-    char p[2048];
-    int rc = status_path(path, p, sizeof p);
-    struct kube_req_opts ro = {prio, p, 1, 1};
-    if (rc)
-        return rc;
     if (!json)
         return GQ_EINVAL;
-    return kube_request_ex(c, &ro, "PATCH", p, "application/merge-patch+json", json, cb, ud, NULL);
+    return patch_status_req(c, prio, path, json, 1, cb, ud);
 }
 
 int kube_patch_status_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *path)

@@ -1294,6 +1294,28 @@ static int tree_nodes(const cJSON *o)
     return n;
 }
 
+/* The status of whole and of pruned (ctl_prune_gpujob) decode alike, without
+ * errors; returns how many conditions. */
+static int assert_status_alike(const cJSON *whole, const cJSON *pruned)
+{
+    struct api_gpujob_status sa, sp;
+    struct api_errors e;
+    api_errors_init(&e);
+    assert_int_equal(ctl_job_status_decode(whole, &sa, &e), 0);
+    assert_int_equal(ctl_job_status_decode(pruned, &sp, &e), 0);
+    assert_int_equal(e.n, 0);
+    cJSON *ea = api_gpujob_status_encode(&sa), *ep = api_gpujob_status_encode(&sp);
+    char *ta = cJSON_PrintUnformatted(ea), *tp = cJSON_PrintUnformatted(ep);
+    assert_non_null(ta);
+    assert_non_null(tp);
+    assert_string_equal(tp, ta);
+    free(ta);
+    free(tp);
+    cJSON_Delete(ea);
+    cJSON_Delete(ep);
+    return sp.nconditions;
+}
+
 static void test_prune_gpujob(void **state)
 {
     (void)state;
@@ -1351,16 +1373,9 @@ static void test_prune_gpujob(void **state)
     api_gpujob_release(&jp);
     cJSON_Delete(whole);
     assert_string_equal(ctl_obj_str(p, "metadata", "uid"), "u1"); /* the references freed nothing */
-    struct api_gpujob_status sa, sp;
+    struct api_gpujob_status sp;
     struct api_errors e;
-    api_errors_init(&e);
-    assert_int_equal(ctl_job_status_decode(a, &sa, &e), 0);
-    assert_int_equal(ctl_job_status_decode(p, &sp, &e), 0);
-    assert_int_equal(e.n, 0);
-    cJSON *ea = api_gpujob_status_encode(&sa), *ep = api_gpujob_status_encode(&sp);
-    char *ta = cJSON_PrintUnformatted(ea), *tp = cJSON_PrintUnformatted(ep);
-    assert_string_equal(tp, ta);
-    assert_int_equal(sp.nconditions, 2);
+    assert_int_equal(assert_status_alike(a, p), 2);
     /* pruning again changes nothing */
     char *once = cJSON_PrintUnformatted(p);
     ctl_prune_gpujob(p);
@@ -1396,12 +1411,8 @@ static void test_prune_gpujob(void **state)
     api_gpujob_release(&jb);
     cJSON_Delete(bw);
     cJSON_Delete(badspec);
-    free(ta);
-    free(tp);
     free(once);
     free(twice);
-    cJSON_Delete(ea);
-    cJSON_Delete(ep);
     cJSON_Delete(a);
     cJSON_Delete(p);
     cJSON_Delete(q);
@@ -1448,15 +1459,9 @@ static void test_prune_gpujob_status_deflated(void **state)
         } else {
             assert_string_equal(raw->valuestring, json); /* not worth deflating: kept as JSON */
         }
-        struct api_gpujob_status sa, sp;
+        struct api_gpujob_status sp;
         struct api_errors e;
-        api_errors_init(&e);
-        assert_int_equal(ctl_job_status_decode(a, &sa, &e), 0);
-        assert_int_equal(ctl_job_status_decode(p, &sp, &e), 0);
-        assert_int_equal(e.n, 0);
-        cJSON *ea = api_gpujob_status_encode(&sa), *ep = api_gpujob_status_encode(&sp);
-        char *ta = cJSON_PrintUnformatted(ea), *tp = cJSON_PrintUnformatted(ep);
-        assert_string_equal(tp, ta);
+        assert_int_equal(assert_status_alike(a, p), 1);
         /* the same status gives the same text (a status-only event compares them) */
         cJSON *p2 = cJSON_Parse(job);
         ctl_prune_gpujob(p2);
@@ -1480,10 +1485,6 @@ static void test_prune_gpujob_status_deflated(void **state)
             }
         }
         free(json);
-        free(ta);
-        free(tp);
-        cJSON_Delete(ea);
-        cJSON_Delete(ep);
         cJSON_Delete(a);
         cJSON_Delete(p);
         cJSON_Delete(p2);
