@@ -588,6 +588,12 @@ int ctl_wait_class_at_once(int from, int to);
  * again. Returns 1 when seeded, else 0 (p unchanged). */
 int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, int state, int cls,
                    int64_t now_ms);
+/* ctl_wait_adopt of what a cached GPUJob (pruned or not) shows, cls from msg
+ * and invalid_reason (ctl_wait_classify). The status is decoded only when its
+ * cached status.state is the wait's own, the only status adoption takes: a
+ * waiting job not adopted is looked at every reconcile. */
+int ctl_wait_adopt_shown(struct ctl_waitpub *p, const cJSON *job, int state, const char *msg,
+                         const char *invalid_reason, int64_t now_ms);
 /* The position a job at exact queue position pos shows: pos when within the
  * first head (1-based), else 0 (none). */
 int ctl_position_shown(int pos, int head);

@@ -730,18 +730,10 @@ void rc_waiting_publish(struct rc_ctx *r)
             continue; /* not waiting, and nothing of a wait left to clear (most jobs, most reconciles) */
         const char *inv = j->invalid_reason && !j->failed_invalid ? j->invalid_reason : NULL;
         const char *msg = inv ? ctl_str(j->invalid_msg) : m->wait.wait_msg ? m->wait.wait_msg : j->row->message;
-        const char *shown = waiting && !m->wait.pub.set ? ctl_obj_str(j->obj, "status", "state") : NULL;
-        if (shown && !strcmp(shown, api_state_name(j->state == STORE_QUEUED ? API_STATE_QUEUED : API_STATE_PREEMPTED))) {
-            /* first sight since start: what the object already shows of an
-             * unchanged wait is not written again (ctl_wait_adopt takes
-             * only a status in the wait's state: the cached state says
-             * whether one is worth decoding, every reconcile until then) */
-            struct api_gpujob_status st;
-            struct api_errors e;
-            api_errors_init(&e);
-            if (!ctl_job_status_decode(j->obj, &st, &e))
-                ctl_wait_adopt(&m->wait.pub, &st, j->state, ctl_wait_classify(msg, inv), r->now);
-        }
+        /* first sight since start: what the object already shows of an
+         * unchanged wait is not written again */
+        if (waiting && !m->wait.pub.set)
+            (void)ctl_wait_adopt_shown(&m->wait.pub, j->obj, j->state, msg, inv, r->now);
         struct ctl_waitpub was = m->wait.pub;
         /* an Event speaks for the core's explanation or a problem, not a
          * stored message awaiting the next schedule; a wait the status does

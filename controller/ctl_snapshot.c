@@ -339,12 +339,16 @@ static char *raw_deflate(const char *json)
     return out;
 }
 
-/* The JSON of a raw text: a new string (raw_deflate's undone, or a copy of
- * plain JSON), NULL when it is damaged or out of memory. */
-static char *raw_json(const char *raw)
+/* A raw text raw_deflate wrote (RAW_Z first). */
+static int raw_deflated(const char *raw)
 {
-    if ((unsigned char)raw[0] != (unsigned char)RAW_Z)
-        return strdup(raw);
+    return (unsigned char)raw[0] == (unsigned char)RAW_Z;
+}
+
+/* The JSON of a raw_deflated text, a new string; NULL when it is damaged or
+ * out of memory. */
+static char *raw_inflate(const char *raw)
+{
     size_t rl = strlen(raw + 1), zl = 0;
     unsigned char *z = malloc(rl + 1);
     if (!z)
@@ -485,8 +489,9 @@ int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struc
     const cJSON *raw = raw_of(job, "status", CTL_STATUS_RAW);
     if (!raw)
         return api_gpujob_status_decode(job, out, errs);
-    char *json = raw_json(raw->valuestring);
-    cJSON *st = json ? cJSON_Parse(json) : NULL;
+    char *json = raw_deflated(raw->valuestring) ? raw_inflate(raw->valuestring) : NULL;
+    const char *text = raw_deflated(raw->valuestring) ? json : raw->valuestring;
+    cJSON *st = text ? cJSON_Parse(text) : NULL;
     free(json);
     if (!st) {
         memset(out, 0, sizeof(*out));
@@ -1418,12 +1423,16 @@ int ctl_wait_publish_hashed(struct ctl_waitpub *p, int state, int waiting, const
     return 1;
 }
 
+/* The status state a wait in store state state shows (API_STATE_NONE: not a wait). */
+static enum api_state wait_shown_state(int state)
+{
+    return state == STORE_QUEUED ? API_STATE_QUEUED : state == STORE_PREEMPTED ? API_STATE_PREEMPTED : API_STATE_NONE;
+}
+
 int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, int state, int cls,
                    int64_t now_ms)
 {
-    enum api_state want = state == STORE_QUEUED      ? API_STATE_QUEUED
-                          : state == STORE_PREEMPTED ? API_STATE_PREEMPTED
-                                                     : API_STATE_NONE;
+    enum api_state want = wait_shown_state(state);
     if (p->set || want == API_STATE_NONE || cls == CTL_WAIT_NONE || st->state != want ||
         strcmp(st->wait_reason, ctl_wait_class_name(cls)) || !st->message[0])
         return 0;
@@ -1437,6 +1446,21 @@ int ctl_wait_adopt(struct ctl_waitpub *p, const struct api_gpujob_status *st, in
     p->evented = 1u << (unsigned)cls;
     p->position = st->position > 0 ? st->position : 0;
     return 1;
+}
+
+int ctl_wait_adopt_shown(struct ctl_waitpub *p, const cJSON *job, int state, const char *msg,
+                         const char *invalid_reason, int64_t now_ms)
+{
+    enum api_state want = wait_shown_state(state);
+    const char *shown = ctl_obj_str(job, "status", "state");
+    if (p->set || want == API_STATE_NONE || !shown || strcmp(shown, api_state_name(want)))
+        return 0; /* not a status ctl_wait_adopt would take: not decoded */
+    struct api_gpujob_status st;
+    struct api_errors e;
+    api_errors_init(&e);
+    if (ctl_job_status_decode(job, &st, &e))
+        return 0;
+    return ctl_wait_adopt(p, &st, state, ctl_wait_classify(msg, invalid_reason), now_ms);
 }
 
 int ctl_position_shown(int pos, int head)

@@ -53,7 +53,7 @@ int kube_create_p(struct kube_client *c, enum kube_prio prio, const char *collec
                   const cJSON *obj, kube_response_cb cb, void *ud)
 {
     struct kube_req_opts ro = {prio, NULL, 0, 0};
-    return send_json_ex(c, &ro, "POST", collection_path, "application/json", obj, cb, ud);
+    return kube_create_ex(c, &ro, collection_path, obj, cb, ud);
 }
 
 int kube_create_ex(struct kube_client *c, const struct kube_req_opts *ro, const char *collection_path,
