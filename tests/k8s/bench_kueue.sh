@@ -17,7 +17,8 @@
 # done before its job's status is written); mean and p95 time to admission per
 # class (create's 201 -> first pod seen bound); minimum and mean Team usage (mean GPUs held
 # over the wall time); the controller's API writes per admission (audit log); its CPU time
-# and RSS; and that every job Succeeded exactly once (its Succeeded pods are one attempt's).
+# and RSS; the CPU of the API server, etcd and this benchmark's tool over the run, and every
+# client's writes (the machine's two cores are shared); and that every job Succeeded exactly once (its Succeeded pods are one attempt's).
 # BENCH_SCALE=0.1 scales the job counts (35/10/5 per Team: 1,500 jobs) for a quick run.
 . "$(dirname "$0")/lib.sh"
 GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
@@ -65,11 +66,12 @@ port=$(gq_ctl_port)
 GQ_BG_PIDS+=("$!")
 sleep 1
 hz=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$GQ_CTL_PID/stat"; }
-c0=$(cpu_ticks)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/${1:-$GQ_CTL_PID}/stat" 2>/dev/null || echo 0; }
+apid=$(cat "$GQ_ENV_DIR/apiserver.pid") epid=$(cat "$GQ_ENV_DIR/etcd.pid")
+c0=$(cpu_ticks) a0=$(cpu_ticks "$apid") e0=$(cpu_ticks "$epid")
 audit0=$(wc -l <"$GQ_ENV_DIR/audit.log")
 out=$(python3 "$BT" kueue "$cfg") || fail "benchtool kueue"
-c1=$(cpu_ticks)
+c1=$(cpu_ticks) a1=$(cpu_ticks "$apid") e1=$(cpu_ticks "$epid")
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$GQ_CTL_PID/status")
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$GQ_CTL_PID/status")
 # what the resident memory is made of: anonymous (heap, mmaps) and file pages (code, libraries)
@@ -97,7 +99,14 @@ writes=$(tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
   | sort | uniq -c | sort -rn)
 nw=$(awk '{s += $1} END {print s + 0}' <<<"$writes")
 pass "controller API writes: $nw for $adm admissions ($(awk -v w="$nw" -v a="$adm" 'BEGIN { printf "%.2f", (a ? w / a : 0) }') per admission): $(tr -s ' \n' ' ' <<<"$writes")"
+# Every client's writes (the benchmark's creates and the fake kubelet's pod status writes too).
+allw=$(tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
+  'select(.stage == "ResponseComplete" and (.verb | test("^(create|update|patch|delete|deletecollection)$"))) | .verb' | wc -l)
 cpu_ms=$(( (c1 - c0) * 1000 / hz ))
+api_ms=$(( (a1 - a0) * 1000 / hz )) etcd_ms=$(( (e1 - e0) * 1000 / hz ))
+# The two cores are shared: where their time went during the run (the API server is the
+# bound when it takes most of what the others leave).
+pass "CPU over the run (s): API server $(( api_ms / 1000 )) ($(awk -v c="$api_ms" -v a="$adm" 'BEGIN { printf "%.1f", (a ? c / a : 0) }') ms per admission), etcd $(( etcd_ms / 1000 )), benchmark tool (creates, fake kubelet) $(j .tool_cpu_s), controller $(( cpu_ms / 1000 )); API writes from every client: $allw ($(awk -v w="$allw" -v a="$adm" 'BEGIN { printf "%.2f", (a ? w / a : 0) }') per admission)"
 heap=$(awk '/^gangq_heap_bytes\{state="inuse"\}/ { u = $2 } /^gangq_heap_bytes\{state="free"\}/ { f = $2 }
   END { printf "heap in use %d MiB, free in the heap %d MiB", u / 1048576, f / 1048576 }' "$GQ_TEST_TMP/metrics.txt")
 pass "controller CPU ${cpu_ms} ms over the run; VmRSS $(( rss / 1024 )) MiB, peak $(( hwm / 1024 )) MiB ($rss_split; $heap)"
@@ -125,4 +134,6 @@ assert_eq "$jobs" "$(j .created)" "jobs created"
 assert_eq 0 "$(j .not_exactly_once)" "jobs not Succeeded exactly once ($(j -c .not_exactly_once_examples))"
 pass "every job Succeeded exactly once (one attempt's pods Succeeded)"
 jq -c --argjson w "$nw" --argjson cpu "$cpu_ms" --argjson rss "$rss" --argjson hwm "$hwm" --arg scale "$SCALE" \
-  '{scale: $scale} + . + {controller_writes: $w, controller_cpu_ms: $cpu, rss_kb: $rss, hwm_kb: $hwm} | del(.not_exactly_once_examples)' <<<"$out"
+  --argjson api "$api_ms" --argjson etcd "$etcd_ms" --argjson allw "$allw" \
+  '{scale: $scale} + . + {controller_writes: $w, controller_cpu_ms: $cpu, rss_kb: $rss, hwm_kb: $hwm,
+    apiserver_cpu_ms: $api, etcd_cpu_ms: $etcd, all_writes: $allw} | del(.not_exactly_once_examples)' <<<"$out"

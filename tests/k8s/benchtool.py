@@ -29,6 +29,7 @@ import http.client
 import json
 import os
 import queue
+import resource
 import ssl
 import sys
 import threading
@@ -496,6 +497,9 @@ def cmd_kueue(api, cfg_path):
             spread.append(max(st) - min(st))
     out["gang_bound_spread_s"] = {"max": round(max(spread), 2) if spread else 0.0,
                                   "mean": round(sum(spread) / len(spread), 2) if spread else 0.0}
+    # This tool's own CPU (load generator and fake kubelet): it shares the machine.
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    out["tool_cpu_s"] = round(ru.ru_utime + ru.ru_stime, 1)
     print(json.dumps(out))
 
 
