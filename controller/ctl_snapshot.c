@@ -489,8 +489,9 @@ int ctl_job_status_decode(const cJSON *job, struct api_gpujob_status *out, struc
     const cJSON *raw = raw_of(job, "status", CTL_STATUS_RAW);
     if (!raw)
         return api_gpujob_status_decode(job, out, errs);
-    char *json = raw_deflated(raw->valuestring) ? raw_inflate(raw->valuestring) : NULL;
-    const char *text = raw_deflated(raw->valuestring) ? json : raw->valuestring;
+    int z = raw_deflated(raw->valuestring);
+    char *json = z ? raw_inflate(raw->valuestring) : NULL;
+    const char *text = z ? json : raw->valuestring;
     cJSON *st = text ? cJSON_Parse(text) : NULL;
     free(json);
     if (!st) {

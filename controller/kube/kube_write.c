@@ -100,39 +100,36 @@ int kube_patch_status(struct kube_client *c, const char *path, const cJSON *patc
     return rc ? rc : kube_patch_merge(c, p, patch, cb, ud);
 }
 
-/* A merge patch of path's status subresource, coalesced by that path; shared:
- * body is a gq_sstr text (a reference held, not a copy) and a 2xx answer's
- * body is not kept. */
-static int patch_status_req(struct kube_client *c, enum kube_prio prio, const char *path, const char *body,
-                            int shared, kube_response_cb cb, void *ud)
+/* The request of a merge patch of path's status subresource: that path into
+ * p, the options coalescing by it; shared: the body is a gq_sstr text (a
+ * reference held, not a copy) and a 2xx answer's body is not kept. */
+static int status_req(const char *path, enum kube_prio prio, int shared, char *p, size_t plen,
+                      struct kube_req_opts *ro)
 {
-    char p[2048];
-    int rc = status_path(path, p, sizeof p);
-    struct kube_req_opts ro = {prio, p, shared, shared};
-    if (rc)
-        return rc;
-    return kube_request_ex(c, &ro, "PATCH", p, "application/merge-patch+json", body, cb, ud, NULL);
+    *ro = (struct kube_req_opts){prio, p, shared, shared};
+    return status_path(path, p, plen);
 }
 
 int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *path,
                         const cJSON *patch, kube_response_cb cb, void *ud)
 {
-    if (!patch)
-        return GQ_EINVAL;
-    char *body = cJSON_PrintUnformatted(patch);
-    if (!body)
-        return GQ_ENOMEM;
-    int rc = patch_status_req(c, prio, path, body, 0, cb, ud);
-    cJSON_free(body);
-    return rc;
+    char p[2048];
+    struct kube_req_opts ro;
+    int rc = status_req(path, prio, 0, p, sizeof p, &ro);
+    return rc ? rc : send_json_ex(c, &ro, "PATCH", p, "application/merge-patch+json", patch, cb, ud);
 }
 
 int kube_patch_status_sstr(struct kube_client *c, enum kube_prio prio, const char *path,
                            const char *json, kube_response_cb cb, void *ud)
 {
+    char p[2048];
+    struct kube_req_opts ro;
+    int rc = status_req(path, prio, 1, p, sizeof p, &ro);
+    if (rc)
+        return rc;
     if (!json)
         return GQ_EINVAL;
-    return patch_status_req(c, prio, path, json, 1, cb, ud);
+    return kube_request_ex(c, &ro, "PATCH", p, "application/merge-patch+json", json, cb, ud, NULL);
 }
 
 int kube_patch_status_would_refuse(const struct kube_client *c, enum kube_prio prio, const char *path)

@@ -18,7 +18,8 @@
 # class (create's 201 -> first pod seen bound); minimum and mean Team usage (mean GPUs held
 # over the wall time); the controller's API writes per admission (audit log); its CPU time
 # and RSS; the CPU of the API server, etcd and this benchmark's tool over the run, and every
-# client's writes (the machine's two cores are shared); and that every job Succeeded exactly once (its Succeeded pods are one attempt's).
+# client's writes (the machine's two cores are shared); and that every job Succeeded exactly
+# once (its Succeeded pods are one attempt's).
 # BENCH_SCALE=0.1 scales the job counts (35/10/5 per Team: 1,500 jobs) for a quick run.
 . "$(dirname "$0")/lib.sh"
 GQ_CTL_DEFAULT_ARGS=  # benchmarks measure the controller's defaults
@@ -92,16 +93,18 @@ done
 pass "GPUJob watch delay (create's 201 -> ADDED on the benchmark's own watch): mean $(j .watch_delay_s.mean) s, p95 $(j .watch_delay_s.p95) s; the controller's (creationTimestamp -> ADDED): $(awk '/^gangq_watch_delay_seconds_(sum|count)\{informer="gpujobs"\}/ { if ($1 ~ /_sum/) s = $2; else n = $2 } END { printf "mean %.1f s over %d", (n ? s / n : 0), n }' "$GQ_TEST_TMP/metrics.txt")"
 pass "Team usage (mean GPUs held over the wall time, nominal 20): min $(j .team_usage_gpus.min), mean $(j .team_usage_gpus.mean)"
 adm=$(j .admissions)
-# The controller's writes during the run, from the API server's audit log.
-writes=$(tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
-  'select((.userAgent // "" | startswith("gangq")) and (.verb | test("^(create|update|patch|delete|deletecollection)$")))
-   | "\(.verb) \(.objectRef.resource)\(if .objectRef.subresource then "/" + .objectRef.subresource else "" end)"' \
-  | sort | uniq -c | sort -rn)
+# Every client's writes during the run, from the API server's audit log (read once): a line
+# each, "<gangq|other> <stage> <verb> <resource>[/<subresource>]".
+tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
+  'select(.verb | test("^(create|update|patch|delete|deletecollection)$"))
+   | "\(if (.userAgent // "" | startswith("gangq")) then "gangq" else "other" end) \(.stage) \(.verb) \(.objectRef.resource)\(if .objectRef.subresource then "/" + .objectRef.subresource else "" end)"' \
+  >"$GQ_TEST_TMP/writes.txt"
+# The controller's.
+writes=$(awk '$1 == "gangq" { print $3, $4 }' "$GQ_TEST_TMP/writes.txt" | sort | uniq -c | sort -rn)
 nw=$(awk '{s += $1} END {print s + 0}' <<<"$writes")
 pass "controller API writes: $nw for $adm admissions ($(awk -v w="$nw" -v a="$adm" 'BEGIN { printf "%.2f", (a ? w / a : 0) }') per admission): $(tr -s ' \n' ' ' <<<"$writes")"
-# Every client's writes (the benchmark's creates and the fake kubelet's pod status writes too).
-allw=$(tail -n +"$(( audit0 + 1 ))" "$GQ_ENV_DIR/audit.log" | jq -r \
-  'select(.stage == "ResponseComplete" and (.verb | test("^(create|update|patch|delete|deletecollection)$"))) | .verb' | wc -l)
+# Every client's (the benchmark's creates and the fake kubelet's pod status writes too).
+allw=$(awk '$2 == "ResponseComplete"' "$GQ_TEST_TMP/writes.txt" | wc -l)
 cpu_ms=$(( (c1 - c0) * 1000 / hz ))
 api_ms=$(( (a1 - a0) * 1000 / hz )) etcd_ms=$(( (e1 - e0) * 1000 / hz ))
 # The two cores are shared: where their time went during the run (the API server is the
