@@ -100,6 +100,9 @@ struct ctl_config {
     double debounce_s;             /* after the first dirty mark; default 0.05 */
     int max_reconcile_share;       /* percent of the time reconciles may take while events
                                     * stream in (adaptive batching); default 30 */
+    double batch_window_s;         /* while events stream in (one comes within this long of
+                                    * the last reconcile's end), reconciles start at least
+                                    * this far apart; 0 = off; default 0.15 */
     double io_collect_interval_s;  /* socket I/O taken at most this often (libev
                                     * io_collect_interval); 0 = at once; default 0.02 */
     double shutdown_wait_s;        /* bounded wait for writes at exit; default 5 */
@@ -153,9 +156,11 @@ struct ctl_config {
 };
 
 /* Seconds until a reconcile asked for at now may start (ctl_main.c):
- * debounce_s, or more after a reconcile of cost_s that ended at end, so that
- * reconciles take at most share percent of the time. Pure. */
-double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, double now);
+ * debounce_s, or more after the last reconcile (it ran from start to end,
+ * both 0 before the first) so that reconciles take at most share percent of
+ * the time, and, when now is within window_s of its end (events stream in),
+ * start no sooner than window_s after it started. Pure. */
+double ctl_batch_delay(double debounce_s, int share, double window_s, double start, double end, double now);
 
 /* The option table (ctl_config.c): every option's defaults, parsing and usage
  * line come from its entry. */

@@ -55,6 +55,11 @@ const struct ctl_option ctl_options[] = {
      "while events stream in, reconciles take at most this share of\n"
      "the time: after one that took T, the next starts no sooner than\n"
      "T*(100-PCT)/PCT later (events meanwhile are batched into it)"},
+    {"batch-window", CTL_OPT_DURATION, F(batch_window_s), "150ms", 0, 1, 0, 0, "a duration from 0 to 1s", " DUR",
+     "while events stream in (one within this long of the last\n"
+     "reconcile's end), reconciles start at least this far apart\n"
+     "(the events meanwhile are batched; after a quiet spell the\n"
+     "first waits 50ms alone; 0 = off)"},
     {"io-collect-interval", CTL_OPT_DURATION, F(io_collect_interval_s), "20ms", 0, 1, 0, 0,
      "a duration from 0 to 1s", " DUR",
      "wake for socket I/O at most this often: responses and watch\n"

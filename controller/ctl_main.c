@@ -31,8 +31,9 @@ static void ctl_mark_dirty(struct gq_ctl *c)
          * in this loop iteration left behind by its duration */
         ev_now_update(c->loop);
         ev_timer_stop(c->loop, &c->debounce);
-        ev_timer_set(&c->debounce, ctl_batch_delay(c->cfg.debounce_s, c->cfg.max_reconcile_share, c->rc_cost_s,
-                                                   c->rc_end, ev_time()),
+        ev_timer_set(&c->debounce,
+                     ctl_batch_delay(c->cfg.debounce_s, c->cfg.max_reconcile_share, c->cfg.batch_window_s,
+                                     c->rc_end - c->rc_cost_s, c->rc_end, ev_time()),
                      0.);
         ev_timer_start(c->loop, &c->debounce);
     }
@@ -67,13 +68,20 @@ static int all_synced(const struct gq_ctl *c)
 
 /* The delay before a reconcile asked for at now: the debounce, or longer
  * while reconciles are costly, so that they take at most share percent of
- * the time (the work of the events meanwhile is batched into one). */
-double ctl_batch_delay(double debounce_s, int share, double cost_s, double end, double now)
+ * the time, or follow each other, so that they start at least window_s
+ * apart (the work of the events meanwhile is batched into one). An event
+ * after a quiet spell (more than window_s since the last reconcile ended)
+ * waits the debounce alone. */
+double ctl_batch_delay(double debounce_s, int share, double window_s, double start, double end, double now)
 {
-    if (share <= 0 || share >= 100 || cost_s <= 0)
-        return debounce_s;
-    double start = end + cost_s * (double)(100 - share) / (double)share;
-    return start - now > debounce_s ? start - now : debounce_s;
+    double at = now + debounce_s, cost_s = end - start;
+    if (end <= 0)
+        return debounce_s; /* no reconcile yet */
+    if (share > 0 && share < 100 && cost_s > 0 && end + cost_s * (double)(100 - share) / (double)share > at)
+        at = end + cost_s * (double)(100 - share) / (double)share;
+    if (window_s > 0 && now - end < window_s && start + window_s > at)
+        at = start + window_s;
+    return at - now;
 }
 
 static void ctl_settle_at(struct gq_ctl *c, int64_t due_ms);

@@ -1645,23 +1645,36 @@ static void test_config_table(void **state)
 }
 
 /* Adaptive batching: the delay before the next reconcile keeps reconciles
- * within their share of the time; cheap reconciles only see the debounce. */
+ * within their share of the time and, while events stream in, at least the
+ * batch window apart; cheap reconciles after a quiet spell only see the
+ * debounce. Arguments: debounce, share, window, last start, last end, now. */
 static void test_batch_delay(void **state)
 {
     (void)state;
     /* cheap: 10 ms reconcile at 50 % -> next start 10 ms after its end, below the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.010, 100.0, 100.0) - 0.05) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.99, 100.0, 100.0) - 0.05) < 1e-9);
     /* costly: 300 ms at 50 % -> 300 ms after its end */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.300, 100.0, 100.0) - 0.300) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.7, 100.0, 100.0) - 0.300) < 1e-9);
     /* part of that idle time already passed */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.300, 100.0, 100.2) - 0.100) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.7, 100.0, 100.2) - 0.100) < 1e-9);
     /* 25 %: three times the cost */
-    assert_true(fabs(ctl_batch_delay(0.05, 25, 0.200, 10.0, 10.0) - 0.600) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 25, 0, 9.8, 10.0, 10.0) - 0.600) < 1e-9);
     /* long ago: the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.300, 100.0, 200.0) - 0.05) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.7, 100.0, 200.0) - 0.05) < 1e-9);
     /* 100 % or no reconcile yet: the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 100, 5.0, 100.0, 100.0) - 0.05) < 1e-9);
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.0, 0.0, 100.0) - 0.05) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 100, 0, 95.0, 100.0, 100.0) - 0.05) < 1e-9);
+    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.15, 0.0, 0.0, 100.0) - 0.05) < 1e-9);
+    /* the window: an event 10 ms after a 5 ms reconcile that started at
+     * 100.0 waits until 100.15 (streaming), not the debounce alone */
+    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.005, 100.015) - 0.135) < 1e-9);
+    /* ... off: the debounce */
+    assert_true(fabs(ctl_batch_delay(0.05, 30, 0, 100.0, 100.005, 100.015) - 0.05) < 1e-9);
+    /* after a quiet spell (more than the window since the end): the debounce */
+    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.005, 100.5) - 0.05) < 1e-9);
+    /* the window nearly over: the debounce still (never less) */
+    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.005, 100.14) - 0.05) < 1e-9);
+    /* a costly reconcile: the share's delay is the longer one */
+    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.3, 100.3) - 0.7) < 1e-9);
     /* the option: default 50, bounds 1..100 */
     struct ctl_config c;
     char err[256];
@@ -1671,6 +1684,11 @@ static void test_batch_delay(void **state)
     assert_non_null(strstr(err, "max-reconcile-share"));
     assert_int_equal(ctl_config_set(&c, "max-reconcile-share", "100", err, sizeof(err)), 0);
     assert_int_equal(c.max_reconcile_share, 100);
+    assert_true(fabs(c.batch_window_s - 0.15) < 1e-9);
+    assert_int_equal(ctl_config_set(&c, "batch-window", "0", err, sizeof(err)), 0);
+    assert_true(c.batch_window_s == 0);
+    assert_int_equal(ctl_config_set(&c, "batch-window", "2s", err, sizeof(err)), GQ_EINVAL);
+    assert_non_null(strstr(err, "batch-window"));
 }
 
 int main(void)
