@@ -1651,30 +1651,30 @@ static void test_config_table(void **state)
 static void test_batch_delay(void **state)
 {
     (void)state;
-    /* cheap: 10 ms reconcile at 50 % -> next start 10 ms after its end, below the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.99, 100.0, 100.0) - 0.05) < 1e-9);
-    /* costly: 300 ms at 50 % -> 300 ms after its end */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.7, 100.0, 100.0) - 0.300) < 1e-9);
-    /* part of that idle time already passed */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.7, 100.0, 100.2) - 0.100) < 1e-9);
-    /* 25 %: three times the cost */
-    assert_true(fabs(ctl_batch_delay(0.05, 25, 0, 9.8, 10.0, 10.0) - 0.600) < 1e-9);
-    /* long ago: the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0, 99.7, 100.0, 200.0) - 0.05) < 1e-9);
-    /* 100 % or no reconcile yet: the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 100, 0, 95.0, 100.0, 100.0) - 0.05) < 1e-9);
-    assert_true(fabs(ctl_batch_delay(0.05, 50, 0.15, 0.0, 0.0, 100.0) - 0.05) < 1e-9);
-    /* the window: an event 10 ms after a 5 ms reconcile that started at
-     * 100.0 waits until 100.15 (streaming), not the debounce alone */
-    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.005, 100.015) - 0.135) < 1e-9);
-    /* ... off: the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 30, 0, 100.0, 100.005, 100.015) - 0.05) < 1e-9);
-    /* after a quiet spell (more than the window since the end): the debounce */
-    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.005, 100.5) - 0.05) < 1e-9);
-    /* the window nearly over: the debounce still (never less) */
-    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.005, 100.14) - 0.05) < 1e-9);
-    /* a costly reconcile: the share's delay is the longer one */
-    assert_true(fabs(ctl_batch_delay(0.05, 30, 0.15, 100.0, 100.3, 100.3) - 0.7) < 1e-9);
+    static const struct {
+        double debounce, window, start, end, now, want;
+        int share;
+        const char *why;
+    } cases[] = {
+        {0.05, 0, 99.99, 100.0, 100.0, 0.05, 50, "cheap: 10 ms at 50 % -> 10 ms after its end, below the debounce"},
+        {0.05, 0, 99.7, 100.0, 100.0, 0.300, 50, "costly: 300 ms at 50 % -> 300 ms after its end"},
+        {0.05, 0, 99.7, 100.0, 100.2, 0.100, 50, "part of that idle time already passed"},
+        {0.05, 0, 9.8, 10.0, 10.0, 0.600, 25, "25 %: three times the cost"},
+        {0.05, 0, 99.7, 100.0, 200.0, 0.05, 50, "long ago: the debounce"},
+        {0.05, 0, 95.0, 100.0, 100.0, 0.05, 100, "100 %: the debounce"},
+        {0.05, 0.15, 0.0, 0.0, 100.0, 0.05, 50, "no reconcile yet: the debounce"},
+        {0.05, 0.15, 100.0, 100.005, 100.015, 0.135, 30, "streaming: until the window after the last start"},
+        {0.05, 0, 100.0, 100.005, 100.015, 0.05, 30, "the window off: the debounce"},
+        {0.05, 0.15, 100.0, 100.005, 100.5, 0.05, 30, "after a quiet spell: the debounce"},
+        {0.05, 0.15, 100.0, 100.005, 100.14, 0.05, 30, "the window nearly over: never less than the debounce"},
+        {0.05, 0.15, 100.0, 100.3, 100.3, 0.7, 30, "a costly reconcile: the share's delay is the longer"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        double got = ctl_batch_delay(cases[i].debounce, cases[i].share, cases[i].window, cases[i].start,
+                                     cases[i].end, cases[i].now);
+        if (fabs(got - cases[i].want) > 1e-9)
+            fail_msg("case %zu (%s): delay %.6f, want %.6f", i, cases[i].why, got, cases[i].want);
+    }
     /* the option: default 50, bounds 1..100 */
     struct ctl_config c;
     char err[256];
