@@ -159,7 +159,8 @@ struct ctl_config {
  * debounce_s, or more after the last reconcile (it ran from start to end,
  * both 0 before the first) so that reconciles take at most share percent of
  * the time, and, when now is within window_s of its end (events stream in),
- * start no sooner than window_s after it started. Pure. */
+ * start no sooner than window_s after it started (a clock set back before
+ * its end: debounce_s). Pure. */
 double ctl_batch_delay(double debounce_s, int share, double window_s, double start, double end, double now);
 
 /* The option table (ctl_config.c): every option's defaults, parsing and usage

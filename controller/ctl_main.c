@@ -75,8 +75,8 @@ static int all_synced(const struct gq_ctl *c)
 double ctl_batch_delay(double debounce_s, int share, double window_s, double start, double end, double now)
 {
     double at = now + debounce_s, cost_s = end - start;
-    if (end <= 0)
-        return debounce_s; /* no reconcile yet */
+    if (end <= 0 || now < end)
+        return debounce_s; /* no reconcile yet, or the clock was set back past its end */
     if (share > 0 && share < 100 && cost_s > 0 && end + cost_s * (double)(100 - share) / (double)share > at)
         at = end + cost_s * (double)(100 - share) / (double)share;
     if (window_s > 0 && now - end < window_s && start + window_s > at)

@@ -1668,6 +1668,7 @@ static void test_batch_delay(void **state)
         {0.05, 0.15, 100.0, 100.005, 100.5, 0.05, 30, "after a quiet spell: the debounce"},
         {0.05, 0.15, 100.0, 100.005, 100.14, 0.05, 30, "the window nearly over: never less than the debounce"},
         {0.05, 0.15, 100.0, 100.3, 100.3, 0.7, 30, "a costly reconcile: the share's delay is the longer"},
+        {0.05, 0.15, 4000.0, 4000.3, 400.0, 0.05, 30, "the clock set back past the last end: the debounce"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         double got = ctl_batch_delay(cases[i].debounce, cases[i].share, cases[i].window, cases[i].start,
