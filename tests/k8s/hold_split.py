@@ -11,8 +11,10 @@ create was sent and when it was reported running and succeeded; from the audit l
 when the API server received its first pod create and finished its last, and when the
 fake kubelet's status writes were done: its last replica's Running, its last write
 (Succeeded). It
-prints the mean, median and 90th percentile of each step in seconds. Standard
-library only.
+prints the mean, median and 90th percentile of each step in seconds, and first the
+wait before the hold: from the controller's first "job queued" to its first "job
+admitted" (with the largest wait: a class queued for quota waits longer the later
+its jobs come). Standard library only.
 """
 import collections
 import json
@@ -29,7 +31,7 @@ def log_ts(s):
     return datetime.strptime(s[:23], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
 
 
-LOG_RE = re.compile(r'ts=(\S+) .*msg="(job admitted|job running|job succeeded|creating pod)".*job=(\S+)')
+LOG_RE = re.compile(r'ts=(\S+) .*msg="(job queued|job admitted|job running|job succeeded|creating pod)".*job=(\S+)')
 POD_RE = re.compile(r"(.*)-(\d+)-(\d+)$")  # <job>-<attempt>-<replica>
 
 
@@ -68,7 +70,7 @@ def main(argv):
         if len(v) >= 2:
             ev[k]["Running written"] = v[len(v) // 2 - 1]
             ev[k]["Succeeded written"] = v[-1]
-    steps = [("job admitted", "creating pod"), ("creating pod", "create received"),
+    steps = [("job queued", "job admitted"), ("job admitted", "creating pod"), ("creating pod", "create received"),
              ("create received", "create done"), ("create done", "Running written"),
              ("Running written", "Succeeded written"), ("Succeeded written", "job succeeded"),
              ("job admitted", "job succeeded")]
@@ -76,7 +78,8 @@ def main(argv):
         g = sorted(v[b] - v[a] for v in ev.values() if a in v and b in v)
         if g:
             n = len(g)
-            print("%-17s -> %-17s n=%d mean=%.3f p50=%.3f p90=%.3f" % (a, b, n, sum(g) / n, g[n // 2], g[int(.9 * n)]))
+            print("%-17s -> %-17s n=%d mean=%.3f p50=%.3f p90=%.3f max=%.3f" %
+                  (a, b, n, sum(g) / n, g[n // 2], g[int(.9 * n)], g[-1]))
 
 
 if __name__ == "__main__":
