@@ -407,10 +407,11 @@ struct gq_ctl {
     char identity[128];
     int leading;          /* leader (or leader election off) */
     int dirty;
-    /* adaptive batching: the last reconcile's duration and when it ended
+    /* adaptive batching: when the last reconcile that ran began and ended
      * (ev_time()); the next one waits so that reconciles take at most
-     * cfg.max_reconcile_share percent of the time */
-    double rc_cost_s;
+     * cfg.max_reconcile_share percent of the time and, while events stream
+     * in, start cfg.batch_window_s apart (ctl_batch_delay) */
+    double rc_start;
     double rc_end;
     double trim_at;               /* ev_time of the last malloc_trim (ctl_main.c) */
     double heap_at;               /* ev_time of the last mallinfo2 behind the heap gauges */

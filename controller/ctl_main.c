@@ -33,7 +33,7 @@ static void ctl_mark_dirty(struct gq_ctl *c)
         ev_timer_stop(c->loop, &c->debounce);
         ev_timer_set(&c->debounce,
                      ctl_batch_delay(c->cfg.debounce_s, c->cfg.max_reconcile_share, c->cfg.batch_window_s,
-                                     c->rc_end - c->rc_cost_s, c->rc_end, ev_time()),
+                                     c->rc_start, c->rc_end, ev_time()),
                      0.);
         ev_timer_start(c->loop, &c->debounce);
     }
@@ -74,13 +74,13 @@ static int all_synced(const struct gq_ctl *c)
  * waits the debounce alone. */
 double ctl_batch_delay(double debounce_s, int share, double window_s, double start, double end, double now)
 {
-    double at = now + debounce_s, cost_s = end - start;
     if (end <= 0 || now < end)
         return debounce_s; /* no reconcile yet, or the clock was set back past its end */
-    if (share > 0 && share < 100 && cost_s > 0 && end + cost_s * (double)(100 - share) / (double)share > at)
-        at = end + cost_s * (double)(100 - share) / (double)share;
-    if (window_s > 0 && now - end < window_s && start + window_s > at)
-        at = start + window_s;
+    double at = now + debounce_s;
+    if (share > 0 && share < 100 && end > start)
+        at = GQ_MAX(at, end + (end - start) * (double)(100 - share) / (double)share);
+    if (window_s > 0 && now - end < window_s)
+        at = GQ_MAX(at, start + window_s);
     return at - now;
 }
 
@@ -111,8 +111,8 @@ static void maybe_reconcile(struct gq_ctl *c)
         malloc_trim(0);
         c->trim_at = ev_time();
     }
+    c->rc_start = t0;
     c->rc_end = ev_time();
-    c->rc_cost_s = c->rc_end - t0;
 }
 
 static void debounce_cb(struct ev_loop *loop, ev_timer *w, int revents)

@@ -122,13 +122,13 @@ int kube_patch_status_p(struct kube_client *c, enum kube_prio prio, const char *
 int kube_patch_status_sstr(struct kube_client *c, enum kube_prio prio, const char *path,
                            const char *json, kube_response_cb cb, void *ud)
 {
+    if (!json)
+        return GQ_EINVAL;
     char p[2048];
     struct kube_req_opts ro;
     int rc = status_req(path, prio, 1, p, sizeof p, &ro);
     if (rc)
         return rc;
-    if (!json)
-        return GQ_EINVAL;
     return kube_request_ex(c, &ro, "PATCH", p, "application/merge-patch+json", json, cb, ud, NULL);
 }
 

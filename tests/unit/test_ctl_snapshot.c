@@ -1676,7 +1676,7 @@ static void test_batch_delay(void **state)
         if (fabs(got - cases[i].want) > 1e-9)
             fail_msg("case %zu (%s): delay %.6f, want %.6f", i, cases[i].why, got, cases[i].want);
     }
-    /* the option: default 50, bounds 1..100 */
+    /* the options: the share 30 by default, 1..100; the window 150 ms, 0..1 s */
     struct ctl_config c;
     char err[256];
     ctl_config_default(&c);
