@@ -178,7 +178,7 @@ struct sched_result_mem {
     size_t capd; /* decisions the result's d array holds */
 };
 
-#define SLOT_COUNT 23
+#define SLOT_COUNT 27 /* the SL_ ids below */
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
@@ -192,8 +192,10 @@ struct sched {
 
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
-    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART, SL_PV
+    SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART, SL_PV,
+    SL_VSUB, SL_VBEST, SL_VCHOSEN, SL_VDFREE, SL_COUNT_
 };
+_Static_assert(SL_COUNT_ == SLOT_COUNT, "SLOT_COUNT counts the SL_ ids");
 
 /* A preemption plan that found no victim set, remembered while the cycle's
  * state stays as it was (cy.epoch): see cy_preempt. */

@@ -31,11 +31,20 @@ static int team_over_nominal(const struct cy *cy, int t)
     return 0;
 }
 
-static int victim_cmp(const struct cy *cy, const struct victim *a, const struct victim *b)
+/* The tier of a victim: what its eviction costs beyond lost work. Owed
+ * capacity first: a borrower of a protected pool home to the preemptor, then
+ * a borrower of quota the preemptor's team lends (taking a job its team runs
+ * within nominal instead would only pass the reclaim on: that team, under its
+ * nominal again, reclaims from the same borrower, two evictions for one);
+ * then Batch before Training before Inference, lower priority first,
+ * borrowers first. */
+static int victim_tier_cmp(const struct cy *cy, const struct victim *a, const struct victim *b)
 {
     const struct sched_job *x = &cy->s->jobs[a->job], *y = &cy->s->jobs[b->job];
     if (a->prot != b->prot)
         return a->prot ? -1 : 1;
+    if (a->lent != b->lent)
+        return a->lent ? -1 : 1;
     static const int rank[3] = {2, 0, 1}; /* Batch, Training, Inference */
     if (rank[x->cls] != rank[y->cls])
         return rank[x->cls] < rank[y->cls] ? -1 : 1;
@@ -43,6 +52,16 @@ static int victim_cmp(const struct cy *cy, const struct victim *a, const struct 
         return x->priority < y->priority ? -1 : 1;
     if (a->borrower != b->borrower)
         return a->borrower ? -1 : 1;
+    return 0;
+}
+
+/* Cost order of victims: tier, then shortest running first (least lost work). */
+static int victim_cmp(const struct cy *cy, const struct victim *a, const struct victim *b)
+{
+    int t = victim_tier_cmp(cy, a, b);
+    if (t)
+        return t;
+    const struct sched_job *x = &cy->s->jobs[a->job], *y = &cy->s->jobs[b->job];
     if (x->admitted_at != y->admitted_at)
         return x->admitted_at > y->admitted_at ? -1 : 1;
     return strcmp(x->id, y->id);
@@ -96,6 +115,290 @@ static int fits_now(struct cy *cy, struct place_ctx *pc, struct sched_replica *r
 }
 
 /*
+ * The cheapest victim set among vs[0..nv) (in cost order) for the job of pc:
+ * the shortest prefix of the order that makes room, then, most expensive
+ * first, the victims it does not need dropped. Returns the replicas placed
+ * (> 0) with the set's nv indices in chosen[0..*nch) and those victims
+ * removed from the cycle's state; 0 when no subset makes room, < 0 on error
+ * (the state restored both ways).
+ */
+static int min_victims(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+                       const struct victim *vs, int nv, int *chosen, int *nch)
+{
+    int cur = 0, rc;
+    *nch = 0;
+    /* Removing every candidate frees the most: when the job does not fit even
+     * then, no set of them makes room, and one placement attempt says so (not
+     * one per candidate). Otherwise the shortest prefix by binary search
+     * (fitting only gets easier as the prefix grows: each victim removed
+     * frees capacity and quota); the job did not fit with none removed. */
+    victims_prefix(cy, vs, &cur, nv);
+    rc = fits_now(cy, pc, reps);
+    if (rc <= 0) {
+        victims_prefix(cy, vs, &cur, 0);
+        return rc;
+    }
+    int lo = 0, hi = nv;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        victims_prefix(cy, vs, &cur, mid);
+        rc = fits_now(cy, pc, reps);
+        if (rc < 0) {
+            victims_prefix(cy, vs, &cur, 0);
+            return rc;
+        }
+        if (rc > 0)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    victims_prefix(cy, vs, &cur, hi);
+    int n = hi;
+    for (int c = 0; c < n; c++)
+        chosen[c] = c;
+    /* drop victims that are not needed (most expensive first) */
+    for (int c = n - 2; c >= 0; c--) {
+        remove_job(cy, vs[chosen[c]].job, -1);
+        rc = fits_now(cy, pc, reps);
+        if (rc < 0)
+            break;
+        if (rc > 0) {
+            memmove(&chosen[c], &chosen[c + 1], (size_t)(n - c - 1) * sizeof(int));
+            n--;
+        } else {
+            remove_job(cy, vs[chosen[c]].job, 1);
+        }
+    }
+    if (rc >= 0)
+        rc = fits_now(cy, pc, reps); /* > 0: the last state fitted */
+    if (rc <= 0) {
+        for (int c = n - 1; c >= 0; c--)
+            remove_job(cy, vs[chosen[c]].job, -1);
+        return rc < 0 ? rc : 0;
+    }
+    *nch = n;
+    return rc;
+}
+
+/* What a victim set costs, to compare the sets of different domains: its
+ * most expensive victim's tier, then the work lost (GPU milli x seconds run),
+ * then how many jobs stop. */
+struct vset_cost {
+    struct victim worst;
+    int64_t lost;
+    int n;
+};
+
+static struct vset_cost vset_cost(const struct cy *cy, const struct victim *vs, const int *chosen, int n)
+{
+    struct vset_cost c = {vs[chosen[n - 1]], 0, n}; /* chosen ascend in cost order */
+    for (int k = 0; k < n; k++) {
+        int v = vs[chosen[k]].job;
+        const struct sched_job *V = &cy->s->jobs[v];
+        int64_t ran = cy->s->now - V->admitted_at;
+        c.lost += cy_req_milli(&cy->j[v].r) * V->nplaced * (ran > 0 ? ran : 0);
+    }
+    return c;
+}
+
+static int vset_better(const struct cy *cy, const struct vset_cost *a, const struct vset_cost *b)
+{
+    int t = victim_tier_cmp(cy, &a->worst, &b->worst);
+    if (t)
+        return t < 0;
+    if (a->lost != b->lost)
+        return a->lost < b->lost;
+    return a->n < b->n;
+}
+
+#define CY_MAX_VICTIM_DOMAINS 32
+#define CY_MAX_VICTIM_DOMAIN_TRIES 8
+
+/* A domain the candidates run in, and a lower bound of what its set costs
+ * (vset_cost's order): the tier of its cheapest candidate, and the work lost
+ * freeing the GPUs it lacks from its youngest candidates first, in fractions
+ * of jobs (what a set of whole jobs that also fits loses at least). */
+struct vdom {
+    int32_t dom;
+    int cheapest; /* index in vs */
+    int64_t lb_lost;
+};
+
+static int vdom_before(const struct cy *cy, const struct victim *vs, const struct vdom *a,
+                       const struct vdom *b)
+{
+    int t = victim_tier_cmp(cy, &vs[a->cheapest], &vs[b->cheapest]);
+    if (t)
+        return t < 0;
+    return a->lb_lost < b->lb_lost;
+}
+
+/* 1 when domain x's bound cannot beat the set cost c (so neither can it) */
+static int vdom_hopeless(const struct cy *cy, const struct victim *vs, const struct vdom *x,
+                         const struct vset_cost *c)
+{
+    int t = victim_tier_cmp(cy, &vs[x->cheapest], &c->worst);
+    if (t)
+        return t > 0;
+    return x->lb_lost >= c->lost;
+}
+
+/* The usable nodes' GPU milli held by victim v in domain d (level L). */
+static int64_t held_in(const struct cy *cy, int v, int L, int32_t d, const uint32_t *mark)
+{
+    const struct sched_job *V = &cy->s->jobs[v];
+    int64_t per = cy_req_milli(&cy->j[v].r), m = 0;
+    for (int p = 0; p < V->nplaced; p++) {
+        int node = V->placement[p].node;
+        if (mark[node] == cy->stamp && cy->n[node].dom[L] == d)
+            m += per;
+    }
+    return m;
+}
+
+/*
+ * A job that must sit in one domain of a level: the cheapest set is found
+ * within each domain the candidates run in (its candidates there, and those
+ * that free quota alone), and the cheapest of those is the plan. One cost
+ * order over the whole cluster would take its cheapest victims wherever they
+ * are, and its prefix could empty a domain of many jobs where one job of
+ * another domain would do. Domains are tried by their lower bound, best
+ * first, until the bound cannot beat the best set found, at most
+ * CY_MAX_VICTIM_DOMAIN_TRIES of the first CY_MAX_VICTIM_DOMAINS (in the order
+ * of their cheapest candidate); a domain whose free GPUs and candidates' GPUs
+ * together fall short is not tried.
+ * usable: the job's usable nodes (marked in mark). Returns like min_victims
+ * (chosen index vs, ascending).
+ */
+static int min_victims_domains(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
+                               const struct victim *vs, int nv, const uint32_t *mark,
+                               const int *usable, int nusable, int *chosen, int *nch)
+{
+    int L = pc->L;
+    struct victim *sub = cy_slot(cy->ctx, SL_VSUB, (size_t)nv * sizeof(*sub));
+    int *ix = cy_slot(cy->ctx, SL_VBEST, (size_t)nv * 2 * sizeof(int)); /* sub's vs index, best */
+    int *ch = cy_slot(cy->ctx, SL_VCHOSEN, (size_t)nv * sizeof(int));
+    int nall = GQ_MAX(cy->ndom[L], 1);
+    int64_t *dfree = cy_slot(cy->ctx, SL_VDFREE, (size_t)nall * sizeof(int64_t));
+    if (!sub || !ix || !ch || !dfree)
+        return GQ_ENOMEM;
+    int *best = ix + nv;
+    struct vdom dv[CY_MAX_VICTIM_DOMAINS];
+    int nd = 0;
+    for (int a = 0; a < nv && nd < CY_MAX_VICTIM_DOMAINS; a++) {
+        const struct sched_job *V = &cy->s->jobs[vs[a].job];
+        for (int p = 0; p < V->nplaced && nd < CY_MAX_VICTIM_DOMAINS; p++) {
+            int node = V->placement[p].node;
+            if (mark[node] != cy->stamp)
+                continue;
+            int32_t d = cy->n[node].dom[L];
+            int seen = 0;
+            for (int k = 0; k < nd && !seen; k++)
+                seen = dv[k].dom == d;
+            if (!seen)
+                dv[nd++] = (struct vdom){d, a, 0};
+        }
+    }
+    /* the bounds: free GPUs of each domain's usable nodes, then its
+     * candidates youngest first (by selection: few per domain) */
+    memset(dfree, 0, (size_t)nall * sizeof(int64_t));
+    for (int x = 0; x < nusable; x++)
+        if (cy->n[usable[x]].dom[L] >= 0 && cy->n[usable[x]].dom[L] < nall)
+            dfree[cy->n[usable[x]].dom[L]] += cy->n[usable[x]].c.free_milli;
+    int64_t need = cy_req_milli(&pc->r) * pc->want;
+    int nk = 0;
+    for (int k = 0; k < nd; k++) {
+        int64_t lack = need - (dv[k].dom >= 0 && dv[k].dom < nall ? dfree[dv[k].dom] : 0), lost = 0;
+        int ns = 0;
+        for (int a = 0; a < nv; a++) /* the domain's candidates, in ix */
+            if (held_in(cy, vs[a].job, L, dv[k].dom, mark) > 0)
+                ix[ns++] = a;
+        while (lack > 0 && ns > 0) {
+            int y = 0;
+            for (int z = 1; z < ns; z++)
+                if (cy->s->jobs[vs[ix[z]].job].admitted_at > cy->s->jobs[vs[ix[y]].job].admitted_at)
+                    y = z;
+            int v = vs[ix[y]].job;
+            int64_t h = held_in(cy, v, L, dv[k].dom, mark), ran = cy->s->now - cy->s->jobs[v].admitted_at;
+            lost += GQ_MIN(h, lack) * (ran > 0 ? ran : 0);
+            lack -= h;
+            ix[y] = ix[--ns];
+        }
+        if (lack > 0)
+            continue; /* even every candidate there leaves it short */
+        dv[k].lb_lost = lost;
+        struct vdom t = dv[k];
+        int y = nk++;
+        while (y > 0 && vdom_before(cy, vs, &t, &dv[y - 1])) {
+            dv[y] = dv[y - 1];
+            y--;
+        }
+        dv[y] = t;
+    }
+    int nbest = 0, rc, cur = 0;
+    struct vset_cost bc = {{0, 0, 0, 0, 0}, 0, 0};
+    if (nk == 0)
+        return 0;
+    /* every candidate removed frees the most: when the job does not fit even
+     * then, no domain's set makes room (one placement attempt says so) */
+    victims_prefix(cy, vs, &cur, nv);
+    rc = fits_now(cy, pc, reps);
+    victims_prefix(cy, vs, &cur, 0);
+    if (rc <= 0)
+        return rc;
+    for (int k = 0; k < nk && k < CY_MAX_VICTIM_DOMAIN_TRIES; k++) {
+        if (nbest > 0 && vdom_hopeless(cy, vs, &dv[k], &bc))
+            break; /* the rest are bounded no lower */
+        int ns = 0;
+        for (int a = 0; a < nv; a++) {
+            const struct sched_job *V = &cy->s->jobs[vs[a].job];
+            int in = 0, on_usable = 0;
+            for (int p = 0; p < V->nplaced; p++) {
+                int node = V->placement[p].node;
+                if (mark[node] == cy->stamp) {
+                    on_usable = 1;
+                    in |= cy->n[node].dom[L] == dv[k].dom;
+                }
+            }
+            if (in || !on_usable) { /* in the domain, or it frees quota alone */
+                ix[ns] = a;
+                sub[ns++] = vs[a];
+            }
+        }
+        int m = 0;
+        rc = min_victims(cy, pc, reps, sub, ns, ch, &m);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        struct vset_cost c = vset_cost(cy, sub, ch, m);
+        for (int c2 = m - 1; c2 >= 0; c2--) /* restore: the next domain starts afresh */
+            remove_job(cy, sub[ch[c2]].job, -1);
+        if (nbest == 0 || vset_better(cy, &c, &bc)) {
+            bc = c;
+            nbest = m;
+            for (int c2 = 0; c2 < m; c2++)
+                best[c2] = ix[ch[c2]];
+        }
+    }
+    *nch = 0;
+    if (nbest == 0)
+        return 0;
+    for (int c = 0; c < nbest; c++) {
+        chosen[c] = best[c];
+        remove_job(cy, vs[chosen[c]].job, 1);
+    }
+    rc = fits_now(cy, pc, reps);
+    if (rc <= 0) { /* cannot happen: the set fitted */
+        for (int c = nbest - 1; c >= 0; c--)
+            remove_job(cy, vs[chosen[c]].job, -1);
+        return rc < 0 ? rc : 0;
+    }
+    *nch = nbest;
+    return rc;
+}
+
+/*
  * Plan victims for blocked job jx. Returns number of victims (> 0) with the
  * preemptor's nodes reserved, 0 when no victim set works, < 0 on error.
  */
@@ -114,14 +417,12 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
         memset(mark, 0, (size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(*mark));
     }
     cy->stamp++;
-    {
-        /* nodes the job could use with any acceptable type */
-        int sk = cy_skey_get(cy, pc->jx, &cy->j[pc->jx].r);
-        if (sk < 0)
-            return sk;
-        for (int x = 0; x < cy->sk[sk].nnodes; x++)
-            mark[cy->sk[sk].nodes[x]] = cy->stamp;
-    }
+    /* nodes the job could use with any acceptable type */
+    int usk = cy_skey_get(cy, pc->jx, &cy->j[pc->jx].r);
+    if (usk < 0)
+        return usk;
+    for (int x = 0; x < cy->sk[usk].nnodes; x++)
+        mark[cy->sk[usk].nodes[x]] = cy->stamp;
     int nv = 0;
     int jcoh = cy->t[cJ->team].cohort;
     for (int rx = 0; rx < cy->nrunning && nv < CY_MAX_VICTIM_CANDS; rx++) {
@@ -189,60 +490,16 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
     int *chosen = cy_slot(cy->ctx, SL_ORDER, (size_t)nv * sizeof(int));
     if (!chosen)
         return GQ_ENOMEM;
-    int nch = 0, rc = 0, pass = 0, cur = 0;
+    int nch = 0, rc = 0, pass = 0;
     cy->nocache = 1;
 retry:
-    /* Removing every candidate frees the most: when the job does not fit even
-     * then, no set of them makes room, and one placement attempt says so (not
-     * one per candidate). Otherwise the shortest prefix of the cost order that
-     * makes room, by binary search (fitting only gets easier as the prefix
-     * grows: each victim removed frees capacity and quota); the job did not
-     * fit with none removed. */
-    victims_prefix(cy, vs, &cur, nv);
-    rc = fits_now(cy, pc, reps);
-    if (rc <= 0) {
-        victims_prefix(cy, vs, &cur, 0);
+    if (pc->L >= 0)
+        rc = min_victims_domains(cy, pc, reps, vs, nv, mark, cy->sk[usk].nodes, cy->sk[usk].nnodes,
+                                 chosen, &nch);
+    else
+        rc = min_victims(cy, pc, reps, vs, nv, chosen, &nch);
+    if (rc <= 0)
         goto out;
-    }
-    {
-        int lo = 0, hi = nv;
-        while (hi - lo > 1) {
-            int mid = lo + (hi - lo) / 2;
-            victims_prefix(cy, vs, &cur, mid);
-            rc = fits_now(cy, pc, reps);
-            if (rc < 0) {
-                victims_prefix(cy, vs, &cur, 0);
-                goto out;
-            }
-            if (rc > 0)
-                hi = mid;
-            else
-                lo = mid;
-        }
-        victims_prefix(cy, vs, &cur, hi);
-        for (nch = 0; nch < hi; nch++)
-            chosen[nch] = nch;
-        cur = 0; /* the chosen are removed: restored through chosen[] below */
-    }
-    /* drop victims that are not needed (most expensive first) */
-    for (int c = nch - 2; c >= 0; c--) {
-        remove_job(cy, vs[chosen[c]].job, -1);
-        rc = fits_now(cy, pc, reps);
-        if (rc < 0)
-            goto out;
-        if (rc > 0) {
-            memmove(&chosen[c], &chosen[c + 1], (size_t)(nch - c - 1) * sizeof(int));
-            nch--;
-        } else {
-            remove_job(cy, vs[chosen[c]].job, 1);
-        }
-    }
-    rc = fits_now(cy, pc, reps);
-    if (rc <= 0) { /* cannot happen: last state fitted */
-        for (int c = nch - 1; c >= 0; c--)
-            remove_job(cy, vs[chosen[c]].job, -1);
-        goto out;
-    }
     int got = rc;
     /* A job that still borrows once its victims are gone goes, when they are
      * requeued, after every job within nominal and after higher-priority

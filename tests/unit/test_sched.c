@@ -636,6 +636,103 @@ static void test_preemption_choice(void **st)
     fx_done(&f);
 }
 
+/* A gang that must sit in one rack: the victims are chosen per rack, and the
+ * cheapest set wins. Rack ra holds one 8-GPU batch job on one node and a free
+ * node; rack rb two 8-GPU batch jobs, a little younger. The cost order over
+ * the whole cluster (shortest running first) would take both of rb (16 GPUs
+ * stopped); one job of ra (8 GPUs, less work lost) frees a rack. */
+static void test_preempt_cheapest_domain(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, "ra");
+    add_node(&f, 8, "H100", 64000, "ra");
+    add_node(&f, 8, "H100", 64000, "rb");
+    add_node(&f, 8, "H100", 64000, "rb");
+    int a = add_job(&f, "x/lo1", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, a, 0, 0xFF);
+    f.jobs[a].admitted_at = f.now - 1800;
+    int b1 = add_job(&f, "x/lo2", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, b1, 2, 0xFF);
+    f.jobs[b1].admitted_at = f.now - 1740;
+    int b2 = add_job(&f, "x/lo3", 8, 1, SCHED_BATCH, 10);
+    run_on(&f, b2, 3, 0xFF);
+    f.jobs[b2].admitted_at = f.now - 1680;
+    int g = add_job(&f, "x/gang", 8, 2, SCHED_TRAINING, 900);
+    f.jobs[g].topo_required = sched_config_level(&f.cfg, "rack");
+    /* the free node takes one replica: fill it so the gang must preempt */
+    int o = add_job(&f, "x/other", 8, 1, SCHED_INFERENCE, 1000);
+    run_on(&f, o, 1, 0xFF);
+    assert_int_equal(cycle(&f), 0);
+    /* rack ra is half inference (never a victim for Training): rack rb it is,
+     * both its jobs */
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 2);
+    assert_non_null(dec(&f, b1, SCHED_PREEMPT));
+    assert_non_null(dec(&f, b2, SCHED_PREEMPT));
+    /* with node n1 free, one victim in ra is enough and cheaper than two in rb */
+    f.jobs[o].state = SCHED_JOB_WAITING;
+    f.jobs[o].nplaced = 0;
+    f.jobs[o].priority = 1; /* waits behind the gang, out of its way */
+    f.jobs[o].req.gpus = 16;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    assert_non_null(dec(&f, a, SCHED_PREEMPT));
+    /* unless the ra job is of a dearer tier: a higher priority costs more than
+     * any amount of lower-priority work */
+    f.jobs[a].priority = 20;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 2);
+    assert_non_null(dec(&f, b1, SCHED_PREEMPT));
+    assert_non_null(dec(&f, b2, SCHED_PREEMPT));
+    /* equal tiers: the work lost decides, not the count: lo1 running 10 h loses
+     * more than two jobs of half an hour */
+    f.jobs[a].priority = 10;
+    f.jobs[a].admitted_at = f.now - 36000;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 2);
+    assert_null(dec(&f, a, SCHED_PREEMPT));
+    fx_done(&f);
+}
+
+/* Reclaim takes the borrower, not a lower-priority job another team runs
+ * within its nominal: that team would reclaim from the same borrower next,
+ * two evictions for one. Teams r, b, p in one cohort on 16 GPUs: p runs 8
+ * within its nominal of 8 at priority 10, b (nominal 0) borrows r's 8 at
+ * priority 500, and r (nominal 8, none used) asks for 8 at priority 100. */
+static void test_reclaim_before_lower_priority(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.quotas[0][0] = (struct sched_quota){"*", 8, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"*", 0, -1, -1};
+    f.quotas[2][0] = (struct sched_quota){"*", 8, -1, -1};
+    f.teams[0] = (struct sched_team){"r", "co", 1, f.quotas[0], 1, 0};
+    f.teams[1] = (struct sched_team){"b", "co", 1, f.quotas[1], 1, 0};
+    f.teams[2] = (struct sched_team){"p", "co", 1, f.quotas[2], 1, 0};
+    f.nt = 3;
+    int pj = add_job(&f, "p/job", 8, 1, SCHED_BATCH, 10);
+    f.jobs[pj].team = 2;
+    run_on(&f, pj, 0, 0xFF);
+    int bj = add_job(&f, "b/job", 8, 1, SCHED_BATCH, 500);
+    f.jobs[bj].team = 1;
+    run_on(&f, bj, 1, 0xFF);
+    f.jobs[bj].admitted_at = 60;
+    int rj = add_job(&f, "r/job", 8, 1, SCHED_BATCH, 100);
+    f.jobs[rj].team = 0;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    const struct sched_decision *p = dec(&f, bj, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->for_job, rj);
+    assert_string_equal(p->message, "preempted to make room for r/job (Batch, priority 100): "
+                                    "reclaiming quota lent to team b");
+    fx_done(&f);
+}
+
 /* GPU shares: shares of one device add up to <= 1000 */
 static void test_shares(void **st)
 {
@@ -2433,6 +2530,8 @@ int main(void)
         cmocka_unit_test(test_protected_pool_last_resort),
         cmocka_unit_test(test_reservation_sticky),
         cmocka_unit_test(test_reclaim_per_type),
+        cmocka_unit_test(test_preempt_cheapest_domain),
+        cmocka_unit_test(test_reclaim_before_lower_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
