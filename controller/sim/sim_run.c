@@ -152,7 +152,6 @@ struct run {
     int64_t wake_at; /* pending wake time or -1 */
     double *team_gpus; /* GPUs held per team (usage accounting) */
     int64_t usage_last_t;
-    int64_t usage_refresh_t;
     int64_t now;
     int64_t ndone;
     char msg[512];
@@ -830,10 +829,10 @@ static int usage_cb(void *ctx, const char *team, double v)
 
 static int usage_refresh(struct run *r)
 {
-    /* fair share reads decayed usage back from the store, once per virtual hour */
-    if (!r->st || r->now < r->usage_refresh_t)
+    /* fair share reads decayed usage back from the store each cycle, as the
+     * controller's reconcile does (ctl_decide.c) */
+    if (!r->st)
         return GQ_OK;
-    r->usage_refresh_t = r->now + 3600;
     return store_usage_decayed_all(r->st, ms(r, r->now), SIM_HALF_LIFE_S, usage_cb, r, r->err, r->errlen);
 }
 
@@ -1044,6 +1043,9 @@ int sim_run(const struct sim_cluster *c, const struct sim_trace *t, const struct
         r.now = now;
         if ((rc = st_txn(&r)))
             goto done;
+        /* usage up to now, at the holdings of the interval ending now: before
+         * this instant's completions and admissions change them */
+        usage_advance(&r);
         /* node events, then completions/suspends/resumes/wakes, then arrivals */
         while (next_ev < t->nevents && t->events[next_ev].time == now) {
             if ((rc = on_node(&r, &t->events[next_ev++])))
