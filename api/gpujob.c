@@ -214,6 +214,24 @@ static int get_quantity(struct api_errors *errs, const char *path, const cJSON *
     return 1;
 }
 
+/* GPU device resources a template may not ask for itself: the GPUs of a job
+ * are spec.gpu, which gangq books on devices, charges to the Team and sets on
+ * the pods it creates. A device asked for in the template besides would go to
+ * the kubelet unbooked and uncharged (a tenant taking GPUs beyond its quota,
+ * from devices gangq hands to other jobs). */
+static int gpu_device_resource(const char *name)
+{
+    static const char *const exact[] = {"nvidia.com/gpu", "amd.com/gpu"};
+    static const char *const prefix[] = {"nvidia.com/gpu.", "nvidia.com/mig-", "gpu.intel.com/"};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (!strcmp(name, exact[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+        if (!strncmp(name, prefix[i], strlen(prefix[i])))
+            return 1;
+    return 0;
+}
+
 /* Requests of one container: requests, else limits (as Kubernetes defaults them). */
 static void container_requests(struct api_errors *errs, const char *path, const cJSON *c,
                                int64_t *cpu, int64_t *mem)
@@ -239,6 +257,22 @@ static void container_requests(struct api_errors *errs, const char *path, const 
     api_path(q, sizeof q, p, "limits");
     if (lim && !api_expect_obj(errs, q, lim))
         lim = NULL;
+    for (int w = 0; w < 2; w++) {
+        const cJSON *r;
+        const cJSON *rl = w ? lim : req;
+        cJSON_ArrayForEach(r, rl)
+        {
+            if (!r->string || !gpu_device_resource(r->string))
+                continue;
+            char fp[API_ERR_PATH_MAX], wp[API_ERR_PATH_MAX];
+            api_path(wp, sizeof wp, p, w ? "limits" : "requests");
+            int n = snprintf(fp, sizeof fp, "%s[\"%s\"]", wp, r->string); /* the name has dots */
+            if (n < 0 || (size_t)n >= sizeof fp) /* cut short: still names the container */
+                api_path(fp, sizeof fp, wp, r->string);
+            api_errors_add(errs, fp, "GPUs are asked for with spec.gpu (gangq books them and sets "
+                                     "them on the pods it creates), not in the template");
+        }
+    }
     for (k = 0; k < 2; k++) {
         const cJSON *v = req ? cJSON_GetObjectItemCaseSensitive(req, names[k]) : NULL;
         const char *which = "requests";

@@ -746,6 +746,28 @@ void ctl_snap_release(struct ctl_snap *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* What a pod gangq does not hold may say of its GPUs. The annotations
+ * (devices, share) are gangq's record on the pods it creates; on any other
+ * pod they are the author's word, and a tenant able to create a pod could
+ * copy them to be counted for one device, or a share, while its request asks
+ * the kubelet for eight. So they count only on a gangq pod no job holds any
+ * more (gangq_pod), and there only as far as they agree with the request:
+ * devices only when as many as the whole GPUs requested, a share only when
+ * no whole GPU is. Otherwise the request alone counts (whole devices). */
+static void foreign_trust(struct ctl_podusage *u, int gangq_pod)
+{
+    if (!gangq_pod) {
+        u->devs = 0;
+        u->gpu_milli = 0;
+        return;
+    }
+    if (u->gpus > 0) {
+        u->gpu_milli = 0;
+        if (__builtin_popcount(u->devs) != u->gpus)
+            u->devs = 0;
+    }
+}
+
 /* Mark n whole devices (or one share) as foreign on a node. */
 static void foreign_gpus(struct sched_node *n, const struct ctl_podusage *u)
 {
@@ -1013,6 +1035,7 @@ int ctl_snap_build(struct ctl_snap *s, const struct ctl_snapin *in, char *err, s
             continue;
         struct ctl_podusage u;
         ctl_pod_usage(pod, &u);
+        foreign_trust(&u, i >= in->nforeign - in->nforeign_released);
         struct sched_node *n = &s->nodes[ni];
         n->foreign_cpu_milli += u.cpu_milli;
         n->foreign_mem_bytes += u.mem_bytes;

@@ -184,6 +184,22 @@ static const struct bad bad_cases[] = {
      "spec.template.spec.containers[0].resources.requests.cpu", "quantity \"6E\" is too large"},
     {K_JOB, JOB("'template':{'spec':{'containers':[{'name':'c'}]}}"), "spec.template.spec.containers",
      "a job without spec.gpu must request cpu or memory"},
+    /* GPU devices only through spec.gpu: one asked for in the template would reach the kubelet
+     * unbooked and uncharged */
+    {K_JOB, JOB("'gpu':{'count':1},'template':{'spec':{'containers':[{'name':'a'},"
+                "{'name':'b','resources':{'limits':{'nvidia.com/gpu':7}}}]}}"),
+     "spec.template.spec.containers[1].resources.limits[\"nvidia.com/gpu\"]",
+     "GPUs are asked for with spec.gpu (gangq books them and sets them on the pods it creates), not in the template"},
+    {K_JOB, JOB("'gpu':{'count':1},'template':{'spec':{'initContainers':[{'resources':{'requests':{'nvidia.com/gpu':'8'}}}],"
+                "'containers':[{'name':'a'}]}}"),
+     "spec.template.spec.initContainers[0].resources.requests[\"nvidia.com/gpu\"]",
+     "GPUs are asked for with spec.gpu (gangq books them and sets them on the pods it creates), not in the template"},
+    {K_JOB, JOB("'gpu':{'shares':100},'template':{'spec':{'containers':[{'resources':{'requests':{'nvidia.com/gpu':8}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests[\"nvidia.com/gpu\"]",
+     "GPUs are asked for with spec.gpu (gangq books them and sets them on the pods it creates), not in the template"},
+    {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1,'nvidia.com/mig-1g.10gb':1}}}]}}"),
+     "spec.template.spec.containers[0].resources.requests[\"nvidia.com/mig-1g.10gb\"]",
+     "GPUs are asked for with spec.gpu (gangq books them and sets them on the pods it creates), not in the template"},
     {K_JOB, JOB("'template':{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}],"
                 "'tolerations':[{'key':'gpu','operator':'In'}]}}"),
      "spec.template.spec.tolerations[0].operator", "unknown operator \"In\"; known: Equal, Exists"},

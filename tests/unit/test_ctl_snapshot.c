@@ -235,6 +235,45 @@ static void decode_pool(const char *json, struct api_gpupool *p)
 
 #define JOB_HEAD "{\"apiVersion\":\"gangq.io/v1alpha1\",\"kind\":\"GPUJob\",\"metadata\":"
 
+/* GPU annotations count only on gangq's own pods, and only as far as they agree
+ * with the request: a pod any tenant creates with gangq's annotations copied
+ * (one device, a 1/1000 share) while asking the kubelet for four GPUs counts
+ * for four. */
+static void test_foreign_annotations(void **state)
+{
+    (void)state;
+    cJSON *na = J(NODE_A);
+    /* not gangq's: requests 4, claims a share of device 0 */
+    cJSON *x1 = J("{\"metadata\":{\"name\":\"x1\",\"annotations\":{\"gangq.io/gpu-milli\":\"1\","
+                  "\"gangq.io/gpu-devices\":\"0\"}},\"spec\":{\"nodeName\":\"a\",\"containers\":[{\"name\":\"c\","
+                  "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]}}");
+    /* gangq's, released: requests 2, its annotation names 1 device: the request counts */
+    cJSON *x2 = J("{\"metadata\":{\"name\":\"x2\",\"labels\":{\"gangq.io/job\":\"old\"},"
+                  "\"annotations\":{\"gangq.io/gpu-devices\":\"7\"}},\"spec\":{\"nodeName\":\"a\","
+                  "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}");
+    /* gangq's, released: a share of device 6, no whole GPU requested: the annotation counts */
+    cJSON *x3 = J("{\"metadata\":{\"name\":\"x3\",\"labels\":{\"gangq.io/job\":\"old2\"},"
+                  "\"annotations\":{\"gangq.io/gpu-milli\":\"300\",\"gangq.io/gpu-devices\":\"6\"}},"
+                  "\"spec\":{\"nodeName\":\"a\",\"containers\":[{\"name\":\"c\"}]}}");
+    const cJSON *nodes[] = {na};
+    const cJSON *foreign[] = {x1, x2, x3};
+    struct sched_config cfg;
+    sched_config_default(&cfg);
+    struct ctl_snapin in = {&cfg, 1234, nodes, 1, foreign, 3, NULL, 0, NULL, 0, NULL, NULL, 0, 0, 2};
+    struct ctl_snap s = {0};
+    char err[256];
+    assert_int_equal(ctl_snap_build(&s, &in, err, sizeof(err)), 0);
+    const struct sched_node *a = &s.snap.nodes[0];
+    uint16_t want[8] = {1000, 1000, 1000, 1000, 1000, 1000, 300, 0};
+    for (int d = 0; d < 8; d++)
+        assert_int_equal(a->foreign_gpu_milli[d], want[d]);
+    ctl_snap_release(&s);
+    cJSON_Delete(na);
+    cJSON_Delete(x1);
+    cJSON_Delete(x2);
+    cJSON_Delete(x3);
+}
+
 static void test_snapshot_build(void **state)
 {
     (void)state;
@@ -1698,6 +1737,7 @@ int main(void)
         cmocka_unit_test(test_placement_roundtrip), cmocka_unit_test(test_placement_borrow),
         cmocka_unit_test(test_node_info),
         cmocka_unit_test(test_pod_usage),           cmocka_unit_test(test_snapshot_build),
+        cmocka_unit_test(test_foreign_annotations),
         cmocka_unit_test(test_node_pool_none),      cmocka_unit_test(test_snapshot_terminating),
         cmocka_unit_test(test_pods_succeeded_attempt), cmocka_unit_test(test_pods_live), cmocka_unit_test(test_status_compute),
         cmocka_unit_test(test_status_unschedulable),
