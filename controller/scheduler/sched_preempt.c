@@ -429,7 +429,7 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
         int v = cy->running[rx];
         const struct sched_job *V = &cy->s->jobs[v];
         const struct cy_job *cV = &cy->j[v];
-        if (V->state != SCHED_JOB_RUNNING || V->nplaced == 0 || cV->victim || !V->preemptible)
+        if (V->state != SCHED_JOB_RUNNING || V->nplaced == 0 || cV->victim)
             continue;
         if (V->cls == SCHED_INFERENCE && J->cls != SCHED_INFERENCE)
             continue;
@@ -472,6 +472,11 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
                      cy->q[je].group == cy->q[ve].group && cy->q[je].used < cy->q[je].nominal;
         }
         if (!(V->priority < J->priority || w.lent || w.prot))
+            continue;
+        /* spec.preemptible false keeps a job from being preempted within its
+         * Team's quota and its pools; what it borrows stays reclaimable (or a
+         * job could keep another Team's guaranteed quota by opting out) */
+        if (!V->preemptible && !w.lent && !w.prot)
             continue;
         vs[nv++] = w;
     }
@@ -552,7 +557,7 @@ retry:
                       sched_class_name(J->cls), (int)J->priority);
         if (w->prot)
             gq_buf_printf(&b, "borrowing protected pool GPUs its home class needs");
-        else if (V->priority < J->priority)
+        else if (V->priority < J->priority && V->preemptible)
             gq_buf_printf(&b, "lower priority %d", (int)V->priority);
         else
             gq_buf_printf(&b, "reclaiming quota lent to team %s", cy->t[cy->j[w->job].team].name);

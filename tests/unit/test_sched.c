@@ -733,6 +733,50 @@ static void test_reclaim_before_lower_priority(void **st)
     fx_done(&f);
 }
 
+/* spec.preemptible false protects a job within its Team's quota, not what it
+ * borrows: a lender reclaims its quota from a non-preemptible borrower (else
+ * opting out would keep another Team's guaranteed GPUs), while a
+ * non-preemptible job within its nominal stays even for a higher priority. */
+static void test_reclaim_non_preemptible(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 8, "H100", 64000, NULL);
+    add_node(&f, 8, "H100", 64000, NULL);
+    f.quotas[0][0] = (struct sched_quota){"*", 8, -1, -1};
+    f.quotas[1][0] = (struct sched_quota){"*", 8, -1, -1};
+    f.teams[0] = (struct sched_team){"a", "co", 1, f.quotas[0], 1, 0};
+    f.teams[1] = (struct sched_team){"b", "co", 1, f.quotas[1], 1, 0};
+    f.nt = 2;
+    int a1 = add_job(&f, "a/own", 8, 1, SCHED_BATCH, 0);
+    f.jobs[a1].team = 0;
+    f.jobs[a1].preemptible = 0;
+    run_on(&f, a1, 0, 0xFF);
+    int a2 = add_job(&f, "a/borrowed", 8, 1, SCHED_BATCH, 0);
+    f.jobs[a2].team = 0;
+    f.jobs[a2].preemptible = 0;
+    run_on(&f, a2, 1, 0xFF);
+    f.jobs[a2].admitted_at = 10; /* a holds 16 of its 8: one job borrows b's 8 */
+    int b = add_job(&f, "b/job", 8, 1, SCHED_BATCH, 500);
+    f.jobs[b].team = 1;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    const struct sched_decision *p = dec(&f, a2, SCHED_PREEMPT);
+    assert_non_null(p);
+    assert_string_equal(p->message, "preempted to make room for b/job (Batch, priority 500): "
+                                    "reclaiming quota lent to team a");
+    /* within its nominal, a non-preemptible job is not a victim, even of a
+     * higher priority of its own Team */
+    f.jobs[a2].state = SCHED_JOB_WAITING;
+    f.jobs[a2].nplaced = 0;
+    f.jobs[b].team = 0;
+    f.jobs[b].replicas = 2; /* 2 x 8: needs a/own's node too */
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    fx_done(&f);
+}
+
 /* GPU shares: shares of one device add up to <= 1000 */
 static void test_shares(void **st)
 {
@@ -2532,6 +2576,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_per_type),
         cmocka_unit_test(test_preempt_cheapest_domain),
         cmocka_unit_test(test_reclaim_before_lower_priority),
+        cmocka_unit_test(test_reclaim_non_preemptible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  * checked — no node over capacity on any resource or device, no partial gang,
  * required topology and spread respected, node eligibility (ready, type,
  * memory, taints) respected, quota within nominal + borrowing limits, no
- * Inference preempted for a non-Inference job, victims preemptible and past
+ * Inference preempted for a non-Inference job, victims preemptible (or borrowing) and past
  * the minimum runtime, and the same snapshot giving the same decisions.
  * A second property (test_keep_whole): a single-replica GPU request without
  * topology preference breaks a whole node only when no node in use can take
@@ -358,7 +358,10 @@ static void check_and_apply(struct world *w, struct sched_result *r, uint64_t se
             continue;
         const struct sched_job *v = &w->jobs[d->job], *f = &w->jobs[d->for_job];
         CHECK(v->state == SCHED_JOB_RUNNING && v->nplaced > 0, "victim %s not running", v->id);
-        CHECK(v->preemptible, "victim %s not preemptible", v->id);
+        /* a non-preemptible job loses only what it borrows */
+        CHECK(v->preemptible || (d->message && (strstr(d->message, "reclaiming quota lent to team") ||
+                                                strstr(d->message, "borrowing protected pool"))),
+              "victim %s not preemptible", v->id);
         CHECK(!v->terminating, "victim %s preempted again while stopping", v->id);
         CHECK(f->state != SCHED_JOB_WAITING || !stopping_for(w, d->for_job),
               "%s takes new victims while its victims are stopping", f->id);
