@@ -29,8 +29,15 @@ int cy_pool_access(const struct cy *cy, const struct sched_job *jb, int pool)
 {
     if (cy->s->npools == 0)
         return 1;
-    if (jb->pool >= 0)
-        return jb->pool == pool; /* a named pool: only its nodes */
+    if (jb->pool >= 0) {
+        /* a named pool: only its nodes, and a protected one on its own terms:
+         * a class it is not home to borrows (its reserve kept, preempted
+         * first for a home class), naming the pool or not */
+        if (jb->pool != pool)
+            return 0;
+        const struct sched_pool *np = &cy->s->pools[pool];
+        return np->protected_pool && !(np->home_classes & SCHED_CLASS_BIT(jb->cls)) ? 2 : 1;
+    }
     if (pool < 0)
         return 1;
     const struct sched_pool *p = &cy->s->pools[pool];

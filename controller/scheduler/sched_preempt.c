@@ -880,6 +880,11 @@ int cy_reserve_for(struct cy *cy, const struct place_ctx *pc)
         int i = sk->nodes[x];
         if (cy->n[i].reserved_by >= 0 || cy_claim_blocks(cy, cy->n[i].claimed_by, pc->jx))
             continue;
+        /* a borrower of a protected pool yields it to the pool's home classes:
+         * it reserves none of it (a reservation there would hold their nodes
+         * for it, and may wait for room the pool's reserve never leaves) */
+        if (cy->n[i].pool >= 0 && cy_pool_access(cy, pc->jb, cy->n[i].pool) == 2)
+            continue;
         struct sc_node empty;
         node_empty(cy, i, &empty);
         int c = sc_fit_count(&empty, &pc->r, want);

@@ -374,7 +374,15 @@ static void test_protected_pool_borrow_reclaim(void **st)
     assert_int_equal(cycle(&f), 0);
     const struct sched_decision *w = dec(&f, bj, SCHED_WAIT);
     assert_non_null(w);
-    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference; reserves node n0");
+    /* ... and reserves none of it: it yields the pool to its home class */
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference");
+    /* naming the pool changes nothing: a class it is not home to borrows */
+    f.jobs[bj].pool = 0;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, bj, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message, "0/1 nodes fit 1 GPU: 1 in protected pool inference");
+    f.jobs[bj].pool = -1;
     /* and a non-protected pool of another class is closed */
     f.pools[0].protected_pool = 0;
     assert_int_equal(cycle(&f), 0);
@@ -2374,7 +2382,8 @@ static void test_protected_pool_last_resort(void **st)
     /* 1 + 8 idle devices left in the pool, 2 reserved: 7 to lend, not 8 */
     assert_null(dec(&f, eight, SCHED_ADMIT));
     assert_string_equal(dec(&f, eight, SCHED_WAIT)->message,
-                        "0/6 nodes fit 8 GPUs: 5 fewer than 8 free GPUs, 1 in protected pool inference; reserves node n1");
+                        "0/6 nodes fit 8 GPUs: 5 fewer than 8 free GPUs, 1 in protected pool inference; reserves node n2");
+    /* (a node of its own pool: it reserves none of a protected pool it would borrow) */
     /* a CPU-only job borrows it too while the reserve holds */
     int etl = add_job(&f, "ml/etl", 0, 1, SCHED_BATCH, 1);
     f.jobs[etl].req.cpu_milli = 4000;
