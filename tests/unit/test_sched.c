@@ -535,6 +535,16 @@ static void test_quota(void **st)
     assert_string_equal(w->message,
                         "2/4 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; team ml quota 12/16 "
                         "H100 used, needs 8");
+    /* a job of any type in a Team whose quota names types only: the entry it
+     * waits on is described, not "no quota" */
+    f.jobs[j].req.ntypes = 0;
+    assert_int_equal(cycle(&f), 0);
+    w = dec(&f, j, SCHED_WAIT);
+    assert_non_null(w);
+    assert_string_equal(w->message,
+                        "2/4 nodes fit 8 GPUs: 2 fewer than 8 free GPUs; team ml quota 12/16 "
+                        "H100 used, needs 8");
+    f.jobs[j].req.ntypes = 1;
     /* a cohort peer with idle nominal lends it */
     f.teams[0].cohort = "research";
     f.quotas[0][0].borrowing_limit = -1;
