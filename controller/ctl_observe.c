@@ -396,16 +396,18 @@ static int cj_invalid_msg(struct cj *j, const char *fmt, ...)
 /* The Team rules refuse the job (m->decode.job_refusal): reason and message into j.
  * They gate admission: a job holding GPUs under an existing team is not
  * stopped by them (a Team edit or a spec edit while it runs; defaulting caps
- * its priority at the Team's ceiling). */
+ * its priority at the Team's ceiling, and it stays charged to the Team it was
+ * admitted under), but its status says so (Valid=False with the reason, the
+ * message naming the field), as a waiting job's does: an edit is never
+ * refused in silence. Such a job holds what it holds and grows no further. */
 static int job_refused(struct rc_ctx *r, struct cj *j)
 {
     const char *why = j->memo->decode.job_refusal;
     const struct store_job *row = rc_row_find(r, j->key);
     if (!why)
         return 0;
-    if (row && rc_holds(row->state) && !strcmp(row->uid, j->job->meta.uid) &&
-        team_exists(r, j->job->spec.team))
-        return 0;
+    int holds = row && rc_holds(row->state) && !strcmp(row->uid, j->job->meta.uid) &&
+                team_exists(r, j->job->spec.team);
     struct api_lookup lk = {r->teams, (size_t)r->nteams, r->pcs, (size_t)r->npcs};
     struct api_errors e;
     char first[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4];
@@ -413,7 +415,8 @@ static int job_refused(struct rc_ctx *r, struct cj *j)
     api_gpujob_tenancy(j->job, &lk, &e);
     api_error_format(&e, 0, first, sizeof(first));
     j->invalid_reason = why;
-    cj_invalid_msg(j, "%s%s", first, e.n > 1 ? " (and more)" : "");
+    cj_invalid_msg(j, "%s%s%s", holds ? "edit refused, the job runs as admitted: " : "", first,
+                   e.n > 1 ? " (and more)" : "");
     return 1;
 }
 

@@ -145,6 +145,17 @@ wait_for 10 "team alpha used 1" bash -c "[ \"\$(kubectl get team alpha -o jsonpa
 assert_eq 4 "$(k get team beta -o jsonpath='{.status.used}')" "team beta used"
 pass "meanwhile beta's gang and alice's valid job were admitted and run, each on its own Team's quota"
 
+# An edit the Team rules refuse, on a running job: it keeps running as admitted (charged to
+# alpha, priority capped), and its status says the edit is refused, naming the field.
+ka -n alpha patch gpujob ok-a --type=merge -p '{"spec":{"priority":5000}}' >/dev/null
+wait_jsonpath 30 "Running False PriorityAboveCeiling" -n alpha gpujob ok-a -o jsonpath='{.status.state} {.status.conditions[?(@.type=="Valid")].status} {.status.conditions[?(@.type=="Valid")].reason}'
+assert_contains "$(k -n alpha get gpujob ok-a -o jsonpath='{.status.conditions[?(@.type=="Valid")].message}')" \
+  "edit refused, the job runs as admitted: spec.priority: must be at most 1000" "the refusal names the field"
+assert_eq "alpha 1 1" "$(k -n alpha get gpujob ok-a -o jsonpath='{.status.team}') $(kubectl get team alpha -o jsonpath='{.status.used}') $(k -n alpha get pods -l gangq.io/job=ok-a -o name | wc -l)" "still charged to alpha, its pod kept"
+ka -n alpha patch gpujob ok-a --type=json -p '[{"op":"remove","path":"/spec/priority"}]' >/dev/null
+wait_jsonpath 30 "Running " -n alpha gpujob ok-a -o jsonpath='{.status.state} {.status.conditions[?(@.type=="Valid")].status}'
+pass "a refused edit of a running job: Valid=False PriorityAboveCeiling while it runs as admitted; reverted, the condition goes"
+
 # The template's gangq.io/ labels and annotations, finalizers and grace period do not reach the pod.
 job sneaky '' '      terminationGracePeriodSeconds: 999999999' \
   '        gangq.io/team: beta
