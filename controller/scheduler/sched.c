@@ -350,6 +350,7 @@ int cy_make_pc(struct cy *cy, int jx, uint64_t types, struct place_ctx *pc)
     pc->L = cy_job_topo(cy, jb->topo_required);
     pc->P = cy_job_topo(cy, jb->topo_preferred);
     pc->S = cy_job_topo(cy, jb->topo_spread);
+    pc->only_dom = -1;
     int sk = cy_skey_get(cy, jx, &pc->r);
     if (sk < 0)
         return sk;

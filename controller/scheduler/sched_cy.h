@@ -269,6 +269,7 @@ struct place_ctx {
     int want, gang, L, P, S;
     int skey;
     int key; /* -1 when caches are bypassed */
+    int only_dom; /* >= 0: place only in this domain of level L (a victim plan's try) */
 };
 
 /* a quota entry's guaranteed part (nominal minus lendable), milli */

@@ -404,6 +404,8 @@ int cy_try_place(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps
     int keep = pc_keep_whole(cy, pc) && inuse_may_take(cy, &pc->r), part = 0;
     for (int x = start; x < sk->nnodes; x++) {
         int i = sk->nodes[x];
+        if (pc->only_dom >= 0 && cy_dom_of(cy, i, pc->L) != pc->only_dom)
+            continue;
         if (cy_dyn_reason(cy, pc, i) != R_OK)
             continue;
         int c = cy_node_cap(cy, pc, i);

@@ -272,7 +272,8 @@ static int64_t held_in(const struct cy *cy, int v, int L, int32_t d, const uint3
  */
 static int min_victims_domains(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
                                const struct victim *vs, int nv, const uint32_t *mark,
-                               const int *usable, int nusable, int *chosen, int *nch)
+                               const int *usable, int nusable, int quota_blocked, int *chosen,
+                               int *nch)
 {
     int L = pc->L;
     struct victim *sub = cy_slot(cy->ctx, SL_VSUB, (size_t)nv * sizeof(*sub));
@@ -366,7 +367,12 @@ static int min_victims_domains(struct cy *cy, struct place_ctx *pc, struct sched
             }
         }
         int m = 0;
+        /* capacity alone blocks it: what this domain's victims free, it can
+         * use only here (quota they free could admit it elsewhere) */
+        if (!quota_blocked)
+            pc->only_dom = dv[k].dom;
         rc = min_victims(cy, pc, reps, sub, ns, ch, &m);
+        pc->only_dom = -1;
         if (rc < 0)
             return rc;
         if (rc == 0)
@@ -500,7 +506,7 @@ static int plan_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replic
 retry:
     if (pc->L >= 0)
         rc = min_victims_domains(cy, pc, reps, vs, nv, mark, cy->sk[usk].nodes, cy->sk[usk].nnodes,
-                                 chosen, &nch);
+                                 quota_blocked, chosen, &nch);
     else
         rc = min_victims(cy, pc, reps, vs, nv, chosen, &nch);
     if (rc <= 0)
