@@ -4,8 +4,9 @@
  * Reads every YAML stream (multi-document), decodes each document by kind
  * (GPUJob, Team, GPUPool, PriorityClass), applies defaults (team from the
  * Teams and priority from the PriorityClasses found in the same files) and
- * validates, GPUJobs also against their Team's rules (api_gpujob_tenancy). Prints "file:doc: Kind ns/name: ok" or one line per problem with
- * its field path. Other kinds are reported as skipped. Exit 0 when all is
+ * validates, GPUJobs also against their Team's rules (api_gpujob_tenancy). Prints
+ * "file:line: Kind ns/name: ok" (the line where the document starts) or one line
+ * per problem with its field path. Other kinds are reported as skipped. Exit 0 when all is
  * well, 1 on any error, 2 on usage error.
  */
 #include <stdio.h>
@@ -21,7 +22,33 @@
 struct vfile {
     const char *path;
     cJSON *docs; /* owned; NULL when the file failed to load */
+    int *lines;  /* owned: the line where each document starts (1-based) */
 };
+
+/* Load path as a YAML stream with each document's first line. */
+static int load_file(struct vfile *vf, char *err, size_t errlen)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = gq_read_file(vf->path, GQ_YAML_MAX_BYTES, &data, &len, err, errlen);
+    if (rc)
+        return rc;
+    vf->lines = calloc(GQ_YAML_MAX_DOCS, sizeof *vf->lines);
+    if (!vf->lines) {
+        free(data);
+        snprintf(err, errlen, "%s: out of memory", vf->path);
+        return GQ_ENOMEM;
+    }
+    rc = gq_yaml_parse_stream_lines(data, len, vf->path, &vf->docs, vf->lines, GQ_YAML_MAX_DOCS, err,
+                                    errlen);
+    free(data);
+    if (!rc) { /* keep what the documents use */
+        int *l = realloc(vf->lines, ((size_t)cJSON_GetArraySize(vf->docs) + 1) * sizeof *l);
+        if (l)
+            vf->lines = l;
+    }
+    return rc;
+}
 
 static const char *kind_of(const cJSON *doc)
 {
@@ -94,7 +121,7 @@ int cmd_validate(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         struct vfile *vf = &files[nfiles++];
         vf->path = argv[i];
-        if (gq_yaml_load_file(argv[i], &vf->docs, err, sizeof err)) {
+        if (load_file(vf, err, sizeof err)) {
             printf("%s\n", err);
             errors++;
             continue;
@@ -177,22 +204,23 @@ int cmd_validate(int argc, char **argv)
                 struct api_priorityclass pc;
                 api_priorityclass_decode(doc, &pc, &errs);
             } else {
-                printf("%s:%d: %s %s: skipped (not a gangq kind)\n", files[f].path, d,
+                printf("%s:%d: %s %s: skipped (not a gangq kind)\n", files[f].path, files[f].lines[d - 1],
                        kind[0] ? kind : "(no kind)", name);
                 skipped++;
                 continue;
             }
             if (errs.n == 0) {
-                printf("%s:%d: %s %s: ok%s\n", files[f].path, d, kind, name, note);
+                printf("%s:%d: %s %s: ok%s\n", files[f].path, files[f].lines[d - 1], kind, name, note);
                 oks++;
                 continue;
             }
             for (e = 0; e < errs.n; e++) {
                 api_error_format(&errs, e, line, sizeof line);
-                printf("%s:%d: %s %s: %s\n", files[f].path, d, kind, name, line);
+                printf("%s:%d: %s %s: %s\n", files[f].path, files[f].lines[d - 1], kind, name, line);
             }
             if (errs.dropped)
-                printf("%s:%d: %s %s: ... and %d more problems\n", files[f].path, d, kind, name,
+                printf("%s:%d: %s %s: ... and %d more problems\n", files[f].path, files[f].lines[d - 1],
+                       kind, name,
                        errs.dropped);
             errors++;
         }
@@ -205,8 +233,10 @@ oom:
     rc = 1;
 out:
     api_gpujob_release(&job);
-    for (f = 0; files && f < nfiles; f++)
+    for (f = 0; files && f < nfiles; f++) {
         cJSON_Delete(files[f].docs);
+        free(files[f].lines);
+    }
     free(files);
     free(teams);
     free(pcs);

@@ -91,6 +91,8 @@ set -e
 assert_eq 1 "$rc" "gangq validate exit code"
 assert_contains "$out" "GPUJob alpha/ok-a: ok" "validate: the valid job"
 assert_contains "$out" "GPUJob alpha/wrong-team: spec.team: namespace alpha belongs to Team alpha" "validate: WrongTeam"
+wl=$(( $(grep -n 'name: wrong-team' "$GQ_TEST_TMP/alice.yaml" | cut -d: -f1) - 2 )) # its apiVersion line
+assert_contains "$out" "alice.yaml:$wl: GPUJob alpha/wrong-team" "validate: file:line where the document starts"
 assert_contains "$out" "GPUJob alpha/big-class: spec.priorityClassName: PriorityClass big has value 50000, above Team alpha's maxPriority 1000" "validate: ceiling"
 assert_contains "$out" "GPUJob alpha/priv-init: spec.template.spec.initContainers[0].securityContext.privileged: privileged containers are not allowed" "validate: pod policy"
 assert_contains "$out" "metadata.name: must be at most 63 characters" "validate: long name"
