@@ -65,6 +65,17 @@ fresh_ns() {
   echo "$ns"
 }
 
+# alice_role NS ROLE VERBS: a Role ROLE in NS allowing VERBS ("get, list, ...") on gpujobs
+# and its RoleBinding to the user alice (env.sh's GQ_ALICE_TOKEN under GQ_AUTHZ=RBAC), as
+# YAML documents on stdout.
+alice_role() {
+  printf -- '---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: %s, namespace: %s}\n' "$2" "$1"
+  printf -- 'rules:\n- {apiGroups: [gangq.io], resources: [gpujobs], verbs: [%s]}\n' "$3"
+  printf -- '---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: alice-%s, namespace: %s}\n' "$2" "$1"
+  printf -- 'roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %s}\n' "$2"
+  printf -- 'subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}\n'
+}
+
 # Stop PID: SIGTERM, wait up to $2 s, then SIGKILL. Returns 1 if SIGKILL was needed.
 gq_stop_pid() {
   local pid="$1" wait_s="${2:-10}" i

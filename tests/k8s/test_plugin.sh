@@ -197,20 +197,7 @@ set -e
 assert_eq 1 "$rc" "forbidden exit code"
 assert_contains "$out" "forbidden: you may not list gpujobs.gangq.io in namespace research" "403 names verb, resource, namespace"
 # alice may read GPUJobs in research but not patch them
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: gpujob-reader, namespace: research}
-rules:
-- {apiGroups: [gangq.io], resources: [gpujobs], verbs: [get, list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: alice-reader, namespace: research}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpujob-reader}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
-YAML
+alice_role research gpujob-reader "get, list, watch" | k apply -f - >/dev/null
 wait_for 10 "alice may list gpujobs" bash -c "KUBECONFIG='$akc' kubectl gangq queue >/dev/null 2>&1"
 aq=$(KUBECONFIG="$akc" kubectl gangq queue 2>/dev/null)
 assert_contains "$aq" "No waiting GPUJobs in namespace research." "alice's queue (default namespace from her context)"

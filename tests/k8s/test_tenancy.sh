@@ -34,22 +34,8 @@ apiVersion: gangq.io/v1alpha1
 kind: Team
 metadata: {name: beta}
 spec: {namespaces: [beta], quota: [{gpuType: "*", gpus: 8}]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: gpujob-author, namespace: alpha}
-rules:
-- apiGroups: [gangq.io]
-  resources: [gpujobs]
-  verbs: [get, list, watch, create, update, patch, delete]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: alice-gpujobs, namespace: alpha}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpujob-author}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
 YAML
+alice_role alpha gpujob-author "get, list, watch, create, update, patch, delete" >>"$GQ_TEST_TMP/setup.yaml"
 k apply -f "$GQ_TEST_TMP/setup.yaml" >/dev/null
 assert_eq yes "$(ka -n alpha auth can-i create gpujobs.gangq.io 2>/dev/null || true)" "alice may create GPUJobs in alpha"
 assert_eq no "$(ka -n alpha auth can-i create pods 2>/dev/null || true)" "alice may not create pods"

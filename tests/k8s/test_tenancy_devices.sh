@@ -38,21 +38,7 @@ pool() { # NAME [EXTRA]: a GPUPool of the nodes labelled gangq.io/pool=NAME
   team alpha alpha 8; team beta beta 8; team p2 p2 16; team p3a p3a 8 c3; team p3b p3b 8 c3
   team p4b p4b 16; team p4i p4i 16
   pool p1; pool p2; pool p3; pool inference 'classes: [Inference], protected: true, reserveGPUs: 2'
-  cat <<'YAML'
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: gpujob-author, namespace: alpha}
-rules:
-- {apiGroups: [gangq.io], resources: [gpujobs], verbs: [get, list, watch, create, update, patch, delete]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: alice-gpujobs, namespace: alpha}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpujob-author}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
-YAML
+  alice_role alpha gpujob-author "get, list, watch, create, update, patch, delete"
 } | k apply -f - >/dev/null
 assert_eq no "$(ka -n alpha auth can-i create pods 2>/dev/null || true)" "alice may not create pods"
 for n in v1:p1 d1:p2 d2:p2 c1:p3 c2:p3 i1:inference; do
