@@ -160,8 +160,10 @@ static int min_victims(struct cy *cy, struct place_ctx *pc, struct sched_replica
     for (int c = n - 2; c >= 0; c--) {
         remove_job(cy, vs[chosen[c]].job, -1);
         rc = fits_now(cy, pc, reps);
-        if (rc < 0)
+        if (rc < 0) {
+            remove_job(cy, vs[chosen[c]].job, 1); /* the loop below restores each once */
             break;
+        }
         if (rc > 0) {
             memmove(&chosen[c], &chosen[c + 1], (size_t)(n - c - 1) * sizeof(int));
             n--;
