@@ -613,13 +613,23 @@ static int run(struct cy *cy)
             rc = GQ_ENOMEM;
             goto out;
         }
-        int pre = 0, ctype = -1;
+        int pre = 0, ctype = -1, soon = 0;
         if (cj->stopping > 0) {
             pre = cy_hold_for(cy, jx, &ctype); /* its victims are still stopping: no new ones */
         } else if (cy->cfg->preemption && cy->preempt_tries < CY_MAX_PREEMPT_TRIES) {
+            /* what stopping pods release (a suspended or deleted job's, a
+             * victim's whose job left) will fit it: it waits for that, and
+             * stops no running work for what is being freed already */
+            soon = cy_fits_released(cy, &pc, reps);
+            if (soon < 0) {
+                rc = soon;
+                goto out;
+            }
             /* worth trying only when some running job could be a victim */
-            cy->preempt_tries++;
-            pre = cy_preempt(cy, &pc, reps, 0);
+            if (!soon) {
+                cy->preempt_tries++;
+                pre = cy_preempt(cy, &pc, reps, 0);
+            }
             if (pre < 0) {
                 rc = pre;
                 goto out;
@@ -640,7 +650,10 @@ static int run(struct cy *cy)
                 rc = never_check(cy, jx, &pc);
             if (rc)
                 goto out;
-            rc = cy_wait_msg(cy, jx, nodes_part, 0, NULL);
+            char e[SCHED_MSG_MAX];
+            if (soon)
+                snprintf(e, sizeof(e), "%s; fits once stopping pods release their GPUs", nodes_part);
+            rc = cy_wait_msg(cy, jx, nodes_part, 0, soon ? e : NULL);
         }
         if (rc)
             goto out;

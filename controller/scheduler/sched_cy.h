@@ -178,7 +178,7 @@ struct sched_result_mem {
     size_t capd; /* decisions the result's d array holds */
 };
 
-#define SLOT_COUNT 27 /* the SL_ ids below */
+#define SLOT_COUNT 28 /* the SL_ ids below */
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
@@ -193,7 +193,7 @@ struct sched {
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
     SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART, SL_PV,
-    SL_VSUB, SL_VBEST, SL_VCHOSEN, SL_VDFREE, SL_COUNT_
+    SL_VSUB, SL_VBEST, SL_VCHOSEN, SL_VDFREE, SL_REL, SL_COUNT_
 };
 _Static_assert(SL_COUNT_ == SLOT_COUNT, "SLOT_COUNT counts the SL_ ids");
 
@@ -298,6 +298,9 @@ int cy_job_topo(const struct cy *cy, int lvl);
 int64_t cy_req_milli(const struct sc_req *r);
 int cy_pool_access(const struct cy *cy, const struct sched_job *jb, int pool);
 void cy_node_apply(struct cy *cy, int i, const struct sc_req *r, uint32_t devs, int sign);
+/* Node i's capacity becomes *c (its indexes kept in step); the caller keeps
+ * the old one to put back. */
+void cy_node_set(struct cy *cy, int i, const struct sc_node *c);
 int cy_preempted_for_waiting(const struct cy *cy, int p, int jx);
 int cy_claim_blocks(const struct cy *cy, int claimant, int jx);
 int cy_backfills(const struct cy *cy, const struct sched_job *jb, const struct cy_node *n);
@@ -335,5 +338,9 @@ int cy_hold_for(struct cy *cy, int jx, int *type);
 int cy_preempt(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps,
                int quota_blocked);
 int cy_claims_take(struct cy *cy, struct sched_replica *reps);
+/* Would the job of pc fit once the usage being released (stopping pods: a
+ * suspended, deleted or requeued job's, deleting foreign ones) is gone? > 0
+ * yes, 0 no, < 0 error; the cycle's state is unchanged either way. */
+int cy_fits_released(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps);
 
 #endif

@@ -67,6 +67,13 @@ void cy_node_apply(struct cy *cy, int i, const struct sc_req *r, uint32_t devs, 
     node_changed(cy, i, old);
 }
 
+void cy_node_set(struct cy *cy, int i, const struct sc_node *c)
+{
+    int old = cy->n[i].c.full_free;
+    cy->n[i].c = *c;
+    node_changed(cy, i, old);
+}
+
 static int rq_id(struct cy *cy, const struct sc_req *r)
 {
     for (int i = cy->nrq - 1; i >= 0 && i >= cy->nrq - 8; i--)

@@ -648,6 +648,44 @@ static void drop_releasing(const struct sched_node *sn, struct sc_node *t)
     sc_recount(t);
 }
 
+static int releasing_any(const struct sched_node *sn)
+{
+    for (int d = 0; d < SCHED_MAX_DEVICES; d++)
+        if (sn->releasing_gpu_milli[d])
+            return 1;
+    return sn->releasing_cpu_milli > 0 || sn->releasing_mem_bytes > 0;
+}
+
+int cy_fits_released(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
+{
+    struct sc_node *keep = NULL;
+    int *ids = NULL, n = 0, rc;
+    for (int i = 0; i < cy->nn; i++) {
+        if (!releasing_any(&cy->s->nodes[i]))
+            continue;
+        if (!keep) {
+            keep = cy_slot(cy->ctx, SL_REL, (size_t)cy->nn * (sizeof(*keep) + sizeof(int)));
+            if (!keep)
+                return GQ_ENOMEM;
+            ids = (int *)(void *)(keep + cy->nn);
+        }
+        keep[n] = cy->n[i].c;
+        ids[n++] = i;
+        struct sc_node t = cy->n[i].c;
+        drop_releasing(&cy->s->nodes[i], &t);
+        cy_node_set(cy, i, &t);
+    }
+    if (n == 0)
+        return 0;
+    int nocache = cy->nocache;
+    cy->nocache = 1;
+    rc = fits_now(cy, pc, reps);
+    cy->nocache = nocache;
+    for (int k = n - 1; k >= 0; k--)
+        cy_node_set(cy, ids[k], &keep[k]);
+    return rc;
+}
+
 static int reserved_fits(struct cy *cy, const struct place_ctx *pc, const int *cand, int nc)
 {
     int got = 0;

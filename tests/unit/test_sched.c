@@ -795,6 +795,36 @@ static void test_reclaim_non_preemptible(void **st)
     fx_done(&f);
 }
 
+/* GPUs being released (a suspended or deleted job's pods stopping, a
+ * victim's whose job left) are not preempted for again: a preemptor that fits
+ * once they are gone waits for them. Two 4-GPU nodes: n0's GPUs held by
+ * stopping pods, n1 running a batch job; an Inference job of 4 GPUs. */
+static void test_no_preempt_for_released(void **st)
+{
+    (void)st;
+    struct fx f;
+    fx_init(&f);
+    add_node(&f, 4, "H100", 64000, NULL);
+    add_node(&f, 4, "H100", 64000, NULL);
+    for (int d = 0; d < 4; d++)
+        f.nodes[0].foreign_gpu_milli[d] = f.nodes[0].releasing_gpu_milli[d] = 1000;
+    int w = add_job(&f, "x/w", 4, 1, SCHED_BATCH, 10);
+    run_on(&f, w, 1, 0x0F);
+    int p = add_job(&f, "x/pre", 4, 1, SCHED_INFERENCE, 1000);
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
+    const struct sched_decision *d = dec(&f, p, SCHED_WAIT);
+    assert_non_null(d);
+    assert_non_null(strstr(d->message, "fits once stopping pods release their GPUs"));
+    /* the same GPUs held by pods that are not stopping: w is the victim */
+    for (int k = 0; k < 4; k++)
+        f.nodes[0].releasing_gpu_milli[k] = 0;
+    assert_int_equal(cycle(&f), 0);
+    assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
+    assert_non_null(dec(&f, w, SCHED_PREEMPT));
+    fx_done(&f);
+}
+
 /* GPU shares: shares of one device add up to <= 1000 */
 static void test_shares(void **st)
 {
@@ -2596,6 +2626,7 @@ int main(void)
         cmocka_unit_test(test_preempt_cheapest_domain),
         cmocka_unit_test(test_reclaim_before_lower_priority),
         cmocka_unit_test(test_reclaim_non_preemptible),
+        cmocka_unit_test(test_no_preempt_for_released),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
