@@ -485,7 +485,8 @@ out:
     return GQ_OK;
 }
 
-int gq_yaml_load_file(const char *path, cJSON **out, char *err, size_t errlen)
+int gq_yaml_load_file_lines(const char *path, cJSON **out, int *lines, size_t maxlines, char *err,
+                            size_t errlen)
 {
     char *data = NULL;
     size_t len = 0;
@@ -494,7 +495,12 @@ int gq_yaml_load_file(const char *path, cJSON **out, char *err, size_t errlen)
     rc = gq_read_file(path, GQ_YAML_MAX_BYTES, &data, &len, err, errlen);
     if (rc)
         return rc;
-    rc = gq_yaml_parse_stream(data, len, path, out, err, errlen);
+    rc = gq_yaml_parse_stream_lines(data, len, path, out, lines, maxlines, err, errlen);
     free(data);
     return rc;
+}
+
+int gq_yaml_load_file(const char *path, cJSON **out, char *err, size_t errlen)
+{
+    return gq_yaml_load_file_lines(path, out, NULL, 0, err, errlen);
 }

@@ -49,6 +49,9 @@ int gq_yaml_parse_stream_lines(const char *data, size_t len, const char *name,
 /* Read a file (at most GQ_YAML_MAX_BYTES) and parse it as a stream; errors are
  * prefixed with the path. */
 int gq_yaml_load_file(const char *path, cJSON **out, char *err, size_t errlen);
+/* The same, with each document's first line as gq_yaml_parse_stream_lines gives it. */
+int gq_yaml_load_file_lines(const char *path, cJSON **out, int *lines, size_t maxlines, char *err,
+                            size_t errlen);
 
 /* Read a whole file into a NUL-terminated heap buffer (caller frees) of at most
  * max bytes. GQ_ENOTFOUND, GQ_EIO or GQ_ELIMIT on failure. */

@@ -25,30 +25,6 @@ struct vfile {
     int *lines;  /* owned: the line where each document starts (1-based) */
 };
 
-/* Load path as a YAML stream with each document's first line. */
-static int load_file(struct vfile *vf, char *err, size_t errlen)
-{
-    char *data = NULL;
-    size_t len = 0;
-    int rc = gq_read_file(vf->path, GQ_YAML_MAX_BYTES, &data, &len, err, errlen);
-    if (rc)
-        return rc;
-    vf->lines = calloc(GQ_YAML_MAX_DOCS, sizeof *vf->lines);
-    if (!vf->lines) {
-        free(data);
-        snprintf(err, errlen, "%s: out of memory", vf->path);
-        return GQ_ENOMEM;
-    }
-    rc = gq_yaml_parse_stream_lines(data, len, vf->path, &vf->docs, vf->lines, GQ_YAML_MAX_DOCS, err,
-                                    errlen);
-    free(data);
-    if (!rc) { /* keep what the documents use */
-        int *l = realloc(vf->lines, ((size_t)cJSON_GetArraySize(vf->docs) + 1) * sizeof *l);
-        if (l)
-            vf->lines = l;
-    }
-    return rc;
-}
 
 static const char *kind_of(const cJSON *doc)
 {
@@ -121,7 +97,9 @@ int cmd_validate(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         struct vfile *vf = &files[nfiles++];
         vf->path = argv[i];
-        if (load_file(vf, err, sizeof err)) {
+        if (!(vf->lines = calloc(GQ_YAML_MAX_DOCS, sizeof *vf->lines)))
+            goto oom;
+        if (gq_yaml_load_file_lines(argv[i], &vf->docs, vf->lines, GQ_YAML_MAX_DOCS, err, sizeof err)) {
             printf("%s\n", err);
             errors++;
             continue;
@@ -160,7 +138,7 @@ int cmd_validate(int argc, char **argv)
             const char *kind = kind_of(doc);
             char name[320], line[API_ERR_PATH_MAX + API_ERR_MSG_MAX + 4], note[300] = "";
             int e;
-            d++;
+            int ln = files[f].lines[d++]; /* where the document starts */
             if (cJSON_IsNull(doc))
                 continue;
             api_errors_init(&errs);
@@ -204,23 +182,22 @@ int cmd_validate(int argc, char **argv)
                 struct api_priorityclass pc;
                 api_priorityclass_decode(doc, &pc, &errs);
             } else {
-                printf("%s:%d: %s %s: skipped (not a gangq kind)\n", files[f].path, files[f].lines[d - 1],
+                printf("%s:%d: %s %s: skipped (not a gangq kind)\n", files[f].path, ln,
                        kind[0] ? kind : "(no kind)", name);
                 skipped++;
                 continue;
             }
             if (errs.n == 0) {
-                printf("%s:%d: %s %s: ok%s\n", files[f].path, files[f].lines[d - 1], kind, name, note);
+                printf("%s:%d: %s %s: ok%s\n", files[f].path, ln, kind, name, note);
                 oks++;
                 continue;
             }
             for (e = 0; e < errs.n; e++) {
                 api_error_format(&errs, e, line, sizeof line);
-                printf("%s:%d: %s %s: %s\n", files[f].path, files[f].lines[d - 1], kind, name, line);
+                printf("%s:%d: %s %s: %s\n", files[f].path, ln, kind, name, line);
             }
             if (errs.dropped)
-                printf("%s:%d: %s %s: ... and %d more problems\n", files[f].path, files[f].lines[d - 1],
-                       kind, name,
+                printf("%s:%d: %s %s: ... and %d more problems\n", files[f].path, ln, kind, name,
                        errs.dropped);
             errors++;
         }

@@ -178,7 +178,7 @@ struct sched_result_mem {
     size_t capd; /* decisions the result's d array holds */
 };
 
-#define SLOT_COUNT 28 /* the SL_ ids below */
+#define SLOT_COUNT 29 /* the SL_ ids below */
 struct sched {
     void *buf[SLOT_COUNT];
     size_t cap[SLOT_COUNT];
@@ -193,7 +193,7 @@ struct sched {
 enum {
     SL_NODES, SL_JOBS, SL_TEAMQ, SL_ORDER, SL_CAND, SL_CAND2, SL_DOMCAP, SL_DOMFREE,
     SL_DOMSEEN, SL_QUOTA, SL_TEAMS, SL_POOLFREE, SL_VICT, SL_SEL, SL_MISC, SL_GROUPS, SL_RUNNING, SL_SORT, SL_MARK, SL_WCAP, SL_IDS, SL_PART, SL_PV,
-    SL_VSUB, SL_VBEST, SL_VCHOSEN, SL_VDFREE, SL_REL, SL_COUNT_
+    SL_VSUB, SL_VBEST, SL_VCHOSEN, SL_VDFREE, SL_REL, SL_RELKEEP, SL_COUNT_
 };
 _Static_assert(SL_COUNT_ == SLOT_COUNT, "SLOT_COUNT counts the SL_ ids");
 
@@ -247,6 +247,9 @@ struct cy {
     int nocache;
     int reservations;
     int preempt_tries;
+    /* nodes with usage being released (snapshot releasing_*), listed once a
+     * cycle by the first cy_fits_released: rel[0..nrel) when rel_listed */
+    int *rel, nrel, rel_listed;
     int young_skipped; /* victims passed over for the minimum runtime by the last plan */
     int pm_excl;       /* the last plan passed over a victim for its job alone */
     /* What placement and quota look like changes (an admission, a claim, a

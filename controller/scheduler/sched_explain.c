@@ -172,12 +172,11 @@ static void quota_facts(const struct cy *cy, int jx, struct quota_facts *f)
     }
     /* a job of any type in a Team whose quota names types only: each entry
      * applies on its type's nodes; describe the one with the most room */
-    for (int x = t->q0; e < 0 && !f->tname && x < t->q0 + t->nq; x++)
-        if (cy->q[x].type >= 0)
-            e = x;
-    for (int x = e + 1; !f->tname && e >= 0 && cy->q[e].type >= 0 && x < t->q0 + t->nq; x++)
-        if (cy->q[x].type >= 0 && cy->q[x].nominal - cy->q[x].used > cy->q[e].nominal - cy->q[e].used)
-            e = x;
+    if (e < 0 && !f->tname)
+        for (int x = t->q0; x < t->q0 + t->nq; x++)
+            if (cy->q[x].type >= 0 &&
+                (e < 0 || cy->q[x].nominal - cy->q[x].used > cy->q[e].nominal - cy->q[e].used))
+                e = x;
     f->e = e;
     if (e < 0)
         return;

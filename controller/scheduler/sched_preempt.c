@@ -245,6 +245,20 @@ static int vdom_hopeless(const struct cy *cy, const struct victim *vs, const str
     return x->lb_lost >= c->lost;
 }
 
+/* Victim v runs on a node the job could use (marked in mark) in domain d of
+ * level L; d < 0: in any domain (one that does not is a candidate for the
+ * quota it frees alone). */
+static int runs_in(const struct cy *cy, int v, int L, int32_t d, const uint32_t *mark)
+{
+    const struct sched_job *V = &cy->s->jobs[v];
+    for (int p = 0; p < V->nplaced; p++) {
+        int node = V->placement[p].node;
+        if (mark[node] == cy->stamp && (d < 0 || cy->n[node].dom[L] == d))
+            return 1;
+    }
+    return 0;
+}
+
 /* The usable nodes' GPU milli held by victim v in domain d (level L). */
 static int64_t held_in(const struct cy *cy, int v, int L, int32_t d, const uint32_t *mark)
 {
@@ -353,21 +367,11 @@ static int min_victims_domains(struct cy *cy, struct place_ctx *pc, struct sched
         if (nbest > 0 && vdom_hopeless(cy, vs, &dv[k], &bc))
             break; /* the rest are bounded no lower */
         int ns = 0;
-        for (int a = 0; a < nv; a++) {
-            const struct sched_job *V = &cy->s->jobs[vs[a].job];
-            int in = 0, on_usable = 0;
-            for (int p = 0; p < V->nplaced; p++) {
-                int node = V->placement[p].node;
-                if (mark[node] == cy->stamp) {
-                    on_usable = 1;
-                    in |= cy->n[node].dom[L] == dv[k].dom;
-                }
-            }
-            if (in || !on_usable) { /* in the domain, or it frees quota alone */
-                ix[ns] = a;
+        for (int a = 0; a < nv; a++)
+            if (runs_in(cy, vs[a].job, L, dv[k].dom, mark) || !runs_in(cy, vs[a].job, L, -1, mark)) {
+                ix[ns] = a; /* in the domain, or it frees quota alone */
                 sub[ns++] = vs[a];
             }
-        }
         int m = 0;
         /* capacity alone blocks it: what this domain's victims free, it can
          * use only here (quota they free could admit it elsewhere) */
@@ -658,31 +662,33 @@ static int releasing_any(const struct sched_node *sn)
 
 int cy_fits_released(struct cy *cy, struct place_ctx *pc, struct sched_replica *reps)
 {
-    struct sc_node *keep = NULL;
-    int *ids = NULL, n = 0, rc;
-    for (int i = 0; i < cy->nn; i++) {
-        if (!releasing_any(&cy->s->nodes[i]))
-            continue;
-        if (!keep) {
-            keep = cy_slot(cy->ctx, SL_REL, (size_t)cy->nn * (sizeof(*keep) + sizeof(int)));
-            if (!keep)
-                return GQ_ENOMEM;
-            ids = (int *)(void *)(keep + cy->nn);
-        }
-        keep[n] = cy->n[i].c;
-        ids[n++] = i;
+    if (!cy->rel_listed) { /* the snapshot's releasing usage is the cycle's: listed once */
+        cy->rel = cy_slot(cy->ctx, SL_REL, (size_t)(cy->nn > 0 ? cy->nn : 1) * sizeof(int));
+        if (!cy->rel)
+            return GQ_ENOMEM;
+        for (int i = 0; i < cy->nn; i++)
+            if (releasing_any(&cy->s->nodes[i]))
+                cy->rel[cy->nrel++] = i;
+        cy->rel_listed = 1;
+    }
+    if (cy->nrel == 0)
+        return 0;
+    struct sc_node *keep = cy_slot(cy->ctx, SL_RELKEEP, (size_t)cy->nrel * sizeof(*keep));
+    if (!keep)
+        return GQ_ENOMEM;
+    for (int k = 0; k < cy->nrel; k++) {
+        int i = cy->rel[k];
+        keep[k] = cy->n[i].c;
         struct sc_node t = cy->n[i].c;
         drop_releasing(&cy->s->nodes[i], &t);
         cy_node_set(cy, i, &t);
     }
-    if (n == 0)
-        return 0;
     int nocache = cy->nocache;
     cy->nocache = 1;
-    rc = fits_now(cy, pc, reps);
+    int rc = fits_now(cy, pc, reps);
     cy->nocache = nocache;
-    for (int k = n - 1; k >= 0; k--)
-        cy_node_set(cy, ids[k], &keep[k]);
+    for (int k = cy->nrel - 1; k >= 0; k--)
+        cy_node_set(cy, cy->rel[k], &keep[k]);
     return rc;
 }
 

@@ -842,8 +842,7 @@ static int cycle(struct run *r, int *preempted)
     struct sched_result *res = NULL;
     int rc, n = 0;
     *preempted = 0;
-    usage_advance(r);
-    if ((rc = usage_refresh(r)))
+    if ((rc = usage_refresh(r))) /* usage advanced to now by the event loop */
         return rc;
     for (size_t a = 0; a < r->nactive; a++) {
         size_t i = r->active[a];

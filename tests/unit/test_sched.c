@@ -88,6 +88,24 @@ static int add_job(struct fx *f, const char *id, int gpus, int replicas, enum sc
     return j;
 }
 
+/* Team f->nt (returned) with one quota entry of gpus of type, no borrowing or
+ * lending limit, weight 1. */
+static int add_team(struct fx *f, const char *name, const char *cohort, const char *type, int gpus)
+{
+    int t = f->nt++;
+    f->quotas[t][0] = (struct sched_quota){type, gpus, -1, -1};
+    f->teams[t] = (struct sched_team){name, cohort, 1, f->quotas[t], 1, 0};
+    return t;
+}
+
+/* A single-replica job of team t. */
+static int add_team_job(struct fx *f, const char *id, int gpus, enum sched_class cls, int prio, int t)
+{
+    int j = add_job(f, id, gpus, 1, cls, prio);
+    f->jobs[j].team = t;
+    return j;
+}
+
 /* Mark job j running with replica r on node at devs. */
 static void run_on(struct fx *f, int j, int node, uint32_t devs)
 {
@@ -725,22 +743,14 @@ static void test_reclaim_before_lower_priority(void **st)
     fx_init(&f);
     add_node(&f, 8, "H100", 64000, NULL);
     add_node(&f, 8, "H100", 64000, NULL);
-    f.quotas[0][0] = (struct sched_quota){"*", 8, -1, -1};
-    f.quotas[1][0] = (struct sched_quota){"*", 0, -1, -1};
-    f.quotas[2][0] = (struct sched_quota){"*", 8, -1, -1};
-    f.teams[0] = (struct sched_team){"r", "co", 1, f.quotas[0], 1, 0};
-    f.teams[1] = (struct sched_team){"b", "co", 1, f.quotas[1], 1, 0};
-    f.teams[2] = (struct sched_team){"p", "co", 1, f.quotas[2], 1, 0};
-    f.nt = 3;
-    int pj = add_job(&f, "p/job", 8, 1, SCHED_BATCH, 10);
-    f.jobs[pj].team = 2;
+    int r = add_team(&f, "r", "co", "*", 8), b = add_team(&f, "b", "co", "*", 0),
+        pt = add_team(&f, "p", "co", "*", 8);
+    int pj = add_team_job(&f, "p/job", 8, SCHED_BATCH, 10, pt);
     run_on(&f, pj, 0, 0xFF);
-    int bj = add_job(&f, "b/job", 8, 1, SCHED_BATCH, 500);
-    f.jobs[bj].team = 1;
+    int bj = add_team_job(&f, "b/job", 8, SCHED_BATCH, 500, b);
     run_on(&f, bj, 1, 0xFF);
     f.jobs[bj].admitted_at = 60;
-    int rj = add_job(&f, "r/job", 8, 1, SCHED_BATCH, 100);
-    f.jobs[rj].team = 0;
+    int rj = add_team_job(&f, "r/job", 8, SCHED_BATCH, 100, r);
     assert_int_equal(cycle(&f), 0);
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
     const struct sched_decision *p = dec(&f, bj, SCHED_PREEMPT);
@@ -762,22 +772,15 @@ static void test_reclaim_non_preemptible(void **st)
     fx_init(&f);
     add_node(&f, 8, "H100", 64000, NULL);
     add_node(&f, 8, "H100", 64000, NULL);
-    f.quotas[0][0] = (struct sched_quota){"*", 8, -1, -1};
-    f.quotas[1][0] = (struct sched_quota){"*", 8, -1, -1};
-    f.teams[0] = (struct sched_team){"a", "co", 1, f.quotas[0], 1, 0};
-    f.teams[1] = (struct sched_team){"b", "co", 1, f.quotas[1], 1, 0};
-    f.nt = 2;
-    int a1 = add_job(&f, "a/own", 8, 1, SCHED_BATCH, 0);
-    f.jobs[a1].team = 0;
+    int ta = add_team(&f, "a", "co", "*", 8), tb = add_team(&f, "b", "co", "*", 8);
+    int a1 = add_team_job(&f, "a/own", 8, SCHED_BATCH, 0, ta);
     f.jobs[a1].preemptible = 0;
     run_on(&f, a1, 0, 0xFF);
-    int a2 = add_job(&f, "a/borrowed", 8, 1, SCHED_BATCH, 0);
-    f.jobs[a2].team = 0;
+    int a2 = add_team_job(&f, "a/borrowed", 8, SCHED_BATCH, 0, ta);
     f.jobs[a2].preemptible = 0;
     run_on(&f, a2, 1, 0xFF);
     f.jobs[a2].admitted_at = 10; /* a holds 16 of its 8: one job borrows b's 8 */
-    int b = add_job(&f, "b/job", 8, 1, SCHED_BATCH, 500);
-    f.jobs[b].team = 1;
+    int b = add_team_job(&f, "b/job", 8, SCHED_BATCH, 500, tb);
     assert_int_equal(cycle(&f), 0);
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 1);
     const struct sched_decision *p = dec(&f, a2, SCHED_PREEMPT);
@@ -788,7 +791,7 @@ static void test_reclaim_non_preemptible(void **st)
      * higher priority of its own Team */
     f.jobs[a2].state = SCHED_JOB_WAITING;
     f.jobs[a2].nplaced = 0;
-    f.jobs[b].team = 0;
+    f.jobs[b].team = ta;
     f.jobs[b].replicas = 2; /* 2 x 8: needs a/own's node too */
     assert_int_equal(cycle(&f), 0);
     assert_int_equal(count_kind(&f, SCHED_PREEMPT), 0);
@@ -1556,20 +1559,12 @@ static void test_claim_blocks_borrower(void **st)
     fx_init(&f);
     add_node(&f, 8, "A100", 64000, NULL);
     add_node(&f, 4, "A100", 64000, NULL);
-    f.quotas[0][0] = (struct sched_quota){"A100", 4, -1, -1};
-    f.quotas[1][0] = (struct sched_quota){"A100", 8, -1, -1};
-    f.quotas[2][0] = (struct sched_quota){"A100", 0, -1, -1};
-    f.teams[0] = (struct sched_team){"a", "c", 1, f.quotas[0], 1, 0};
-    f.teams[1] = (struct sched_team){"b", "c", 1, f.quotas[1], 1, 0};
-    f.teams[2] = (struct sched_team){"g", "c", 1, f.quotas[2], 1, 0};
-    f.nt = 3;
-    int x = add_job(&f, "a/x", 8, 1, SCHED_TRAINING, 500);
-    f.jobs[x].team = 0;
+    int ta = add_team(&f, "a", "c", "A100", 4), tb = add_team(&f, "b", "c", "A100", 8),
+        tg = add_team(&f, "g", "c", "A100", 0);
+    int x = add_team_job(&f, "a/x", 8, SCHED_TRAINING, 500, ta);
     run_on(&f, x, 0, 0xFF);
-    int y = add_job(&f, "b/y", 8, 1, SCHED_BATCH, 100);
-    f.jobs[y].team = 1;
-    int w = add_job(&f, "g/w", 4, 1, SCHED_BATCH, 950);
-    f.jobs[w].team = 2;
+    int y = add_team_job(&f, "b/y", 8, SCHED_BATCH, 100, tb);
+    int w = add_team_job(&f, "g/w", 4, SCHED_BATCH, 950, tg);
     f.jobs[w].req.types[0] = "A100";
     f.jobs[w].req.ntypes = 1;
     /* cycle 1: y (within nominal) goes before w (borrowing) and claims 8 */
